@@ -1,0 +1,59 @@
+# humanlike: `make demo` sets up and serves the demo; `make test` sets up and runs the whole suite.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+HUMANLIKE := $(VENV)/bin/humanlike
+VENDOR := static/vendor
+PYTEST_ARGS ?=
+
+.PHONY: demo test setup venv npm chromium demo-data lint bench clean
+
+setup: venv npm
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip setuptools wheel
+	$(PIP) install -q -e '.[test,torch]'
+	touch $@
+
+npm: $(VENDOR)/.installed
+
+$(VENDOR)/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	rm -rf $(VENDOR) && mkdir -p $(VENDOR)/jspsych $(VENDOR)/plugins
+	cp node_modules/jspsych/dist/index.browser.min.js $(VENDOR)/jspsych/jspsych.js
+	cp node_modules/jspsych/css/jspsych.css $(VENDOR)/jspsych/jspsych.css
+	for p in node_modules/@jspsych/plugin-*; do \
+	  cp $$p/dist/index.browser.min.js $(VENDOR)/plugins/$$(basename $$p).js; done
+	touch $@
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+demo-data: setup
+	$(HUMANLIKE) demo --prepare-only
+
+demo: setup
+	$(HUMANLIKE) demo
+
+test: setup chromium
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check analysis server stimuli deploy tests bench
+
+bench: setup
+	$(PY) bench/ingest.py
+	$(PY) bench/ec_bootstrap.py
+	$(PY) bench/ratings.py
+	$(PY) bench/mlds.py
+	$(PY) bench/kernel_analysis.py
+	$(PY) bench/controversial.py
+
+clean:
+	rm -rf $(VENV) node_modules $(VENDOR) build dist *.egg-info instance

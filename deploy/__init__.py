@@ -1,0 +1,1 @@
+"""Recruitment clients (Prolific, MTurk) and production serving."""

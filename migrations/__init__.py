@@ -1,0 +1,1 @@
+"""Alembic migrations (Flask-Migrate), shipped as package data."""

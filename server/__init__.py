@@ -1,0 +1,1 @@
+"""The humanlike web server: app factory, models, blueprints, CLI."""

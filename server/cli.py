@@ -1,0 +1,63 @@
+"""The ``humanlike`` command line: serve, demo, db, create-admin, export, analyze, stimuli."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported only when used (keeps ``--help`` fast)."""
+
+    def __init__(self, *args, lazy_commands: dict[str, str] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy_commands = lazy_commands or {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy_commands))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy_commands:
+            module_name, attr = self.lazy_commands[name].split(":")
+            return getattr(importlib.import_module(module_name), attr)
+        return super().get_command(ctx, name)
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy_commands={
+        "serve": "humanlike.server.commands.serve:command",
+        "demo": "humanlike.server.commands.demo:command",
+        "db": "humanlike.server.commands.db:command",
+        "create-admin": "humanlike.server.commands.create_admin:command",
+        "export": "humanlike.server.commands.export:command",
+    },
+)
+@click.version_option(package_name="humanlike")
+def main() -> None:
+    """humanlike: run online psychophysics experiments and score how humanlike models are."""
+
+
+@main.group(
+    cls=LazyGroup,
+    lazy_commands={
+        "ec": "humanlike.server.commands.analyze_ec:command",
+        "ratings": "humanlike.server.commands.analyze_ratings:command",
+        "mlds": "humanlike.server.commands.analyze_mlds:command",
+        "ka": "humanlike.server.commands.analyze_ka:command",
+    },
+)
+def analyze() -> None:
+    """Analyse exported data: error consistency, ratings, MLDS, kernel analysis."""
+
+
+@main.group(
+    cls=LazyGroup,
+    lazy_commands={
+        "mlds": "humanlike.server.commands.stimuli_mlds:command",
+        "controversial": "humanlike.server.commands.stimuli_controversial:command",
+    },
+)
+def stimuli() -> None:
+    """Make stimuli: MLDS blend sequences, controversial images."""

@@ -1,0 +1,1 @@
+"""Static files (jsPsych plugins, runner, dashboard assets), shipped as package data."""

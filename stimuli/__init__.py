@@ -1,0 +1,1 @@
+"""Stimulus generation: MLDS blend sequences, controversial stimuli, natural image sets, manifests."""
