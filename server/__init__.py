@@ -1,1 +1,57 @@
-"""The humanlike web server: app factory, models, blueprints, CLI."""
+"""The humanlike web server: ``create_app`` builds a Flask app (flaskr-style factory)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+
+PACKAGE_ROOT = Path(__file__).resolve().parent
+
+
+def _package_dir(name: str) -> str:
+    """Folder of a sibling package (``humanlike.static`` etc.), editable or installed."""
+    import importlib
+
+    module = importlib.import_module(f"humanlike.{name}")
+    return str(Path(module.__file__).resolve().parent)
+
+
+def create_app(test_config: dict[str, Any] | None = None) -> Flask:
+    """Build the app: config, extensions, experiments registry, blueprints (in that order)."""
+    app = Flask(
+        __name__,
+        instance_path=os.environ.get("HUMANLIKE_INSTANCE") or None,
+        instance_relative_config=True,
+        static_folder=_package_dir("static"),
+        template_folder=_package_dir("templates"),
+    )
+    os.makedirs(app.instance_path, exist_ok=True)
+
+    from humanlike.server.config import build_config
+
+    app.config.from_mapping(build_config(app.instance_path, test_config))
+
+    from humanlike.server import database
+    from humanlike.server.extensions import csrf, db, login_manager, migrate
+
+    db.init_app(app)
+    database.init_app(app)
+    migrate.init_app(app, db, directory=_package_dir("migrations"))
+    csrf.init_app(app)
+    login_manager.init_app(app)
+    login_manager.login_view = "admin.login"
+
+    from humanlike.server import experiments
+
+    experiments.init_app(app)
+
+    from humanlike.server import admin, api, errors, participant
+
+    errors.init_app(app)
+    app.register_blueprint(participant.bp)
+    app.register_blueprint(api.bp)
+    app.register_blueprint(admin.bp)
+    return app

@@ -1,0 +1,29 @@
+"""Shared option handling for CLI commands that need an app (experiments + database)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import click
+from flask import Flask
+
+
+def make_app(experiment_paths: Sequence[str] = (), database_url: str | None = None) -> Flask:
+    """Build the app for a CLI command; a bad spec becomes a CLI error naming the file and field."""
+    from humanlike.server import create_app
+    from humanlike.server.spec import SpecError
+
+    if database_url:
+        os.environ["DATABASE_URL"] = database_url
+    config = {"EXPERIMENT_PATHS": list(experiment_paths)} if experiment_paths else None
+    try:
+        return create_app(config)
+    except SpecError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+database_option = click.option(
+    "--database-url", envvar="DATABASE_URL", default=None,
+    help="SQLAlchemy URL (default: SQLite in the instance folder; env DATABASE_URL).",
+)

@@ -1,0 +1,37 @@
+"""``humanlike create-admin``: add a dashboard login (or reset its password)."""
+
+from __future__ import annotations
+
+import click
+
+from humanlike.server.commands.app_context import database_option, make_app
+
+
+@click.command("create-admin")
+@click.option("--username", prompt=True)
+@click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True,
+              envvar="HUMANLIKE_ADMIN_PASSWORD")
+@database_option
+def command(username: str, password: str, database_url: str | None) -> None:
+    """Create an admin user with a hashed password (or reset an existing user's password)."""
+    import sqlalchemy as sa
+
+    from humanlike.server import database
+    from humanlike.server.extensions import db
+    from humanlike.server.models import AdminUser
+
+    if len(password) < 8:
+        raise click.BadParameter("use at least 8 characters", param_hint="--password")
+    app = make_app(database_url=database_url)
+    database.upgrade(app)
+    with app.app_context():
+        user = db.session.execute(
+            sa.select(AdminUser).where(AdminUser.username == username)
+        ).scalar_one_or_none()
+        created = user is None
+        if created:
+            user = AdminUser(username=username)
+            db.session.add(user)
+        user.set_password(password)
+        db.session.commit()
+    click.echo(f"admin {username!r} {'created' if created else 'password reset'}")

@@ -1,0 +1,29 @@
+"""``humanlike export EXPERIMENT --out DIR``: the tidy CSV/Parquet export with its codebook."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from humanlike.server.commands.app_context import database_option, make_app
+
+
+@click.command("export")
+@click.argument("experiment")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder to write the CSV/Parquet files and codebook.json into.")
+@database_option
+def command(experiment: str, out: Path, database_url: str | None) -> None:
+    """Export EXPERIMENT (its slug) as tidy tables."""
+    from humanlike.server.export import write_export
+
+    app = make_app(database_url=database_url)
+    with app.app_context():
+        try:
+            counts = write_export(experiment, out)
+        except LookupError as exc:
+            raise click.ClickException(str(exc)) from exc
+    for name, n in counts.items():
+        click.echo(f"{name:16s} {n:8d} rows  -> {out / (name + '.csv')} (+ .parquet)")
+    click.echo(f"codebook         -> {out / 'codebook.json'}")

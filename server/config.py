@@ -1,0 +1,66 @@
+"""Configuration: defaults, then environment variables, then the caller's test config."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(RuntimeError):
+    """The server cannot start safely with this configuration."""
+
+
+def database_url_from_env(instance_path: str) -> str:
+    """``DATABASE_URL`` (postgres:// normalised to psycopg 3) or SQLite in the instance folder."""
+    url = os.environ.get("DATABASE_URL", "").strip()
+    if not url:
+        return "sqlite:///" + str(Path(instance_path) / "humanlike.sqlite")
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def dev_secret_key(instance_path: str) -> str:
+    """A random key kept in the instance folder so sessions survive restarts in development."""
+    path = Path(instance_path) / "secret_key"
+    if path.is_file():
+        return path.read_text().strip()
+    key = secrets.token_hex(32)
+    path.write_text(key)
+    path.chmod(0o600)
+    return key
+
+
+def build_config(instance_path: str, test_config: dict[str, Any] | None) -> dict[str, Any]:
+    """Assemble the app config; in production refuse to run without ``SECRET_KEY``."""
+    production = os.environ.get("HUMANLIKE_ENV", "development") == "production"
+    config: dict[str, Any] = {
+        "PRODUCTION": production,
+        "SQLALCHEMY_DATABASE_URI": database_url_from_env(instance_path),
+        "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
+        "MAX_CONTENT_LENGTH": 64 * 1024,
+        "SESSION_COOKIE_HTTPONLY": True,
+        "SESSION_COOKIE_SAMESITE": "Lax",
+        "SESSION_COOKIE_SECURE": production,
+        "REMEMBER_COOKIE_SECURE": production,
+        "WTF_CSRF_TIME_LIMIT": None,
+        "EXPERIMENT_PATHS": [
+            p for p in os.environ.get("HUMANLIKE_EXPERIMENTS", "").split(os.pathsep) if p
+        ],
+        "STIMULUS_MAX_AGE": 365 * 24 * 3600,
+    }
+    if os.environ.get("SECRET_KEY"):
+        config["SECRET_KEY"] = os.environ["SECRET_KEY"]
+    if test_config:
+        config.update(test_config)
+    if not config.get("SECRET_KEY"):
+        if config["PRODUCTION"]:
+            raise ConfigError(
+                "SECRET_KEY is not set: in production (HUMANLIKE_ENV=production) the server "
+                "refuses to start without it; set SECRET_KEY to a long random string"
+            )
+        config["SECRET_KEY"] = dev_secret_key(instance_path)
+    return config

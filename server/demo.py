@@ -1,0 +1,133 @@
+"""The demo experiment, built offline at set-up: digit ratings (natural, catch, controversial) and MLDS triads."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+DEMO_SLUG = "demo"
+PROLIFIC_CODE = "C1HLDEMO"
+
+SPEC_TEMPLATE = """\
+slug = "{slug}"
+title = "Which digits do you see?"
+platform = "prolific"
+consent = "consent.md"
+instructions = "instructions.md"
+manifest = "stimuli/manifest.csv"
+key_mapping = "fixed"
+allow_mobile = false
+
+[presentation]
+mode = "until_response"
+image_height_px = 224
+
+[completion]
+prolific_code = "{code}"
+mturk_sandbox = true
+
+{categories}
+[[blocks]]
+name = "ratings"
+trial_type = "rating"
+kinds = {rating_kinds}
+practice = 2
+catch_trials = 3
+repeats = 4
+prompt = "How much does the image look like each digit? Rate every digit that applies."
+{mlds_block}
+[[conditions]]
+name = "A"
+
+[[debrief]]
+name = "strategy"
+text = "Briefly, how did you decide on your ratings?"
+
+[[debrief]]
+name = "problems"
+text = "Did anything go wrong (display, keyboard, connection)?"
+
+[exclusion]
+min_catch_accuracy = 0.66
+max_all_zero_share = 0.5
+min_rt_ms = 100
+"""
+
+MLDS_BLOCK = """
+[[blocks]]
+name = "mlds"
+trial_type = "triad"
+kinds = ["mlds"]
+repeats = {repeats}
+prompt = "Which of the two outer images is more similar to the one in the middle? Press F (left) or J (right), or click it."
+"""
+
+CONSENT = """\
+# Consent
+
+This is a demonstration study of **humanlike**. You will see images of handwritten digits and rate
+how much each looks like each digit from 0 to 9. It takes about five minutes. Your responses are
+stored with a random identifier. You may stop at any time.
+
+By continuing you confirm you are 18 or older and agree to take part.
+"""
+
+INSTRUCTIONS = """\
+# Instructions
+
+Each screen shows one image and ten rows, one per digit. For each digit, rate how present it is:
+0, 25, 50, 75 or 100%. Ratings need not add up to 100%.
+
+- **Keyboard:** press a digit's key to raise its rating by one step, **Shift** + key to lower it,
+  **Enter** to continue.
+- **Mouse:** click a level in a row, then *Continue*.
+
+Some images are shown twice; just rate them again. In the last part you compare three images at a time.
+"""
+
+
+def build_demo(dest: Path, *, controversial: bool = True, mlds: bool = True, seed: int = 0) -> Path:
+    """Write the demo experiment (spec, texts, stimuli, manifest) into ``dest``; return the spec path.
+
+    Controversial and MLDS stimuli are included when their builders are importable (torch is
+    needed for controversial stimuli); the natural digits never need more than scikit-learn."""
+    from humanlike.stimuli.digits import build_digit_stimuli, noise_mask
+
+    if dest.exists():
+        shutil.rmtree(dest)
+    stim_dir = dest / "stimuli"
+    stim_dir.mkdir(parents=True)
+    frames = [build_digit_stimuli(stim_dir, per_class=2, catch_per_class=1, seed=seed)]
+    noise_mask(stim_dir / "mask.png", seed=seed)
+    rating_kinds = ["natural"]
+    if controversial:
+        try:
+            from humanlike.stimuli.controversial_demo import build_demo_controversial
+        except ImportError:
+            controversial = False
+        else:
+            frames.append(build_demo_controversial(stim_dir / "controversial_set", seed=seed)
+                          .assign(file=lambda d: "controversial_set/" + d["file"]))
+            rating_kinds.append("controversial")
+    mlds_block = ""
+    if mlds:
+        try:
+            from humanlike.stimuli.mlds_demo import build_demo_mlds
+        except ImportError:
+            mlds = False
+        else:
+            frames.append(build_demo_mlds(stim_dir / "mlds", n_sequences=2)
+                          .assign(file=lambda d: "mlds/" + d["file"]))
+            mlds_block = MLDS_BLOCK.format(repeats=4)
+    pd.concat(frames, ignore_index=True).to_csv(stim_dir / "manifest.csv", index=False)
+    categories = "".join(f'[[categories]]\nlabel = "{d}"\nkey = "{d}"\n\n' for d in range(10))
+    spec = SPEC_TEMPLATE.format(
+        slug=DEMO_SLUG, code=PROLIFIC_CODE, categories=categories,
+        rating_kinds="[" + ", ".join(f'"{k}"' for k in rating_kinds) + "]", mlds_block=mlds_block,
+    )
+    (dest / "experiment.toml").write_text(spec)
+    (dest / "consent.md").write_text(CONSENT)
+    (dest / "instructions.md").write_text(INSTRUCTIONS)
+    return dest / "experiment.toml"

@@ -1,0 +1,264 @@
+"""The canonical tidy export (DESIGN.md): trials, ratings, triads, classifications, participants,
+stimuli, events and debrief answers, as CSV and Parquet with a codebook."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import sqlalchemy as sa
+
+from humanlike.server.codebook import codebook
+from humanlike.server.extensions import db
+from humanlike.server.models import Event, Experiment, Participant, Stimulus, Trial
+
+TRIAL_COLUMNS = [
+    "experiment", "participant", "platform_id", "condition", "trial_index", "trial_type", "block",
+    "practice", "stimulus", "stimulus_kind", "is_repeat", "repeat_of", "rt_ms", "first_rt_ms",
+    "presented_ms", "frames", "client_time", "server_time",
+]
+
+
+def _experiment(slug: str) -> Experiment:
+    exp = db.session.execute(sa.select(Experiment).where(Experiment.slug == slug)).scalar_one_or_none()
+    if exp is None:
+        known = db.session.execute(sa.select(Experiment.slug)).scalars().all()
+        raise LookupError(f"no experiment {slug!r} in the database (known: {known})")
+    return exp
+
+
+def trial_frame(exp: Experiment) -> pd.DataFrame:
+    """One row per stored trial, with participant and stimulus columns (plus the raw response)."""
+    rows = db.session.execute(
+        sa.select(
+            Participant.public_id.label("participant"), Participant.platform_id,
+            Participant.condition, Participant.timeline, Trial.trial_index, Trial.trial_type,
+            Trial.block, Stimulus.key.label("stimulus"), Stimulus.kind.label("stimulus_kind"),
+            Trial.is_repeat, Trial.repeat_of, Trial.rt_ms, Trial.first_rt_ms, Trial.presented_ms,
+            Trial.frames, Trial.client_time, Trial.server_time, Trial.response,
+        )
+        .join(Participant, Trial.participant_id == Participant.id)
+        .outerjoin(Stimulus, Trial.stimulus_id == Stimulus.id)
+        .where(Participant.experiment_id == exp.id)
+        .order_by(Participant.public_id, Trial.trial_index)
+    ).mappings().all()
+    frame = pd.DataFrame([dict(r) for r in rows])
+    if frame.empty:
+        return pd.DataFrame(columns=TRIAL_COLUMNS + ["response", "entry"])
+    frame["entry"] = [tl["trials"][i] for tl, i in zip(frame["timeline"], frame["trial_index"])]
+    frame["practice"] = [bool(e.get("practice")) for e in frame["entry"]]
+    frame["experiment"] = exp.slug
+    frame["server_time"] = pd.to_datetime(frame["server_time"], utc=True).dt.strftime(
+        "%Y-%m-%dT%H:%M:%S.%fZ"
+    )
+    frame["repeat_of"] = frame["repeat_of"].astype("Int64")
+    frame["frames"] = frame["frames"].astype("Int64")
+    return frame.drop(columns="timeline")[TRIAL_COLUMNS + ["response", "entry"]]
+
+
+def rating_frame(trials: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
+    """Rating trials in long form: one row per (trial, category), categories in spec order."""
+    rt = trials[trials["trial_type"] == "rating"]
+    base = rt[TRIAL_COLUMNS].loc[rt.index.repeat(len(labels))].reset_index(drop=True)
+    base["category"] = np.tile(labels, len(rt))
+    base["rating"] = [
+        float(resp["ratings"][label]) for resp in rt["response"] for label in labels
+    ]
+    return base
+
+
+def triad_frame(trials: pd.DataFrame) -> pd.DataFrame:
+    """Triad trials normalised to s1 < s2 < s3; response 1 = s1 judged more similar to s2."""
+    tr = trials[trials["trial_type"] == "triad"]
+    out = tr[TRIAL_COLUMNS].reset_index(drop=True)
+    entries = list(tr["entry"])
+    out["sequence"] = [str(e["sequence"]) for e in entries]
+    for col in ("s1", "s2", "s3"):
+        out[col] = [int(e[col]) for e in entries]
+    swapped = np.array([bool(e["swapped"]) for e in entries], dtype=bool)
+    chose_left = np.array([r["choice"] == "left" for r in tr["response"]], dtype=bool)
+    chose_s1 = chose_left != swapped
+    out["response"] = chose_s1.astype(int)
+    out["swapped"] = swapped
+    return out
+
+
+def classification_frame(trials: pd.DataFrame, stimuli: pd.DataFrame) -> pd.DataFrame:
+    """Classification trials with the true category and correctness."""
+    cl = trials[trials["trial_type"] == "classification"]
+    out = cl[TRIAL_COLUMNS].reset_index(drop=True)
+    out["response"] = [r["choice"] for r in cl["response"]]
+    truth = stimuli.set_index("stimulus")["true_class"]
+    out["category"] = out["stimulus"].map(truth)
+    out["correct"] = out["response"] == out["category"]
+    return out
+
+
+def stimulus_frame(exp: Experiment) -> pd.DataFrame:
+    """One row per stimulus with its manifest metadata."""
+    rows = db.session.execute(
+        sa.select(Stimulus).where(Stimulus.experiment_id == exp.id).order_by(Stimulus.key)
+    ).scalars().all()
+    return pd.DataFrame(
+        [{"stimulus": s.key, "kind": s.kind, "true_class": s.true_class, "sha256": s.sha256,
+          **(s.meta or {})} for s in rows]
+    )
+
+
+def participant_qc(ratings: pd.DataFrame, stimuli: pd.DataFrame, trials: pd.DataFrame,
+                   min_rt_ms: float) -> pd.DataFrame:
+    """Per-participant QC: catch/natural accuracy, median RT, repeat reliability, all-zero share."""
+    qc = pd.DataFrame(index=pd.Index(trials["participant"].unique(), name="participant"))
+    main = trials[~trials["practice"] & trials["trial_type"].isin(["rating", "triad"])]
+    qc["median_rt_ms"] = main.groupby("participant")["rt_ms"].median()
+    if ratings.empty:
+        return qc.reset_index()
+    r = ratings[~ratings["practice"]].copy()
+    r.loc[r["rt_ms"] < min_rt_ms, "rating"] = np.nan
+    truth = stimuli.set_index("stimulus")["true_class"]
+    wide = r.pivot_table(index=["participant", "trial_index", "stimulus", "stimulus_kind",
+                                "is_repeat"], columns="category", values="rating", dropna=False)
+    wide = wide.dropna(how="all")
+    values = wide.to_numpy(float)
+    top = np.nanmax(values, axis=1, keepdims=True)
+    unique_top = (values == top).sum(axis=1) == 1
+    argmax = wide.columns.to_numpy()[np.nanargmax(np.nan_to_num(values, nan=-1), axis=1)]
+    idx = wide.index.to_frame(index=False)
+    idx["correct"] = unique_top & (argmax == idx["stimulus"].map(truth).to_numpy())
+    idx["all_zero"] = np.nansum(values, axis=1) == 0
+    first = idx[~idx["is_repeat"]]
+    for kind, col in (("catch", "catch_accuracy"), ("natural", "natural_accuracy")):
+        qc[col] = first[first["stimulus_kind"] == kind].groupby("participant")["correct"].mean()
+    nat = first[first["stimulus_kind"] == "natural"]
+    qc["all_zero_share"] = nat.groupby("participant")["all_zero"].mean()
+    rep = r[r["is_repeat"]]
+    orig = r[~r["is_repeat"]]
+    pairs = rep.merge(orig, on=["participant", "stimulus", "category"], suffixes=("_rep", "_first"))
+    pairs = pairs.dropna(subset=["rating_rep", "rating_first"])
+    if not pairs.empty:
+        g = pairs.groupby("participant")
+        qc["repeat_reliability"] = g[["rating_rep", "rating_first"]].apply(
+            lambda d: d["rating_rep"].corr(d["rating_first"]) if len(d) > 2 else np.nan
+        )
+        qc["repeat_n"] = g.size()
+    return qc.reset_index()
+
+
+def apply_exclusions(participants: pd.DataFrame, rules: dict) -> pd.DataFrame:
+    """Mark exclusions from the spec's thresholds; every exclusion carries its reason."""
+    checks = [
+        ("min_catch_accuracy", "catch_accuracy", lambda v, t: v < t, "catch accuracy {v:.2f} < {t}"),
+        ("min_natural_accuracy", "natural_accuracy", lambda v, t: v < t,
+         "natural accuracy {v:.2f} < {t}"),
+        ("min_repeat_reliability", "repeat_reliability", lambda v, t: v < t,
+         "repeat reliability {v:.2f} < {t}"),
+        ("max_all_zero_share", "all_zero_share", lambda v, t: v > t,
+         "all-zero share {v:.2f} > {t}"),
+        ("min_median_rt_ms", "median_rt_ms", lambda v, t: v < t, "median RT {v:.0f} ms < {t} ms"),
+    ]
+    reasons: list[list[str]] = [[] for _ in range(len(participants))]
+    for rule, column, fails, text in checks:
+        threshold = rules.get(rule)
+        if threshold is None or column not in participants:
+            continue
+        for i, value in enumerate(participants[column]):
+            if pd.notna(value) and fails(value, threshold):
+                reasons[i].append(text.format(v=value, t=threshold))
+    participants["excluded"] = [bool(r) for r in reasons]
+    participants["exclusion_reasons"] = [";".join(r) for r in reasons]
+    return participants
+
+
+def participant_frame(exp: Experiment, trials: pd.DataFrame, ratings: pd.DataFrame,
+                      stimuli: pd.DataFrame) -> pd.DataFrame:
+    """One row per participant with status, timing, QC columns and exclusion reasons."""
+    rows = db.session.execute(
+        sa.select(Participant).where(Participant.experiment_id == exp.id).order_by(Participant.id)
+    ).scalars().all()
+    frame = pd.DataFrame([
+        {"experiment": exp.slug, "participant": p.public_id, "platform": p.platform,
+         "platform_id": p.platform_id, "study_id": p.study_id or p.hit_id,
+         "session_id": p.session_id or p.assignment_id, "condition": p.condition,
+         "status": p.status, "seed": p.seed, "created_at": p.created_at,
+         "started_at": p.started_at, "completed_at": p.completed_at,
+         "refresh_hz": p.refresh_hz, "user_agent": p.user_agent, "n_trials": p.n_trials,
+         "completion_code": p.completion_code,
+         "bonus": float(p.bonus) if p.bonus is not None else None}
+        for p in rows
+    ])
+    if frame.empty:
+        return frame
+    for col in ("created_at", "started_at", "completed_at"):
+        frame[col] = pd.to_datetime(frame[col], utc=True)
+    frame["duration_s"] = (frame["completed_at"] - frame["created_at"]).dt.total_seconds()
+    stored = trials.groupby("participant").size() if not trials.empty else pd.Series(dtype=int)
+    frame["n_stored"] = frame["participant"].map(stored).fillna(0).astype(int)
+    rules = exp.spec.get("exclusion", {})
+    if not trials.empty:
+        qc = participant_qc(ratings, stimuli, trials, float(rules.get("min_rt_ms", 100.0)))
+        frame = frame.merge(qc, on="participant", how="left")
+    for col in ("created_at", "started_at", "completed_at"):
+        frame[col] = frame[col].dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return apply_exclusions(frame, rules)
+
+
+def event_frame(exp: Experiment) -> pd.DataFrame:
+    """One row per logged browser event."""
+    rows = db.session.execute(
+        sa.select(Participant.public_id, Event.type, Event.value, Event.client_time, Event.server_time)
+        .join(Participant, Event.participant_id == Participant.id)
+        .where(Participant.experiment_id == exp.id)
+        .order_by(Event.id)
+    ).all()
+    frame = pd.DataFrame(rows, columns=["participant", "type", "value", "client_time", "server_time"])
+    frame.insert(0, "experiment", exp.slug)
+    frame["value"] = [json.dumps(v) if v is not None else None for v in frame["value"]]
+    frame["server_time"] = pd.to_datetime(frame["server_time"], utc=True).dt.strftime(
+        "%Y-%m-%dT%H:%M:%S.%fZ"
+    )
+    return frame
+
+
+def debrief_frame(trials: pd.DataFrame) -> pd.DataFrame:
+    """Debrief answers, one row per (participant, question)."""
+    rows = [
+        {"participant": p, "question": q, "answer": a}
+        for p, resp in zip(trials["participant"], trials["response"])
+        if isinstance(resp, dict) and "answers" in resp
+        for q, a in resp["answers"].items()
+    ]
+    return pd.DataFrame(rows, columns=["participant", "question", "answer"])
+
+
+def export_frames(slug: str) -> dict[str, pd.DataFrame]:
+    """All export tables of an experiment as DataFrames (inside an app context)."""
+    exp = _experiment(slug)
+    labels = [c["label"] for c in exp.spec.get("categories", [])]
+    trials = trial_frame(exp)
+    stimuli = stimulus_frame(exp)
+    ratings = rating_frame(trials, labels) if labels else trial_frame(exp).iloc[0:0]
+    frames = {
+        "trials": trials[trials["trial_type"] != "debrief"][TRIAL_COLUMNS],
+        "ratings": ratings,
+        "triads": triad_frame(trials),
+        "classifications": classification_frame(trials, stimuli),
+        "participants": participant_frame(exp, trials, ratings, stimuli),
+        "stimuli": stimuli,
+        "events": event_frame(exp),
+        "debrief": debrief_frame(trials[trials["trial_type"] == "debrief"]),
+    }
+    return frames
+
+
+def write_export(slug: str, out: Path) -> dict[str, int]:
+    """Write every table as CSV and Parquet plus codebook.json into ``out``; return row counts."""
+    out.mkdir(parents=True, exist_ok=True)
+    frames = export_frames(slug)
+    for name, frame in frames.items():
+        frame = frame.reset_index(drop=True)
+        frame.to_csv(out / f"{name}.csv", index=False)
+        frame.to_parquet(out / f"{name}.parquet", index=False)
+    (out / "codebook.json").write_text(json.dumps(codebook(), indent=2))
+    return {name: len(frame) for name, frame in frames.items()}

@@ -1,0 +1,172 @@
+"""Database models (DESIGN.md, Storage): experiments, stimuli, participants, trials, events, admins."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import sqlalchemy as sa
+from flask_login import UserMixin
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+from werkzeug.security import check_password_hash, generate_password_hash
+
+from humanlike.server.extensions import db
+
+JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
+
+PARTICIPANT_STATUSES = (
+    "allocated",
+    "consented",
+    "started",
+    "completed",
+    "submitted",
+    "approved",
+    "rejected",
+    "returned",
+    "quit_early",
+    "timed_out",
+)
+EXPERIMENT_STATUSES = ("draft", "live", "closed")
+STIMULUS_KINDS = ("natural", "controversial", "mlds", "catch")
+
+
+def utcnow() -> dt.datetime:
+    """Timezone-aware current UTC time (stored as such on PostgreSQL, naive UTC on SQLite)."""
+    return dt.datetime.now(dt.timezone.utc)
+
+
+class Experiment(db.Model):
+    """One experiment: its validated spec (JSON), the spec's hash and where its files live."""
+
+    __tablename__ = "experiment"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(sa.String(64), unique=True, index=True)
+    title: Mapped[str] = mapped_column(sa.String(200))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    spec_hash: Mapped[str] = mapped_column(sa.String(64))
+    root: Mapped[str] = mapped_column(sa.Text)
+    status: Mapped[str] = mapped_column(sa.String(16), default="live")
+    platform: Mapped[str] = mapped_column(sa.String(16), default="local")
+    created_at: Mapped[dt.datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+
+    stimuli: Mapped[list[Stimulus]] = relationship(back_populates="experiment")
+    participants: Mapped[list[Participant]] = relationship(back_populates="experiment")
+
+
+class Stimulus(db.Model):
+    """One stimulus file of an experiment, identified by its path relative to the manifest."""
+
+    __tablename__ = "stimulus"
+    __table_args__ = (sa.UniqueConstraint("experiment_id", "key", name="uq_stimulus_key"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(sa.ForeignKey("experiment.id"), index=True)
+    key: Mapped[str] = mapped_column(sa.String(500))
+    sha256: Mapped[str] = mapped_column(sa.String(64))
+    kind: Mapped[str] = mapped_column(sa.String(16))
+    true_class: Mapped[str | None] = mapped_column(sa.String(100), nullable=True)
+    meta: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+
+    experiment: Mapped[Experiment] = relationship(back_populates="stimuli")
+
+
+class Participant(db.Model):
+    """One participant session in one experiment; (experiment, platform, platform_id) is unique."""
+
+    __tablename__ = "participant"
+    __table_args__ = (
+        sa.UniqueConstraint(
+            "experiment_id", "platform", "platform_id", name="uq_participant_platform_id"
+        ),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    public_id: Mapped[str] = mapped_column(sa.String(32), unique=True, index=True)
+    experiment_id: Mapped[int] = mapped_column(sa.ForeignKey("experiment.id"), index=True)
+    platform: Mapped[str] = mapped_column(sa.String(16))
+    platform_id: Mapped[str] = mapped_column(sa.String(128))
+    study_id: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
+    session_id: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
+    assignment_id: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
+    hit_id: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
+    turk_submit_to: Mapped[str | None] = mapped_column(sa.String(300), nullable=True)
+    condition: Mapped[str] = mapped_column(sa.String(64))
+    token_hash: Mapped[str] = mapped_column(sa.String(64))
+    seed: Mapped[int] = mapped_column(sa.BigInteger)
+    timeline: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    n_trials: Mapped[int] = mapped_column(sa.Integer)
+    status: Mapped[str] = mapped_column(sa.String(16), default="allocated", index=True)
+    user_agent: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
+    screen: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    refresh_hz: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+    consented_at: Mapped[dt.datetime | None] = mapped_column(
+        sa.DateTime(timezone=True), nullable=True
+    )
+    started_at: Mapped[dt.datetime | None] = mapped_column(
+        sa.DateTime(timezone=True), nullable=True
+    )
+    completed_at: Mapped[dt.datetime | None] = mapped_column(
+        sa.DateTime(timezone=True), nullable=True
+    )
+    completion_code: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
+    bonus: Mapped[float | None] = mapped_column(sa.Numeric(10, 2), nullable=True)
+
+    experiment: Mapped[Experiment] = relationship(back_populates="participants")
+    trials: Mapped[list[Trial]] = relationship(back_populates="participant")
+
+
+class Trial(db.Model):
+    """One finished trial; (participant, trial_index) is the idempotency key."""
+
+    __tablename__ = "trial"
+    __table_args__ = (
+        sa.UniqueConstraint("participant_id", "trial_index", name="uq_trial_participant_index"),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    participant_id: Mapped[int] = mapped_column(sa.ForeignKey("participant.id"), index=True)
+    trial_index: Mapped[int] = mapped_column(sa.Integer)
+    trial_type: Mapped[str] = mapped_column(sa.String(32))
+    block: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
+    stimulus_id: Mapped[int | None] = mapped_column(sa.ForeignKey("stimulus.id"), nullable=True)
+    stimuli: Mapped[list[str] | None] = mapped_column(JSONType, nullable=True)
+    response: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    rt_ms: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    first_rt_ms: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    presented_ms: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    frames: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
+    is_repeat: Mapped[bool] = mapped_column(sa.Boolean, default=False)
+    repeat_of: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
+    client_time: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    server_time: Mapped[dt.datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+
+    participant: Mapped[Participant] = relationship(back_populates="trials")
+
+
+class Event(db.Model):
+    """A browser event during the task: blur, focus, fullscreen_exit, resize, error, environment."""
+
+    __tablename__ = "event"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    participant_id: Mapped[int] = mapped_column(sa.ForeignKey("participant.id"), index=True)
+    type: Mapped[str] = mapped_column(sa.String(32))
+    value: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    client_time: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    server_time: Mapped[dt.datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+
+
+class AdminUser(UserMixin, db.Model):
+    """A dashboard login; only a salted hash of the password is stored (werkzeug scrypt)."""
+
+    __tablename__ = "admin_user"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    username: Mapped[str] = mapped_column(sa.String(80), unique=True)
+    password_hash: Mapped[str] = mapped_column(sa.String(256))
+    created_at: Mapped[dt.datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+
+    def set_password(self, password: str) -> None:
+        """Store a salted scrypt hash of ``password``."""
+        self.password_hash = generate_password_hash(password)
+
+    def check_password(self, password: str) -> bool:
+        """True when ``password`` matches the stored hash."""
+        return check_password_hash(self.password_hash, password)

@@ -1,0 +1,132 @@
+"""Participant pages: entry from Prolific/MTurk/local links, the task page, completion, stimulus files."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    redirect,
+    render_template,
+    request,
+    send_from_directory,
+    session,
+    url_for,
+)
+from sqlalchemy.exc import IntegrityError
+
+from humanlike.server import allocation, experiments
+from humanlike.server.api import completion_target
+from humanlike.server.extensions import db
+from humanlike.server.models import Experiment, Participant
+
+bp = Blueprint("participant", __name__)
+
+DONE_STATUSES = ("completed", "submitted", "approved", "rejected")
+
+
+def _message(title: str, message: str, status: int = 200):
+    return render_template("message.html", title=title, message=message), status
+
+
+def _owned() -> dict[str, dict[str, str]]:
+    """Participants this browser holds (public id -> token), kept in the signed session cookie."""
+    return session.setdefault("participants", {})
+
+
+@bp.get("/start/<slug>")
+def start(slug: str):
+    """Entry point of a study link: check eligibility, allocate (or resume), go to the task."""
+    loaded = experiments.get(slug)
+    exp = db.session.execute(sa.select(Experiment).where(Experiment.slug == slug)).scalar_one_or_none()
+    if loaded is None or exp is None:
+        return _message("Study not found", "This study link is not valid.", 404)
+    if exp.status != "live":
+        return _message("Study closed", "This study is not taking participants at the moment.", 410)
+    try:
+        entry = allocation.parse_entry(request)
+    except allocation.EntryError as exc:
+        return _message("Invalid study link", str(exc), 400)
+    if entry.preview:
+        return render_template("preview.html", spec=loaded.spec,
+                               instructions=loaded.markdown_html("instructions"))
+    user_agent = request.headers.get("User-Agent")
+    if not loaded.spec.allow_mobile and allocation.is_mobile(user_agent):
+        return _message("Please use a computer",
+                        "This study needs a desktop or laptop computer with a keyboard. "
+                        "Please return it or open the link on a computer.", 403)
+    owned = _owned()
+    previous = allocation.existing_participant(exp, entry)
+    if previous is not None:
+        if previous.public_id in owned and previous.status not in DONE_STATUSES:
+            return redirect(url_for("participant.task", pid=previous.public_id))
+        return _message("You have already taken part",
+                        "Our records show you have already taken part in this study, so you "
+                        "cannot take part again. Thank you for your interest.", 409)
+    if allocation.took_part_elsewhere(loaded.spec.exclude_participants_from, entry):
+        return _message("Not eligible",
+                        "You took part in a closely related study, so you cannot take part in "
+                        "this one. Thank you for your interest.", 403)
+    participant, token = allocation.allocate(exp, loaded, entry, user_agent)
+    try:
+        db.session.commit()
+    except IntegrityError:
+        db.session.rollback()
+        return _message("You have already taken part",
+                        "Our records show you have already started this study in another window.",
+                        409)
+    owned[participant.public_id] = token
+    session.modified = True
+    return redirect(url_for("participant.task", pid=participant.public_id))
+
+
+@bp.get("/task/<pid>")
+def task(pid: str):
+    """The jsPsych page; only the browser that was allocated this participant gets its token."""
+    token = _owned().get(pid)
+    participant = db.session.execute(
+        sa.select(Participant).where(Participant.public_id == pid)
+    ).scalar_one_or_none()
+    if participant is None or token is None:
+        return _message("Session not found",
+                        "This page belongs to another browser session. Please use your "
+                        "original study link in the browser where you started.", 403)
+    if participant.status in DONE_STATUSES:
+        return redirect(url_for("participant.done", pid=pid))
+    if participant.status == "returned":
+        return _message("Study ended", "You did not consent, so the study has ended. "
+                        "Please return the study on your recruitment platform.", 200)
+    config = {
+        "pid": pid,
+        "token": token,
+        "api": url_for("api.timeline", pid=pid).removesuffix("/timeline"),
+        "slug": participant.experiment.slug,
+    }
+    return render_template("task.html", config=config, title=participant.experiment.title)
+
+
+@bp.get("/done/<pid>")
+def done(pid: str):
+    """The end page: the thank-you page for local links, and a fallback for the platforms."""
+    participant = db.session.execute(
+        sa.select(Participant).where(Participant.public_id == pid)
+    ).scalar_one_or_none()
+    if participant is None or pid not in _owned() or participant.status not in DONE_STATUSES:
+        abort(404)
+    target = completion_target(participant) if participant.platform != "local" else None
+    return render_template("done.html", participant=participant, target=target)
+
+
+@bp.get("/stimuli/<slug>/<path:filename>")
+def stimulus_file(slug: str, filename: str):
+    """Serve a stimulus listed in the experiment's manifest; anything else (or '..') is refused."""
+    loaded = experiments.get(slug)
+    if loaded is None or filename not in loaded.stimulus_keys():
+        abort(404)
+    response = send_from_directory(
+        loaded.stimulus_root, filename, max_age=current_app.config["STIMULUS_MAX_AGE"]
+    )
+    response.cache_control.public = True
+    response.cache_control.immutable = True
+    return response

@@ -1,0 +1,203 @@
+"""Experiment specs: a TOML file validated with pydantic; errors name the file and the field."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+TrialType = Literal["rating", "triad", "classification"]
+Kind = Literal["natural", "controversial", "mlds", "catch"]
+
+
+class SpecError(ValueError):
+    """A spec or manifest problem, with the file and the field it concerns."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Category(_Strict):
+    """One response category: its label (as exported) and the key that steps its rating."""
+
+    label: str = Field(min_length=1, max_length=100)
+    key: str = Field(min_length=1, max_length=1, pattern=r"^[a-z0-9]$")
+
+
+class Presentation(_Strict):
+    """How long the image stays: until the response, or ``duration_ms`` then an optional mask."""
+
+    mode: Literal["until_response", "duration"] = "until_response"
+    duration_ms: Annotated[int, Field(gt=0, le=60_000)] | None = None
+    mask: str | None = None
+    image_height_px: Annotated[int, Field(ge=32, le=2000)] = 280
+
+    @model_validator(mode="after")
+    def _duration_needs_ms(self) -> Presentation:
+        if self.mode == "duration" and self.duration_ms is None:
+            raise ValueError("presentation.mode = 'duration' needs duration_ms")
+        return self
+
+
+class Block(_Strict):
+    """A block of trials of one type over stimuli selected by kind (and optionally by sequence)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    trial_type: TrialType
+    kinds: list[Kind] = Field(min_length=1)
+    practice: Annotated[int, Field(ge=0)] = 0
+    catch_trials: Annotated[int, Field(ge=0)] = 0
+    repeats: Annotated[int, Field(ge=0)] = 0
+    max_trials: Annotated[int, Field(gt=0)] | None = None
+    shuffle: bool = True
+    prompt: str = ""
+
+
+class Condition(_Strict):
+    """A counterbalancing condition: its block order and an optional presentation override."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    block_order: list[str] | None = None
+    presentation: Presentation | None = None
+
+
+class Completion(_Strict):
+    """Where a participant goes at the end, per platform."""
+
+    prolific_code: str | None = Field(default=None, pattern=r"^[A-Za-z0-9]{4,32}$")
+    mturk_sandbox: bool = True
+
+
+class DebriefQuestion(_Strict):
+    """A short free-text or choice question asked after the last trial."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_]{1,64}$")
+    text: str
+    options: list[str] | None = None
+
+
+class Exclusion(_Strict):
+    """QC thresholds; a participant failing any is excluded with that reason in the export."""
+
+    min_catch_accuracy: Annotated[float, Field(ge=0, le=1)] | None = None
+    min_natural_accuracy: Annotated[float, Field(ge=0, le=1)] | None = None
+    min_repeat_reliability: Annotated[float, Field(ge=-1, le=1)] | None = None
+    max_all_zero_share: Annotated[float, Field(ge=0, le=1)] | None = None
+    min_median_rt_ms: Annotated[float, Field(ge=0)] | None = None
+    min_rt_ms: Annotated[float, Field(ge=0)] = 100.0
+
+
+class ExperimentSpec(_Strict):
+    """A whole experiment (see docs/experiment-spec.md for every field)."""
+
+    slug: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")
+    title: str = Field(min_length=1, max_length=200)
+    platform: Literal["local", "prolific", "mturk"] = "local"
+    consent: str
+    instructions: str
+    manifest: str
+    categories: list[Category] = Field(default_factory=list)
+    key_mapping: Literal["fixed", "shuffled"] = "fixed"
+    presentation: Presentation = Presentation()
+    blocks: list[Block] = Field(min_length=1)
+    conditions: list[Condition] = Field(default_factory=lambda: [Condition(name="default")])
+    completion: Completion = Completion()
+    debrief: list[DebriefQuestion] = Field(default_factory=list)
+    exclusion: Exclusion = Exclusion()
+    allow_mobile: bool = False
+    exclude_participants_from: list[str] = Field(default_factory=list)
+
+    @field_validator("categories")
+    @classmethod
+    def _unique_categories(cls, value: list[Category]) -> list[Category]:
+        labels = [c.label for c in value]
+        keys = [c.key for c in value]
+        if len(set(labels)) != len(labels):
+            raise ValueError("category labels must be unique")
+        if len(set(keys)) != len(keys):
+            raise ValueError("category keys must be unique")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ExperimentSpec:
+        names = [b.name for b in self.blocks]
+        if len(set(names)) != len(names):
+            raise ValueError("block names must be unique")
+        if any(b.trial_type in ("rating", "classification") for b in self.blocks) and not (
+            self.categories
+        ):
+            raise ValueError("rating and classification blocks need [[categories]]")
+        cond_names = [c.name for c in self.conditions]
+        if len(set(cond_names)) != len(cond_names) or not cond_names:
+            raise ValueError("conditions need unique names")
+        for cond in self.conditions:
+            if cond.block_order is not None and sorted(cond.block_order) != sorted(names):
+                raise ValueError(
+                    f"conditions[{cond.name}].block_order must list each block once: {names}"
+                )
+        if self.platform == "prolific" and not self.completion.prolific_code:
+            raise ValueError("platform 'prolific' needs completion.prolific_code")
+        return self
+
+    def blocks_for(self, condition: str) -> list[Block]:
+        """The blocks in the order a condition shows them."""
+        cond = self.condition(condition)
+        if cond.block_order is None:
+            return list(self.blocks)
+        by_name = {b.name: b for b in self.blocks}
+        return [by_name[n] for n in cond.block_order]
+
+    def condition(self, name: str) -> Condition:
+        """The condition called ``name``."""
+        for cond in self.conditions:
+            if cond.name == name:
+                return cond
+        raise KeyError(name)
+
+    def presentation_for(self, condition: str) -> Presentation:
+        """The presentation settings of a condition (its override, else the experiment's)."""
+        return self.condition(condition).presentation or self.presentation
+
+    def canonical_json(self) -> str:
+        """The spec as canonical JSON (sorted keys), the input of ``spec_hash``."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+    def spec_hash(self) -> str:
+        """sha256 of the canonical JSON: changes whenever the experiment's definition changes."""
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+
+
+def _format_errors(path: Path, exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        lines.append(f"{path}: {loc}: {err['msg']}")
+    return "\n".join(lines)
+
+
+def load_spec(path: str | Path) -> ExperimentSpec:
+    """Read and validate an experiment spec; raise ``SpecError`` naming the file and field."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"{path}: experiment spec not found")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML: {exc}") from exc
+    try:
+        spec = ExperimentSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise SpecError(_format_errors(path, exc)) from exc
+    root = path.parent
+    for field in ("consent", "instructions", "manifest"):
+        target = (root / getattr(spec, field)).resolve()
+        if not target.is_file():
+            raise SpecError(f"{path}: {field}: file not found: {getattr(spec, field)}")
+        if not target.is_relative_to(root.resolve()):
+            raise SpecError(f"{path}: {field}: must lie inside the experiment folder")
+    return spec

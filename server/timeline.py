@@ -1,0 +1,138 @@
+"""Per-participant timelines, generated once from a recorded seed (same seed, same timeline)."""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from humanlike.server.manifest import StimulusRecord
+from humanlike.server.spec import Block, ExperimentSpec
+
+TIMELINE_VERSION = 1
+
+
+def _rating_entry(block: Block, rec: StimulusRecord, **extra: Any) -> dict[str, Any]:
+    entry = {"type": block.trial_type, "block": block.name, "stimulus": rec.key, "kind": rec.kind}
+    entry.update(extra)
+    return entry
+
+
+def _triad_entries(
+    block: Block, pool: list[StimulusRecord], rng: np.random.Generator
+) -> list[dict]:
+    """All C(n,3) triads of every sequence (s1 < s2 < s3, s2 the reference), outer pair in random order."""
+    by_seq: dict[str, dict[int, StimulusRecord]] = defaultdict(dict)
+    for rec in pool:
+        by_seq[str(rec.meta["sequence"])][int(rec.meta["level"])] = rec
+    entries = []
+    for seq in sorted(by_seq):
+        levels = sorted(by_seq[seq])
+        for s1, s2, s3 in itertools.combinations(levels, 3):
+            recs = by_seq[seq]
+            entries.append(
+                {
+                    "type": "triad",
+                    "block": block.name,
+                    "kind": "mlds",
+                    "sequence": seq,
+                    "s1": s1,
+                    "s2": s2,
+                    "s3": s3,
+                    "stimuli": [recs[s1].key, recs[s2].key, recs[s3].key],
+                }
+            )
+    swapped = rng.random(len(entries)) < 0.5
+    for entry, swap in zip(entries, swapped, strict=True):
+        entry["swapped"] = bool(swap)
+    return entries
+
+
+def generate_timeline(
+    spec: ExperimentSpec, stimuli: list[StimulusRecord], condition: str, seed: int
+) -> dict[str, Any]:
+    """Build a participant's timeline: practice, shuffled trials with catch trials interleaved,
+    repeats appended after the last block, then the debrief; plus the drawn key mapping."""
+    rng = np.random.default_rng(seed)
+    by_kind: dict[str, list[StimulusRecord]] = defaultdict(list)
+    for rec in stimuli:
+        by_kind[rec.kind].append(rec)
+
+    keys = [c.key for c in spec.categories]
+    if spec.key_mapping == "shuffled":
+        keys = [keys[i] for i in rng.permutation(len(keys))]
+    categories = [{"label": c.label, "key": k} for c, k in zip(spec.categories, keys, strict=True)]
+
+    entries: list[dict[str, Any]] = []
+    repeat_candidates: list[tuple[int, Block]] = []
+    for block in spec.blocks_for(condition):
+        catch_pool = list(by_kind.get("catch", []))
+        rng.shuffle(catch_pool)
+        catch = catch_pool[: block.catch_trials]
+        if block.trial_type == "triad":
+            main = _triad_entries(block, [r for k in block.kinds for r in by_kind.get(k, [])], rng)
+            practice_src = main
+        else:
+            pool = [r for k in block.kinds for r in by_kind.get(k, [])]
+            main = [_rating_entry(block, r) for r in pool]
+            spare_catch = catch_pool[block.catch_trials :]
+            practice_src = [_rating_entry(block, r) for r in (spare_catch or pool)]
+        if block.shuffle:
+            main = [main[i] for i in rng.permutation(len(main))]
+        if block.max_trials is not None:
+            main = main[: block.max_trials]
+        practice = [
+            dict(practice_src[i], block=f"{block.name}-practice", practice=True)
+            for i in rng.permutation(len(practice_src))[: block.practice]
+        ]
+        catch_entries = [_rating_entry(block, r) for r in catch]
+        positions = np.sort(rng.integers(1, len(main) + 1, size=len(catch_entries)))
+        merged: list[dict[str, Any]] = []
+        c = 0
+        for i, entry in enumerate(main):
+            while c < len(catch_entries) and positions[c] == i:
+                merged.append(catch_entries[c])
+                c += 1
+            merged.append(entry)
+        merged.extend(catch_entries[c:])
+        for entry in practice + merged:
+            entry.setdefault("practice", False)
+            entry.update(is_repeat=False, repeat_of=None, index=len(entries))
+            entries.append(entry)
+            if not entry["practice"] and entry["kind"] != "catch":
+                repeat_candidates.append((entry["index"], block))
+
+    repeats: list[dict[str, Any]] = []
+    for block in spec.blocks_for(condition):
+        candidates = [idx for idx, b in repeat_candidates if b.name == block.name]
+        if block.repeats > len(candidates):
+            raise ValueError(
+                f"block {block.name!r} asks for {block.repeats} repeats but has only "
+                f"{len(candidates)} trials"
+            )
+        chosen = rng.choice(candidates, size=block.repeats, replace=False) if block.repeats else []
+        for idx in chosen:
+            repeats.append(dict(entries[int(idx)], is_repeat=True, repeat_of=int(idx)))
+    for i in rng.permutation(len(repeats)):
+        repeats[i]["index"] = len(entries)
+        entries.append(repeats[i])
+    if spec.debrief:
+        entries.append(
+            {
+                "index": len(entries),
+                "type": "debrief",
+                "block": "debrief",
+                "practice": False,
+                "is_repeat": False,
+                "repeat_of": None,
+            }
+        )
+    return {
+        "version": TIMELINE_VERSION,
+        "seed": seed,
+        "condition": condition,
+        "categories": categories,
+        "trials": entries,
+    }

@@ -1,0 +1,312 @@
+/* humanlike runner: fetches the participant's timeline, runs it with jsPsych, syncs every trial.
+ *
+ * Order: consent (plain page, recorded through the API) -> measure the refresh rate -> instructions
+ * (first visit only) -> preload -> trials from the first one neither acknowledged by the server nor
+ * waiting in localStorage -> debrief -> wait until every trial is acknowledged -> complete -> leave
+ * (Prolific redirect, MTurk form POST, or the local thank-you page).
+ */
+var HumanlikeRunner = (function () {
+  "use strict";
+
+  var state = { config: null, queue: null, timeline: null, frame: null };
+
+  function el(tag, attrs, html) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    if (html !== undefined) node.innerHTML = html;
+    return node;
+  }
+
+  function setStatus(info) {
+    var box = document.getElementById("sync-status");
+    if (!box) return;
+    if (info.online === false) {
+      box.className = "sync-status offline";
+      box.textContent = "Connection lost: your answers are kept and will be sent (" + info.pending + " waiting)";
+    } else {
+      box.className = "sync-status";
+      box.textContent = "";
+    }
+  }
+
+  function getJSON(url, token) {
+    var delay = 500;
+    return new Promise(function (resolve, reject) {
+      var attempt = function () {
+        fetch(url, { headers: { "Authorization": "Bearer " + token }, credentials: "omit" })
+          .then(function (resp) {
+            if (resp.ok) return resp.json().then(resolve);
+            if (resp.status >= 500 || resp.status === 429) throw new Error("retry");
+            return resp.json().then(reject, function () { reject({ error: "http_" + resp.status }); });
+          })
+          .catch(function () {
+            setStatus({ online: false, pending: state.queue ? state.queue.size() : 0 });
+            setTimeout(attempt, delay);
+            delay = Math.min(delay * 2, 15000);
+          });
+      };
+      attempt();
+    });
+  }
+
+  function showConsent(tl) {
+    return new Promise(function (resolve) {
+      var root = document.getElementById("task");
+      var page = el("div", { "class": "consent page" });
+      page.appendChild(el("section", {}, tl.consent_html));
+      var agree = el("button", { id: "consent-agree", type: "button" }, "I agree");
+      var decline = el("button", { id: "consent-decline", type: "button", "class": "secondary" }, "I do not agree");
+      var row = el("p", { "class": "consent-buttons" });
+      row.appendChild(agree);
+      row.appendChild(decline);
+      page.appendChild(row);
+      root.appendChild(page);
+      agree.focus();
+      var choose = function (yes) {
+        agree.disabled = decline.disabled = true;
+        state.queue.request("/consent", { agree: yes }).then(function (res) {
+          root.removeChild(page);
+          resolve(res.status);
+        });
+      };
+      agree.addEventListener("click", function () { choose(true); });
+      decline.addEventListener("click", function () { choose(false); });
+    });
+  }
+
+  function stimulusUrl(key) { return state.timeline.stimulus_base + key; }
+
+  function presentationParams() {
+    var p = state.timeline.presentation;
+    return {
+      presentation: p.mode,
+      duration_ms: p.duration_ms,
+      mask: p.mask ? stimulusUrl(p.mask) : null,
+      frame_ms: state.frame.frame_ms,
+    };
+  }
+
+  function ratingTrial(entry) {
+    var p = presentationParams();
+    return {
+      type: jsPsychRating,
+      stimulus: stimulusUrl(entry.stimulus),
+      categories: state.timeline.categories,
+      stimulus_height_px: state.timeline.presentation.image_height_px,
+      presentation: p.presentation,
+      duration_ms: p.duration_ms,
+      mask: p.mask,
+      frame_ms: p.frame_ms,
+      prompt: entry.prompt || "",
+      data: { humanlike_index: entry.index },
+      on_finish: function (data) {
+        send(entry, {
+          ratings: data.ratings,
+          n_changes: data.n_changes,
+          input_modality: data.input_modality,
+          requested_frames: data.requested_frames,
+        }, data);
+      },
+    };
+  }
+
+  function triadTrial(entry) {
+    var p = presentationParams();
+    var levels = [entry.s1, entry.s2, entry.s3];
+    var keys = entry.stimuli;
+    var left = entry.swapped ? 2 : 0;
+    var right = entry.swapped ? 0 : 2;
+    return {
+      type: jsPsychTriad,
+      reference: stimulusUrl(keys[1]),
+      left: stimulusUrl(keys[left]),
+      right: stimulusUrl(keys[right]),
+      image_height_px: Math.min(state.timeline.presentation.image_height_px, 200),
+      presentation: p.presentation,
+      duration_ms: p.duration_ms,
+      mask: p.mask,
+      frame_ms: p.frame_ms,
+      prompt: entry.prompt || "",
+      sequence: entry.sequence,
+      s_left: levels[left],
+      s_ref: levels[1],
+      s_right: levels[right],
+      data: { humanlike_index: entry.index },
+      on_finish: function (data) {
+        send(entry, { choice: data.choice, chosen_level: data.chosen_level,
+                      swapped: entry.swapped, input_modality: data.input_modality,
+                      requested_frames: data.requested_frames }, data);
+      },
+    };
+  }
+
+  function escapeHtml(text) {
+    var d = document.createElement("div");
+    d.textContent = text;
+    return d.innerHTML;
+  }
+
+  function debriefTrial(entry) {
+    var html = state.timeline.debrief.map(function (q) {
+      return "<p><label for='debrief-" + q.name + "'>" + escapeHtml(q.text) + "</label><br>" +
+        "<textarea id='debrief-" + q.name + "' name='" + q.name + "' rows='3' cols='60' maxlength='2000'></textarea></p>";
+    }).join("");
+    return {
+      type: jsPsychSurveyHtmlForm,
+      preamble: "<h2>A few last questions</h2>",
+      html: html,
+      button_label: "Finish",
+      data: { humanlike_index: entry.index },
+      on_finish: function (data) {
+        var answers = {};
+        Object.keys(data.response || {}).forEach(function (k) { answers[k] = String(data.response[k]); });
+        send(entry, { answers: answers }, { rt: data.rt });
+      },
+    };
+  }
+
+  function num(x) { return typeof x === "number" && isFinite(x) ? x : null; }
+
+  function send(entry, response, data) {
+    state.queue.add({
+      trial_index: entry.index,
+      trial_type: entry.type,
+      response: response,
+      rt_ms: num(data.rt_ms !== undefined ? data.rt_ms : data.rt),
+      first_rt_ms: num(data.first_rt_ms),
+      presented_ms: num(data.presented_ms),
+      frames: typeof data.frames === "number" ? Math.round(data.frames) : null,
+      client_time: Date.now(),
+    });
+  }
+
+  function buildTrial(entry) {
+    if (entry.type === "rating") return ratingTrial(entry);
+    if (entry.type === "triad") return triadTrial(entry);
+    if (entry.type === "debrief") return debriefTrial(entry);
+    throw new Error("unknown trial type " + entry.type);
+  }
+
+  function watchEvents() {
+    var q = state.queue;
+    window.addEventListener("blur", function () { q.event("blur"); });
+    window.addEventListener("focus", function () { q.event("focus"); });
+    document.addEventListener("visibilitychange", function () { q.event("visibility", document.visibilityState); });
+    var resizeTimer = null;
+    window.addEventListener("resize", function () {
+      clearTimeout(resizeTimer);
+      resizeTimer = setTimeout(function () {
+        q.event("resize", { width: window.innerWidth, height: window.innerHeight });
+      }, 300);
+    });
+    document.addEventListener("fullscreenchange", function () {
+      q.event(document.fullscreenElement ? "fullscreen_enter" : "fullscreen_exit");
+    });
+    window.addEventListener("error", function (e) {
+      q.event("error", { message: String(e.message).slice(0, 500), source: String(e.filename || "").slice(0, 200), line: e.lineno || null });
+    });
+  }
+
+  function finish() {
+    var root = document.getElementById("task");
+    root.innerHTML = "<div class='page'><h2 id='saving'>Saving your responses…</h2><p>Please keep this page open.</p></div>";
+    return state.queue.drained().then(function () {
+      return state.queue.request("/complete", {});
+    }).then(function (res) {
+      var next = res.next;
+      if (next.kind === "mturk_form") {
+        var form = el("form", { method: "POST", action: next.action });
+        Object.keys(next.fields).forEach(function (k) {
+          form.appendChild(el("input", { type: "hidden", name: k, value: next.fields[k] }));
+        });
+        document.body.appendChild(form);
+        form.submit();
+      } else {
+        window.location.assign(next.url);
+      }
+    }, function (err) {
+      root.innerHTML = "<div class='page'><h2>Something went wrong</h2><p id='complete-error'></p></div>";
+      document.getElementById("complete-error").textContent =
+        "Your responses are kept in this browser. Please reload the page. (" + (err.error || "error") + ")";
+    });
+  }
+
+  function measureRefresh() {
+    if (window.HumanlikeFrameClock && HumanlikeFrameClock.measureRefresh) {
+      return HumanlikeFrameClock.measureRefresh(60);
+    }
+    return Promise.resolve({ frame_ms: 1000 / 60, refresh_hz: 60 });
+  }
+
+  function run(tl) {
+    state.timeline = tl;
+    state.queue.forget(tl.acknowledged);
+    state.queue.flush(true);
+    var done = {};
+    tl.acknowledged.forEach(function (i) { done[i] = true; });
+    state.queue.indices().forEach(function (i) { done[i] = true; });
+    var remaining = tl.trials.filter(function (t) { return !done[t.index]; });
+    var jsPsych = initJsPsych({
+      display_element: "task",
+      on_finish: function () { finish(); },
+    });
+    var timeline = [];
+    if (tl.acknowledged.length === 0 && state.queue.size() === 0) {
+      timeline.push({
+        type: jsPsychHtmlButtonResponse,
+        stimulus: "<div class='instructions'>" + tl.instructions_html + "</div>",
+        choices: ["Start"],
+      });
+    }
+    var images = [];
+    remaining.forEach(function (t) {
+      if (t.stimulus) images.push(stimulusUrl(t.stimulus));
+      (t.stimuli || []).forEach(function (k) { images.push(stimulusUrl(k)); });
+    });
+    if (tl.presentation.mask) images.push(stimulusUrl(tl.presentation.mask));
+    if (images.length) {
+      timeline.push({ type: jsPsychPreload, images: images, show_progress_bar: true,
+                      max_load_time: 120000, continue_after_error: false });
+    }
+    remaining.forEach(function (t) { timeline.push(buildTrial(t)); });
+    if (remaining.length === 0) { finish(); return; }
+    jsPsych.run(timeline);
+  }
+
+  function start(config) {
+    state.config = config;
+    state.queue = new HumanlikeTrialQueue.TrialQueue({
+      pid: config.pid, token: config.token, api: config.api,
+      onStatus: setStatus,
+      onError: function (err) { console.error("humanlike: trial rejected", err); },
+    });
+    watchEvents();
+    getJSON(config.api + "/timeline", config.token).then(function (tl) {
+      setStatus({ online: true, pending: state.queue.size() });
+      var consent = tl.status === "allocated" ? showConsent(tl) : Promise.resolve(tl.status);
+      return consent.then(function (status) {
+        if (status === "returned") {
+          document.getElementById("task").innerHTML =
+            "<div class='page'><h2>Thank you</h2><p>You did not consent, so the study has ended. " +
+            "Please return the study on your recruitment platform.</p></div>";
+          return;
+        }
+        return measureRefresh().then(function (frame) {
+          state.frame = frame;
+          state.queue.event("environment", {
+            refresh_hz: frame.refresh_hz, frame_ms: frame.frame_ms,
+            screen_width: window.screen.width, screen_height: window.screen.height,
+            window_width: window.innerWidth, window_height: window.innerHeight,
+            device_pixel_ratio: window.devicePixelRatio || 1,
+          });
+          run(tl);
+        });
+      });
+    }, function (err) {
+      document.getElementById("task").innerHTML = "<div class='page'><h2>Cannot start</h2><p id='start-error'></p></div>";
+      document.getElementById("start-error").textContent = (err && err.detail) || "The study could not be loaded.";
+    });
+  }
+
+  return { start: start, _state: state };
+})();

@@ -1,0 +1,54 @@
+"""Shared fixtures: every database test runs on SQLite and on PostgreSQL (mandatory when CI=true)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import pytest
+
+PG_URL = os.environ.get("HUMANLIKE_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+ON_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _pg_reachable() -> str | None:
+    """None when PostgreSQL answers, else the reason."""
+    try:
+        import psycopg
+
+        dsn = PG_URL.replace("postgresql+psycopg://", "postgresql://")
+        with psycopg.connect(dsn, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+        return None
+    except Exception as exc:  # noqa: BLE001 - any failure means "not reachable"
+        return f"{type(exc).__name__}: {exc}"
+
+
+_PG_PROBLEM = _pg_reachable()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request, tmp_path):
+    """A fresh, empty database: a SQLite file, or a private schema in the PostgreSQL test database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'test.sqlite'}"
+        return
+    if _PG_PROBLEM is not None:
+        if ON_CI:
+            pytest.fail(f"CI=true needs PostgreSQL at {PG_URL}, but it is unreachable: {_PG_PROBLEM}")
+        pytest.skip(f"PostgreSQL unreachable: {_PG_PROBLEM}")
+    import psycopg
+
+    schema = "t_" + secrets.token_hex(6)
+    dsn = PG_URL.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    yield f"{PG_URL}?options=-csearch_path%3D{schema}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
