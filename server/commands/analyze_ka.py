@@ -1,0 +1,275 @@
+"""``humanlike analyze ka``: kernel-analysis curves and KA-AUC of feature files, recordings, models."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import click
+import numpy as np
+import pandas as pd
+from humanlike.analysis.ka_inputs import (
+    FeatureTable,
+    attach_labels,
+    read_features,
+    read_labels,
+    read_neural,
+)
+from humanlike.analysis.ka_plots import (
+    auc_table,
+    auc_table_markdown,
+    curves_table,
+    save_ka_figure,
+)
+from humanlike.analysis.ka_protocol import balanced_subsets, kernel_analysis_protocol
+from tqdm import tqdm
+
+
+def _load_torch_model(spec: str):
+    """A torch module from ``package.module:attr`` (a module or a factory called without
+    arguments) or from a file: TorchScript (``torch.jit.load``) or a pickled module."""
+    import torch
+
+    if ":" in spec and not Path(spec).exists():
+        module_name, attr = spec.split(":", 1)
+        try:
+            obj = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise click.BadParameter(f"cannot import {spec!r}: {exc}", param_hint="--model")
+        model = obj if isinstance(obj, torch.nn.Module) else obj()
+    elif Path(spec).is_file():
+        try:
+            model = torch.jit.load(spec, map_location="cpu")
+        except RuntimeError:
+            model = torch.load(spec, map_location="cpu", weights_only=False)
+    else:
+        raise click.BadParameter(
+            f"{spec!r} is neither 'module:attr' nor a model file", param_hint="--model"
+        )
+    if not isinstance(model, torch.nn.Module):
+        raise click.BadParameter(f"{spec!r} did not give a torch.nn.Module", param_hint="--model")
+    return model.eval()
+
+
+def _model_tables(
+    spec: str, manifest: Path, layers: tuple[str, ...], size: int | None, batch_size: int
+) -> list[FeatureTable]:
+    """Features of every requested layer of the model over the manifest's images."""
+    from humanlike.stimuli.features import extract_features, load_manifest_images
+
+    model = _load_torch_model(spec)
+    ids, images = load_manifest_images(manifest, size=size)
+    ids = np.asarray([str(i) for i in ids])
+    stem = spec.rsplit(":", 1)[-1] if ":" in spec else Path(spec).stem
+    tables = []
+    for layer in layers or (None,):
+        X = extract_features(model, images, layer=layer, batch_size=batch_size)
+        name = stem if layer is None else f"{stem}:{layer}"
+        tables.append(
+            FeatureTable(name, ids, np.asarray(X, dtype=np.float64).reshape(len(ids), -1))
+        )
+    return tables
+
+
+def _manifest_labels(manifest: Path, label_col: str) -> pd.Series:
+    frame = pd.read_csv(manifest)
+    for col in ("file", label_col):
+        if col not in frame.columns:
+            raise click.BadParameter(
+                f"{manifest}: no column {col!r} to label images by; pass --labels",
+                param_hint="--manifest",
+            )
+    return pd.Series(frame[label_col].to_numpy(), index=frame["file"].astype(str))
+
+
+def _labelled_and_aligned(
+    tables: list[FeatureTable], label_map: pd.Series | None
+) -> tuple[list[FeatureTable], np.ndarray]:
+    """Label every table (from ``label_map``, else a table's own label column) and put all in
+    the first table's image order; all must hold the same images with the same labels."""
+    if label_map is None:
+        own = [t for t in tables if t.labels is not None]
+        if not own:
+            raise click.UsageError("no labels: pass --labels or give a table with a label column")
+        label_map = pd.Series(own[0].labels, index=own[0].ids)
+    tables = [attach_labels(t, label_map) if t.labels is None else t for t in tables]
+    ref = tables[0]
+    order = pd.Index(ref.ids)
+    out = []
+    for t in tables:
+        if set(t.ids) != set(ref.ids):
+            diff = sorted(set(t.ids) ^ set(ref.ids))[:3]
+            raise click.UsageError(
+                f"{t.name} and {ref.name} hold different images (e.g. {diff}); kernel analysis "
+                "compares representations of the same images"
+            )
+        pos = pd.Index(t.ids).get_indexer(order)
+        labels = t.labels[pos]
+        if not np.array_equal(labels.astype(str), ref.labels.astype(str)):
+            raise click.UsageError(f"{t.name} and {ref.name} disagree on image labels")
+        out.append(FeatureTable(t.name, t.ids[pos], t.X[pos], labels))
+    return out, ref.labels
+
+
+@click.command("ka")
+@click.argument("features", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--labels",
+    "labels_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="CSV/Parquet of image id and label (else a label column).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for ka_curves.csv, ka_auc.csv, ka_auc.md, ka_curves.png.",
+)
+@click.option("--name", "names", multiple=True, help="Name per FEATURES file (default: stem).")
+@click.option("--index-col", default="image", show_default=True, help="Image-id column.")
+@click.option("--label-col", default="label", show_default=True, help="Label column.")
+@click.option(
+    "--neural",
+    "neural_paths",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Sites x images recordings (repeatable).",
+)
+@click.option(
+    "--blank",
+    default="blank",
+    show_default=True,
+    help="Blank-image rate: column of the recordings, or a .npy/.csv file.",
+)
+@click.option("--no-normalise", is_flag=True, help="Use raw rates (skip Appendix B).")
+@click.option("--model", "model_spec", help="Torch model: 'module:attr' or a .pt file.")
+@click.option(
+    "--manifest",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Stimulus manifest CSV whose images the model sees.",
+)
+@click.option("--layer", "layers", multiple=True, help="Model layer to read (repeatable).")
+@click.option("--image-size", type=int, default=None, help="Resize images to this side.")
+@click.option("--batch-size", type=int, default=64, show_default=True)
+@click.option(
+    "--quantiles",
+    default="0.1,0.5,0.9",
+    show_default=True,
+    help="Distance quantiles that set the kernel widths.",
+)
+@click.option("--subsets", "n_subsets", type=int, default=10, show_default=True)
+@click.option(
+    "--fraction",
+    type=float,
+    default=0.8,
+    show_default=True,
+    help="Share of the smallest class taken per class in each subset.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the subsets.")
+@click.option(
+    "--float32",
+    "use_float32",
+    is_flag=True,
+    help="Eigendecompose in float32 (faster, curves agree to ~1e-5).",
+)
+def command(
+    features,
+    labels_path,
+    out_dir,
+    names,
+    index_col,
+    label_col,
+    neural_paths,
+    blank,
+    no_normalise,
+    model_spec,
+    manifest,
+    layers,
+    image_size,
+    batch_size,
+    quantiles,
+    n_subsets,
+    fraction,
+    seed,
+    use_float32,
+) -> None:
+    """Kernel analysis (Cadieu et al. 2013) of FEATURES files, recordings and model layers.
+
+    Every representation must cover the same images; all are analysed on the same
+    class-balanced subsets.
+    """
+    try:
+        q = tuple(float(v) for v in quantiles.split(","))
+    except ValueError:
+        raise click.BadParameter(
+            f"{quantiles!r} is not a comma-separated list", param_hint="--quantiles"
+        )
+    if names and len(names) != len(features):
+        raise click.BadParameter("give one --name per FEATURES file", param_hint="--name")
+    if bool(model_spec) != bool(manifest):
+        raise click.UsageError("--model and --manifest go together")
+    try:
+        tables = [
+            read_features(p, index_col=index_col, label_col=label_col, name=n)
+            for p, n in zip(features, names or [None] * len(features))
+        ]
+        tables += [read_neural(p, blank=blank, normalise=not no_normalise) for p in neural_paths]
+        if model_spec:
+            tables += _model_tables(model_spec, manifest, layers, image_size, batch_size)
+        if not tables:
+            raise click.UsageError("nothing to analyse: give FEATURES, --neural or --model")
+        if len({t.name for t in tables}) != len(tables):
+            raise click.UsageError("representation names must be unique; use --name")
+        label_map = None
+        if labels_path:
+            label_map = read_labels(labels_path, index_col=index_col, label_col=label_col)
+        elif model_spec and all(t.labels is None for t in tables):
+            label_map = _manifest_labels(manifest, "true_class")
+        tables, labels = _labelled_and_aligned(tables, label_map)
+        subsets = balanced_subsets(
+            labels, n_subsets=n_subsets, fraction=fraction, random_state=seed
+        )
+        dtype = np.float32 if use_float32 else np.float64
+        results = {
+            t.name: kernel_analysis_protocol(t.X, labels, subsets=subsets, quantiles=q, dtype=dtype)
+            for t in tqdm(tables, desc="kernel analysis", unit="representation")
+        }
+    except ValueError as exc:
+        raise click.ClickException(str(exc))
+    table = _write_outputs(out_dir, results, tables[0].ids, labels, subsets)
+    click.echo(auc_table_markdown(table), nl=False)
+    click.echo(f"wrote {', '.join(OUTPUTS)} to {out_dir}")
+
+
+OUTPUTS = (
+    "ka_curves.csv",
+    "ka_auc.csv",
+    "ka_auc_subsets.csv",
+    "ka_subsets.csv",
+    "ka_auc.md",
+    "ka_curves.png",
+)
+
+
+def _write_outputs(out_dir: Path, results, ids, labels, subsets) -> pd.DataFrame:
+    """Write curves, AUC tables, subset membership and the figure; return the AUC table."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    curves_table(results).to_csv(out_dir / "ka_curves.csv", index=False)
+    table = auc_table(results)
+    table.to_csv(out_dir / "ka_auc.csv", index=False)
+    pd.DataFrame(
+        [(name, s, auc) for name, r in results.items() for s, auc in enumerate(r.aucs)],
+        columns=["representation", "subset", "auc"],
+    ).to_csv(out_dir / "ka_auc_subsets.csv", index=False)
+    flat = subsets.ravel()
+    pd.DataFrame(
+        {
+            "subset": np.repeat(np.arange(subsets.shape[0]), subsets.shape[1]),
+            "image": ids[flat],
+            "label": labels[flat],
+        }
+    ).to_csv(out_dir / "ka_subsets.csv", index=False)
+    (out_dir / "ka_auc.md").write_text(auc_table_markdown(table))
+    save_ka_figure(results, out_dir / "ka_curves.png")
+    return table
