@@ -1,0 +1,212 @@
+"""Fit many MLDS scales at once (one per sequence, participant, ...) with one batched probit fit.
+
+Every group's trials are collapsed to binomial counts on the distinct level tuples of the whole
+data set (35 rows for all triads of 7 levels), so each group is a probit GLM on a shared design
+matrix; :func:`humanlike.analysis.probit_irls.fit_probit_batch` then runs Fisher scoring on all
+groups' stacked normal equations together. The estimates are the maximum-likelihood estimates of
+fitting each group alone (Knoblauch & Maloney 2008, J. Stat. Softw. 25(2), Sec. 2.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from humanlike.analysis.mlds_data import (
+    Design,
+    canonical_trials,
+    count_trials,
+    design_matrix,
+    infer_n_levels,
+)
+from humanlike.analysis.probit_irls import fit_probit_batch
+from scipy import special
+
+#: Bootstrap problems (replicates x groups x distinct rows x parameters) held in memory at once.
+_BOOT_CHUNK_ELEMENTS = 4_000_000
+
+
+@dataclass(frozen=True)
+class ScaleFits:
+    """MLDS scales of G groups on N levels.
+
+    ``keys``: one row per group (the ``by`` columns); ``scale`` (G, N): psi with psi_1 = 0 and
+    unit decision noise (R's ``pscale``); ``scale_std`` = scale / psi_N (the standard scale, 0 to
+    1); ``sigma`` = 1 / psi_N (noise on the standard scale); ``se`` (G, N): asymptotic standard
+    errors of ``scale``; ``loglik``: Bernoulli log-likelihood of the trials; ``n_trials``;
+    ``converged`` / ``identified``: whether Fisher scoring converged and every level was observed.
+    With a bootstrap, ``ci_low``/``ci_high`` (G, N) are percentile limits of ``scale_std`` and
+    ``sigma_ci`` (G, 2) of ``sigma``; ``n_boot_failed`` counts replicates that did not converge.
+    """
+
+    keys: pd.DataFrame
+    scale: np.ndarray
+    scale_std: np.ndarray
+    sigma: np.ndarray
+    se: np.ndarray
+    loglik: np.ndarray
+    n_trials: np.ndarray
+    converged: np.ndarray
+    identified: np.ndarray
+    ci_low: np.ndarray | None = None
+    ci_high: np.ndarray | None = None
+    sigma_ci: np.ndarray | None = None
+    n_boot: int = 0
+    n_boot_failed: np.ndarray | None = None
+    confidence_level: float = 0.95
+
+    @property
+    def n_levels(self) -> int:
+        return int(self.scale.shape[1])
+
+    def summary_frame(self) -> pd.DataFrame:
+        """One row per group: keys, sigma (and CI), log-likelihood, trials, convergence flags."""
+        out = self.keys.copy()
+        out["sigma"] = self.sigma
+        if self.sigma_ci is not None:
+            out["sigma_ci_low"], out["sigma_ci_high"] = self.sigma_ci[:, 0], self.sigma_ci[:, 1]
+        out["loglik"] = self.loglik
+        out["n_trials"] = self.n_trials
+        out["converged"] = self.converged
+        out["identified"] = self.identified
+        if self.n_boot_failed is not None:
+            out["n_boot"] = self.n_boot
+            out["n_boot_failed"] = self.n_boot_failed
+        return out
+
+    def to_frame(self) -> pd.DataFrame:
+        """Long form, one row per (group, level): keys, level, scale, scale_std, se[, CI]."""
+        g, n = self.scale.shape
+        out = self.keys.loc[self.keys.index.repeat(n)].reset_index(drop=True)
+        out["level"] = np.tile(np.arange(1, n + 1), g)
+        out["scale"] = self.scale.ravel()
+        out["scale_std"] = self.scale_std.ravel()
+        out["se"] = self.se.ravel()
+        if self.ci_low is not None:
+            out["ci_low"] = self.ci_low.ravel()
+            out["ci_high"] = self.ci_high.ravel()
+        return out
+
+
+def scales_from_coef(coef: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(scale, scale_std, sigma) from GLM coefficients (..., N - 1): psi = (0, beta),
+    standard scale psi / psi_N, sigma = 1 / psi_N (Knoblauch & Maloney 2008, Sec. 2.2)."""
+    coef = np.asarray(coef, dtype=float)
+    scale = np.concatenate([np.zeros(coef.shape[:-1] + (1,)), coef], axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        top = scale[..., -1:]
+        return scale, scale / top, 1.0 / top[..., 0]
+
+
+def fit_many(
+    df: pd.DataFrame,
+    by: str | Sequence[str] | None = "sequence",
+    *,
+    design: Design = "triads",
+    n_levels: int | None = None,
+    n_boot: int = 0,
+    confidence_level: float = 0.95,
+    random_state: int | np.random.Generator | None = None,
+    max_iter: int = 100,
+    tol: float = 1e-10,
+) -> ScaleFits:
+    """Fit one MLDS scale per group of ``df`` (tidy or R layout) in one batched Fisher scoring.
+
+    ``by``: column(s) defining the groups (``None``: all trials pooled into one scale). With
+    ``n_boot > 0`` a parametric bootstrap (responses simulated from each group's fitted
+    probabilities and refitted, all groups and replicates batched) gives percentile CIs.
+    """
+    by_cols = [] if by is None else [by] if isinstance(by, str) else list(by)
+    missing = [c for c in by_cols if c not in df.columns]
+    if missing:
+        raise ValueError(f"grouping column(s) {missing} not in the data; got {list(df.columns)}")
+    trials = canonical_trials(df, design)
+    n_levels = infer_n_levels(trials, n_levels)
+    groups, keys = _group_codes(df, by_cols)
+    counts = count_trials(trials, n_levels, groups, len(keys))
+    X = design_matrix(counts.rows, n_levels, design)
+    fit = fit_probit_batch(X, counts.successes, counts.trials, max_iter=max_iter, tol=tol)
+    scale, scale_std, sigma = scales_from_coef(fit.coef)
+    se = np.zeros_like(scale)
+    se[:, 1:] = np.sqrt(np.diagonal(fit.cov, axis1=1, axis2=2))
+    se[~fit.identified] = np.nan
+    result = {
+        "keys": keys,
+        "scale": scale,
+        "scale_std": scale_std,
+        "sigma": sigma,
+        "se": se,
+        "loglik": fit.loglik,
+        "n_trials": counts.trials.sum(axis=1).astype(int),
+        "converged": fit.converged,
+        "identified": fit.identified,
+        "confidence_level": confidence_level,
+    }
+    if n_boot > 0:
+        with np.errstate(invalid="ignore"):
+            p = special.ndtr(np.nan_to_num(fit.coef) @ X.T)
+        boot = bootstrap_coefs(X, p, counts.trials, n_boot, random_state, max_iter=max_iter,
+                               tol=tol)
+        _, boot_std, boot_sigma = scales_from_coef(boot)  # (G, B, N), (G, B)
+        failed = np.isnan(boot_sigma)
+        alpha = (1.0 - confidence_level) / 2.0
+        with np.errstate(invalid="ignore"):
+            lo, hi = np.nanquantile(boot_std, [alpha, 1.0 - alpha], axis=1)
+            sig = np.nanquantile(boot_sigma, [alpha, 1.0 - alpha], axis=1).T
+        lo[~fit.identified] = np.nan
+        hi[~fit.identified] = np.nan
+        result.update(ci_low=lo, ci_high=hi, sigma_ci=sig, n_boot=n_boot,
+                      n_boot_failed=failed.sum(axis=1))
+    return ScaleFits(**result)
+
+
+def bootstrap_coefs(
+    X: np.ndarray,
+    p: np.ndarray,
+    trials: np.ndarray,
+    n_boot: int,
+    random_state: int | np.random.Generator | None = None,
+    *,
+    max_iter: int = 100,
+    tol: float = 1e-10,
+) -> np.ndarray:
+    """Parametric bootstrap: (G, n_boot, P) coefficients refitted to binomial counts drawn from
+    fitted probabilities ``p`` (G, R) with ``trials`` (G, R); replicates that fail to converge
+    are NaN (Knoblauch & Maloney 2008, ``boot.mlds``). Drawn and refitted in memory-bounded
+    chunks of replicates, each chunk one batched fit."""
+    rng = np.random.default_rng(random_state)
+    p = np.atleast_2d(p)
+    trials = np.atleast_2d(trials)
+    n_groups, n_rows = p.shape
+    n_par = X.shape[1]
+    p = np.where(np.isfinite(p), p, 0.5)
+    out = np.full((n_groups, n_boot, n_par), np.nan)
+    per_replicate = max(1, n_groups * n_rows * n_par)
+    chunk = max(1, min(n_boot, _BOOT_CHUNK_ELEMENTS // per_replicate))
+    for start in range(0, n_boot, chunk):  # memory-bounded chunks, each one batched fit
+        m = min(chunk, n_boot - start)
+        y = rng.binomial(trials.astype(np.int64)[None], p[None], size=(m, n_groups, n_rows))
+        fit = fit_probit_batch(
+            X, y.reshape(m * n_groups, n_rows), np.broadcast_to(trials, (m, n_groups, n_rows))
+            .reshape(m * n_groups, n_rows), max_iter=max_iter, tol=tol,
+        )
+        coef = np.where(fit.converged[:, None], fit.coef, np.nan)
+        out[:, start:start + m] = coef.reshape(m, n_groups, n_par).transpose(1, 0, 2)
+    return out
+
+
+def _group_codes(df: pd.DataFrame, by_cols: list[str]) -> tuple[np.ndarray | None, pd.DataFrame]:
+    if not by_cols:
+        return None, pd.DataFrame(index=pd.RangeIndex(1))
+    for c in by_cols:
+        if df[c].isna().any():
+            raise ValueError(f"grouping column {c!r} has missing values")
+    if len(by_cols) == 1:
+        codes, uniques = pd.factorize(df[by_cols[0]], sort=True)
+        return codes, pd.DataFrame({by_cols[0]: uniques})
+    codes = df.groupby(by_cols, sort=True, observed=True).ngroup().to_numpy()
+    first = np.unique(codes, return_index=True)[1]
+    keys = df[by_cols].iloc[first].reset_index(drop=True)
+    return codes, keys
