@@ -1,1 +1,2 @@
 """Readers for published data layouts (model-vs-human CSVs, Golan et al. ratings, R's MLDS frames)."""
+from humanlike.analysis.io.model_vs_human import read_model_vs_human

@@ -1,0 +1,108 @@
+"""Attainable ranges of observed consistency and kappa, and the null band of independent observers.
+
+Geirhos, Meding & Wichmann (2020, NeurIPS, "Beyond accuracy"), eqs. 2-3 and 5-6 and appendix S.3;
+the bounds of kappa given two accuracies follow Klein, Meyen, Brendel, Wichmann & Meding (2025,
+"Quantifying uncertainty in error consistency"). All functions accept arrays and broadcast.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from humanlike.analysis.ec_kappa import Degenerate, expected_consistency, kappa_from_rates
+from numpy.typing import ArrayLike
+from scipy import stats
+
+
+def _check_unit(x: ArrayLike, name: str) -> np.ndarray:
+    arr = np.asarray(x, dtype=float)
+    if np.any(~np.isfinite(arr)) or np.any((arr < 0) | (arr > 1)):
+        raise ValueError(f"{name} must lie in [0, 1]")
+    return arr
+
+
+def c_obs_bounds(c_exp: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(low, high)`` of ``c_obs`` given ``c_exp`` (Geirhos et al. 2020, eqs. 5-6).
+
+    For ``c_exp <= .5``: ``0 <= c_obs <= 1 - sqrt(1 - 2 c_exp)``; for ``c_exp >= .5``:
+    ``sqrt(2 c_exp - 1) <= c_obs <= 1``.
+    """
+    c_exp = _check_unit(c_exp, "c_exp")
+    low = np.where(c_exp <= 0.5, 0.0, np.sqrt(np.clip(2.0 * c_exp - 1.0, 0.0, None)))
+    high = np.where(c_exp <= 0.5, 1.0 - np.sqrt(np.clip(1.0 - 2.0 * c_exp, 0.0, None)), 1.0)
+    return low, high
+
+
+def kappa_bounds(c_exp: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(low, high)`` of kappa given ``c_exp``: the c_obs bounds mapped through eq. 4.
+
+    Where ``c_exp = 1`` kappa is undefined and both bounds are NaN.
+    """
+    c_exp = _check_unit(c_exp, "c_exp")
+    low, high = c_obs_bounds(c_exp)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        denom = np.where(c_exp < 1.0, 1.0 - c_exp, np.nan)
+        return (low - c_exp) / denom, (high - c_exp) / denom
+
+
+def c_obs_max(acc1: ArrayLike, acc2: ArrayLike) -> np.ndarray:
+    """Return the largest possible ``c_obs`` for accuracies ``acc1, acc2``: ``min(a1, a2) + min(1 - a1, 1 - a2)``."""
+    a1 = _check_unit(acc1, "acc1")
+    a2 = _check_unit(acc2, "acc2")
+    return np.minimum(a1, a2) + np.minimum(1.0 - a1, 1.0 - a2)
+
+
+def c_obs_min(acc1: ArrayLike, acc2: ArrayLike) -> np.ndarray:
+    """Return the smallest possible ``c_obs``: ``1 - [min(a1, 1 - a2) + min(1 - a1, a2)]``."""
+    a1 = _check_unit(acc1, "acc1")
+    a2 = _check_unit(acc2, "acc2")
+    return 1.0 - (np.minimum(a1, 1.0 - a2) + np.minimum(1.0 - a1, a2))
+
+
+def kappa_max(acc1: ArrayLike, acc2: ArrayLike, *, degenerate: Degenerate = "mvh") -> np.ndarray | float:
+    """Return the largest kappa two observers with accuracies ``acc1, acc2`` can reach (Klein et al. 2025).
+
+    ``c_obs = min(a1, a2) + min(1 - a1, 1 - a2)`` put into eq. 4; e.g. ``kappa_max(.8, .6) = 6/11``.
+    """
+    out = kappa_from_rates(c_obs_max(acc1, acc2), acc1, acc2, degenerate=degenerate)
+    return float(out) if out.ndim == 0 else out
+
+
+def kappa_min(acc1: ArrayLike, acc2: ArrayLike, *, degenerate: Degenerate = "mvh") -> np.ndarray | float:
+    """Return the smallest kappa for accuracies ``acc1, acc2`` (Klein et al. 2025).
+
+    ``c_obs = 1 - [min(a1, 1 - a2) + min(1 - a1, a2)]`` put into eq. 4.
+    """
+    out = kappa_from_rates(c_obs_min(acc1, acc2), acc1, acc2, degenerate=degenerate)
+    return float(out) if out.ndim == 0 else out
+
+
+def null_band(
+    c_exp: ArrayLike, n: int, *, confidence_level: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the central ``confidence_level`` range of ``c_obs`` for independent observers.
+
+    Under independence each trial agrees with probability ``c_exp``, so the number of agreeing
+    trials is Binomial(n, c_exp) (Geirhos et al. 2020, appendix S.3); the band is its
+    ``alpha/2`` and ``1 - alpha/2`` quantiles divided by ``n``.
+    """
+    c_exp = _check_unit(c_exp, "c_exp")
+    if int(n) != n or n < 1:
+        raise ValueError(f"n (number of trials) must be a positive integer, got {n!r}")
+    if not 0 < confidence_level < 1:
+        raise ValueError(f"confidence_level must lie in (0, 1), got {confidence_level!r}")
+    alpha = 1.0 - confidence_level
+    low = stats.binom.ppf(alpha / 2, n, c_exp) / n
+    high = stats.binom.ppf(1 - alpha / 2, n, c_exp) / n
+    return np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+
+
+__all__ = [
+    "c_obs_bounds",
+    "c_obs_max",
+    "c_obs_min",
+    "expected_consistency",
+    "kappa_bounds",
+    "kappa_max",
+    "kappa_min",
+    "null_band",
+]

@@ -1,0 +1,112 @@
+"""Cohen's kappa on trial-by-trial correctness: the error-consistency statistic.
+
+Geirhos, Meding & Wichmann (2020, NeurIPS, "Beyond accuracy: quantifying trial-by-trial
+behaviour of CNNs and humans by measuring error consistency"), eqs. 1-4:
+``c_obs`` = share of trials where both observers are right or both wrong,
+``c_exp = p_a p_b + (1 - p_a)(1 - p_b)`` and ``kappa = (c_obs - c_exp) / (1 - c_exp)``.
+
+Everything here is vectorised: :func:`kappa_from_rates` takes arrays of any (broadcastable) shape,
+so the same code scores one pair, a whole matrix of pairs, or every bootstrap resample at once.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+Degenerate = Literal["mvh", "strict"]
+DEGENERATE_POLICIES: tuple[str, ...] = ("mvh", "strict")
+
+
+def check_degenerate(degenerate: str) -> None:
+    """Raise ``ValueError`` unless ``degenerate`` names a known policy."""
+    if degenerate not in DEGENERATE_POLICIES:
+        raise ValueError(
+            f"degenerate must be one of {DEGENERATE_POLICIES}, got {degenerate!r}"
+        )
+
+
+def as_correctness(values: ArrayLike, name: str = "a") -> np.ndarray:
+    """Return ``values`` as a 1-D boolean array, or raise ``ValueError`` naming ``name``."""
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D vector of correctness values, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty: error consistency needs at least one trial")
+    if arr.dtype == bool:
+        return arr
+    try:
+        numeric = arr.astype(float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must hold 0/1 or True/False correctness values") from None
+    if not np.all((numeric == 0) | (numeric == 1)):
+        raise ValueError(f"{name} must hold only 0/1 or True/False (found other values or NaN)")
+    return numeric.astype(bool)
+
+
+def expected_consistency(p_a: ArrayLike, p_b: ArrayLike) -> np.ndarray:
+    """Return ``c_exp = p_a p_b + (1 - p_a)(1 - p_b)`` (Geirhos et al. 2020, eq. 2)."""
+    p_a = np.asarray(p_a, dtype=float)
+    p_b = np.asarray(p_b, dtype=float)
+    return p_a * p_b + (1.0 - p_a) * (1.0 - p_b)
+
+
+def kappa_from_rates(
+    c_obs: ArrayLike,
+    p_a: ArrayLike,
+    p_b: ArrayLike,
+    n: ArrayLike | None = None,
+    *,
+    degenerate: Degenerate = "mvh",
+    unbiased: bool = False,
+) -> np.ndarray:
+    """Return ``kappa = (c_obs - c_exp) / (1 - c_exp)`` elementwise (Geirhos et al. 2020, eq. 4).
+
+    ``degenerate="mvh"`` (model-vs-human, Brain-Score): kappa = 1 wherever ``c_obs = 1``.
+    ``degenerate="strict"``: NaN where ``c_exp = 1`` (both observers constant and equal); the
+    formula already gives 0 when exactly one observer is constant. ``unbiased=True`` applies
+    ``n kappa / ((n - 1) + kappa)`` (needs ``n``, the number of trials). Where ``n = 0`` the
+    result is NaN.
+    """
+    check_degenerate(degenerate)
+    c_obs = np.asarray(c_obs, dtype=float)
+    c_exp = expected_consistency(p_a, p_b)
+    denom = 1.0 - c_exp
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kap = np.where(denom > 0, (c_obs - c_exp) / np.where(denom > 0, denom, 1.0), np.nan)
+        if degenerate == "mvh":
+            kap = np.where(c_obs >= 1.0, 1.0, kap)
+        if unbiased:
+            if n is None:
+                raise ValueError("unbiased=True needs n, the number of trials")
+            n_arr = np.asarray(n, dtype=float)
+            kap = n_arr * kap / ((n_arr - 1.0) + kap)
+    if n is not None:
+        kap = np.where(np.asarray(n) > 0, kap, np.nan)
+    return kap
+
+
+def kappa(
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    degenerate: Degenerate = "mvh",
+    unbiased: bool = False,
+) -> float:
+    """Return Cohen's kappa between correctness vectors ``a`` and ``b`` (Geirhos et al. 2020, eq. 4).
+
+    See :func:`kappa_from_rates` for the degenerate-case policies and the small-sample
+    correction ``n kappa / ((n - 1) + kappa)``.
+    """
+    a = as_correctness(a, "a")
+    b = as_correctness(b, "b")
+    if a.shape != b.shape:
+        raise ValueError(f"a and b must have the same length, got {a.size} and {b.size}")
+    c_obs = np.mean(a == b)
+    return float(
+        kappa_from_rates(
+            c_obs, a.mean(), b.mean(), a.size, degenerate=degenerate, unbiased=unbiased
+        )
+    )
