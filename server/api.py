@@ -201,7 +201,7 @@ def _insert_trial(values: dict[str, Any]) -> bool:
     module = postgresql if dialect == "postgresql" else sqlite
     stmt = module.insert(Trial.__table__).values(**values)
     stmt = stmt.on_conflict_do_nothing(index_elements=["participant_id", "trial_index"])
-    return db.session.execute(stmt).rowcount == 1
+    return db.session.execute(stmt.returning(Trial.__table__.c.id)).first() is not None
 
 
 @bp.post("/api/v1/participants/<pid>/trials")

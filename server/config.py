@@ -12,15 +12,20 @@ class ConfigError(RuntimeError):
     """The server cannot start safely with this configuration."""
 
 
-def database_url_from_env(instance_path: str) -> str:
-    """``DATABASE_URL`` (postgres:// normalised to psycopg 3) or SQLite in the instance folder."""
-    url = os.environ.get("DATABASE_URL", "").strip()
-    if not url:
-        return "sqlite:///" + str(Path(instance_path) / "humanlike.sqlite")
+def normalise_database_url(url: str) -> str:
+    """postgres:// and postgresql:// URLs are sent to the psycopg 3 driver."""
     for prefix in ("postgres://", "postgresql://"):
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix) :]
     return url
+
+
+def database_url_from_env(instance_path: str) -> str:
+    """``DATABASE_URL`` (normalised) or SQLite in the instance folder."""
+    url = os.environ.get("DATABASE_URL", "").strip()
+    if not url:
+        return "sqlite:///" + str(Path(instance_path) / "humanlike.sqlite")
+    return normalise_database_url(url)
 
 
 def dev_secret_key(instance_path: str) -> str:

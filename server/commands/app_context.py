@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 import click
@@ -12,13 +11,14 @@ from flask import Flask
 def make_app(experiment_paths: Sequence[str] = (), database_url: str | None = None) -> Flask:
     """Build the app for a CLI command; a bad spec becomes a CLI error naming the file and field."""
     from humanlike.server import create_app
+    from humanlike.server.config import normalise_database_url
     from humanlike.server.spec import SpecError
 
+    config: dict = {"EXPERIMENT_PATHS": list(experiment_paths)} if experiment_paths else {}
     if database_url:
-        os.environ["DATABASE_URL"] = database_url
-    config = {"EXPERIMENT_PATHS": list(experiment_paths)} if experiment_paths else None
+        config["SQLALCHEMY_DATABASE_URI"] = normalise_database_url(database_url)
     try:
-        return create_app(config)
+        return create_app(config or None)
     except SpecError as exc:
         raise click.ClickException(str(exc)) from exc
 
