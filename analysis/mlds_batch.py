@@ -9,7 +9,7 @@ fitting each group alone (Knoblauch & Maloney 2008, J. Stat. Softw. 25(2), Sec. 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,6 +111,7 @@ def fit_many(
     random_state: int | np.random.Generator | None = None,
     max_iter: int = 100,
     tol: float = 1e-10,
+    progress: Callable[[int], object] | None = None,
 ) -> ScaleFits:
     """Fit one MLDS scale per group of ``df`` (tidy or R layout) in one batched Fisher scoring.
 
@@ -130,7 +131,8 @@ def fit_many(
     fit = fit_probit_batch(X, counts.successes, counts.trials, max_iter=max_iter, tol=tol)
     scale, scale_std, sigma = scales_from_coef(fit.coef)
     se = np.zeros_like(scale)
-    se[:, 1:] = np.sqrt(np.diagonal(fit.cov, axis1=1, axis2=2))
+    with np.errstate(invalid="ignore"):  # a separated fit can have a non-positive variance
+        se[:, 1:] = np.sqrt(np.diagonal(fit.cov, axis1=1, axis2=2))
     se[~fit.identified] = np.nan
     result = {
         "keys": keys,
@@ -148,7 +150,7 @@ def fit_many(
         with np.errstate(invalid="ignore"):
             p = special.ndtr(np.nan_to_num(fit.coef) @ X.T)
         boot = bootstrap_coefs(X, p, counts.trials, n_boot, random_state, max_iter=max_iter,
-                               tol=tol)
+                               tol=tol, progress=progress)
         _, boot_std, boot_sigma = scales_from_coef(boot)  # (G, B, N), (G, B)
         failed = np.isnan(boot_sigma)
         alpha = (1.0 - confidence_level) / 2.0
@@ -171,6 +173,7 @@ def bootstrap_coefs(
     *,
     max_iter: int = 100,
     tol: float = 1e-10,
+    progress: Callable[[int], object] | None = None,
 ) -> np.ndarray:
     """Parametric bootstrap: (G, n_boot, P) coefficients refitted to binomial counts drawn from
     fitted probabilities ``p`` (G, R) with ``trials`` (G, R); replicates that fail to converge
@@ -194,6 +197,8 @@ def bootstrap_coefs(
         )
         coef = np.where(fit.converged[:, None], fit.coef, np.nan)
         out[:, start:start + m] = coef.reshape(m, n_groups, n_par).transpose(1, 0, 2)
+        if progress is not None:
+            progress(m)
     return out
 
 
