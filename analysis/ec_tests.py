@@ -341,7 +341,8 @@ def holm_sidak(p_values: ArrayLike, alpha: float = 0.05) -> MultipleTestResult:
     reject = np.zeros(p.shape, dtype=bool)
     finite = np.isfinite(p)
     if finite.any():
-        rej, adj, _, _ = multipletests(p[finite], alpha=alpha, method="holm-sidak")
+        with np.errstate(divide="ignore"):  # p = 1 gives log1p(-1) inside statsmodels
+            rej, adj, _, _ = multipletests(p[finite], alpha=alpha, method="holm-sidak")
         adjusted[finite] = adj
         reject[finite] = rej
     return MultipleTestResult(p_adjusted=adjusted, reject=reject, alpha=alpha)

@@ -90,6 +90,25 @@ def load_trials(path: Path, include_excluded: bool = False) -> tuple[pd.DataFram
     return read_model_vs_human(path)[_STANDARD], "model-vs-human", []
 
 
+def _draw_figures(result, pairs: pd.DataFrame, experiment: str, slug: str, out_dir: Path,
+                  confidence: float, with_models: bool) -> list[str]:
+    """Save the heatmap, the c_exp/c_obs scatter and (with models) EC per model; return names."""
+    from humanlike.analysis import ec_plots  # matplotlib only when figures are wanted
+
+    figures = {
+        f"matrix_{slug}.png": ec_plots.plot_kappa_matrix(result, experiment),
+        f"scatter_{slug}.png": ec_plots.plot_consistency_scatter(
+            pairs[pairs["experiment"] == experiment], confidence_level=confidence
+        ),
+    }
+    if with_models:
+        figures[f"ec_per_model_{slug}.png"] = ec_plots.plot_ec_per_model(result, experiment)
+    for name, fig in figures.items():
+        fig.savefig(out_dir / name, dpi=150)
+        ec_plots.plt.close(fig)
+    return list(figures)
+
+
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", str(name)).strip("-") or "all"
 
@@ -98,11 +117,15 @@ def _slug(name: str) -> str:
 @click.argument("trials", type=click.Path(exists=True, path_type=Path))
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path),
               help="Folder for the CSVs and figures (created if needed).")
-@click.option("--n-boot", default=10_000, show_default=True, help="Bootstrap resamples of stimuli.")
-@click.option("--n-sim", default=10_000, show_default=True,
+@click.option("--n-boot", default=10_000, show_default=True, type=click.IntRange(min=1),
+              help="Bootstrap resamples of stimuli.")
+@click.option("--n-sim", default=10_000, show_default=True, type=click.IntRange(min=1),
               help="Simulations per pair for the independence test.")
-@click.option("--confidence", default=0.95, show_default=True, help="Confidence level of the CIs.")
+@click.option("--confidence", default=0.95, show_default=True,
+              type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              help="Confidence level of the CIs.")
 @click.option("--alpha", default=0.05, show_default=True,
+              type=click.FloatRange(0, 1, min_open=True, max_open=True),
               help="Family-wise error rate for the Holm-Sidak corrections.")
 @click.option("--degenerate", type=click.Choice(["mvh", "strict"]), default="mvh",
               show_default=True, help="Kappa where c_obs or c_exp is 1 (mvh: 1; strict: NaN).")
@@ -110,6 +133,8 @@ def _slug(name: str) -> str:
 @click.option("--include-excluded", is_flag=True,
               help="Keep participants flagged excluded in the export's participants.csv.")
 @click.option("--seed", default=0, show_default=True, help="Seed of all resampling.")
+@click.option("--figures/--no-figures", default=True, show_default=True,
+              help="Also draw the PNG figures.")
 def command(
     trials: Path,
     out_dir: Path,
@@ -121,6 +146,7 @@ def command(
     unbiased: bool,
     include_excluded: bool,
     seed: int,
+    figures: bool,
 ) -> None:
     """Error consistency (Cohen's kappa on trial-by-trial correctness) of all observer pairs.
 
@@ -128,8 +154,6 @@ def command(
     raw data (one CSV or a folder). Writes pairs.csv, summary.csv, matrix_<experiment>.csv,
     model_comparisons.csv (two or more models) and PNG figures to --out.
     """
-    from humanlike.analysis import ec_plots
-
     frame, kind, notes = load_trials(trials, include_excluded)
     for note in notes:
         click.echo(note)
@@ -176,18 +200,9 @@ def command(
     for exp in experiments:
         slug = _slug(exp)
         result.matrix(exp).to_csv(out_dir / f"matrix_{slug}.csv")
-        figures = {
-            f"matrix_{slug}.png": ec_plots.plot_kappa_matrix(result, exp),
-            f"scatter_{slug}.png": ec_plots.plot_consistency_scatter(
-                pairs[pairs["experiment"] == exp], confidence_level=confidence
-            ),
-        }
-        if n_models:
-            figures[f"ec_per_model_{slug}.png"] = ec_plots.plot_ec_per_model(result, exp)
-        for name, fig in figures.items():
-            fig.savefig(out_dir / name, dpi=150)
-            ec_plots.plt.close(fig)
-        written += [f"matrix_{slug}.csv", *figures]
+        written.append(f"matrix_{slug}.csv")
+        if figures:
+            written += _draw_figures(result, pairs, exp, slug, out_dir, confidence, n_models > 0)
     steps.update()
     steps.close()
 

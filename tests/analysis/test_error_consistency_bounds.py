@@ -1,0 +1,111 @@
+"""Bounds of c_obs and kappa (Geirhos et al. 2020, eqs. 5-6; Klein et al. 2025) and the null band."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from humanlike.analysis.error_consistency import (
+    c_obs_bounds,
+    kappa,
+    kappa_bounds,
+    kappa_max,
+    kappa_min,
+    null_band,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
+inner = st.floats(min_value=0.01, max_value=0.99, allow_nan=False)
+
+
+def test_kappa_max_of_accuracies_point_eight_and_point_six_is_six_elevenths():
+    assert kappa_max(0.8, 0.6) == pytest.approx(6 / 11, abs=1e-12)
+
+
+def test_kappa_min_of_accuracies_point_eight_and_point_six_is_minus_two_thirds():
+    # c_obs = 1 - (min(.8, .4) + min(.2, .6)) = .4, c_exp = .56: (.4 - .56) / .44 = -4/11
+    assert kappa_min(0.8, 0.6) == pytest.approx(-4 / 11, abs=1e-12)
+
+
+def test_c_obs_bounds_match_the_closed_form_at_known_points():
+    low, high = c_obs_bounds([0.0, 0.32, 0.5, 0.82, 1.0])
+    np.testing.assert_allclose(low, [0.0, 0.0, 0.0, 0.8, 1.0], atol=1e-12)
+    np.testing.assert_allclose(high, [0.0, 0.4, 1.0, 1.0, 1.0], atol=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(unit, unit, unit)
+def test_every_joint_distribution_has_c_obs_within_the_bounds_of_its_c_exp(p1, p2, t):
+    # a joint 2x2 table with marginals p1, p2: p11 anywhere in its Frechet range
+    p11 = max(0.0, p1 + p2 - 1) + t * (min(p1, p2) - max(0.0, p1 + p2 - 1))
+    c_obs = p11 + (1 - p1 - p2 + p11)
+    c_exp = p1 * p2 + (1 - p1) * (1 - p2)
+    low, high = c_obs_bounds(c_exp)
+    assert low - 1e-9 <= c_obs <= high + 1e-9
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(min_value=0.0, max_value=1.0))
+def test_c_obs_bounds_are_attained_by_some_pair_of_accuracies(c_exp):
+    # the bound curves are the envelope: for c_exp <= .5 the upper bound is reached with
+    # p1 = .5 + x, p2 = .5 - x, x = sqrt((.5 - c_exp) / 2), and c_obs = 1 - |p1 - p2|
+    low, high = c_obs_bounds(c_exp)
+    if c_exp <= 0.5:
+        x = np.sqrt((0.5 - c_exp) / 2)
+        assert high == pytest.approx(1 - 2 * x, abs=1e-9)
+    else:
+        x = np.sqrt((c_exp - 0.5) / 2)
+        assert low == pytest.approx(abs((0.5 + x) + (0.5 + x) - 1), abs=1e-9)
+
+
+@settings(max_examples=100, deadline=None)
+@given(inner, inner)
+def test_kappa_max_and_min_are_reached_by_explicit_trial_sequences(a1, a2):
+    n = 2000
+    k1, k2 = round(a1 * n), round(a2 * n)
+    x = np.arange(n) < k1
+    best = np.arange(n) < k2  # errors aligned as far as possible
+    worst = np.arange(n) >= n - k2  # errors placed on the other observer's correct trials
+    acc1, acc2 = k1 / n, k2 / n
+    if 0 < k1 < n and 0 < k2 < n:
+        assert kappa(x, best) == pytest.approx(kappa_max(acc1, acc2), abs=1e-9)
+        assert kappa(x, worst) == pytest.approx(kappa_min(acc1, acc2), abs=1e-9)
+
+
+def test_kappa_bounds_are_nan_where_c_exp_is_one():
+    low, high = kappa_bounds([0.3, 1.0])
+    assert np.isfinite(low[0]) and np.isfinite(high[0])
+    assert np.isnan(low[1]) and np.isnan(high[1])
+
+
+def test_bounds_reject_values_outside_the_unit_interval():
+    with pytest.raises(ValueError, match="c_exp"):
+        c_obs_bounds(1.2)
+    with pytest.raises(ValueError, match="acc1"):
+        kappa_max(-0.1, 0.5)
+
+
+def test_null_band_covers_independent_observers_at_the_nominal_rate():
+    rng = np.random.default_rng(5)
+    n, reps = 160, 4000
+    p1, p2 = 0.7, 0.55
+    c_exp = p1 * p2 + (1 - p1) * (1 - p2)
+    a = rng.random((reps, n)) < p1
+    b = rng.random((reps, n)) < p2
+    low, high = null_band(c_exp, n)
+    c_obs = (a == b).mean(axis=1)
+    coverage = np.mean((c_obs >= low) & (c_obs <= high))
+    # binomial quantiles are conservative; 4000 draws give a Monte-Carlo SE below .004
+    assert 0.94 <= coverage <= 0.975
+
+
+def test_null_band_narrows_as_trials_grow():
+    w_small = np.subtract(*null_band(0.6, 100)[::-1])
+    w_large = np.subtract(*null_band(0.6, 10_000)[::-1])
+    assert w_large < w_small / 5
+
+
+def test_null_band_rejects_a_non_integer_trial_count():
+    with pytest.raises(ValueError, match="n"):
+        null_band(0.5, 10.5)

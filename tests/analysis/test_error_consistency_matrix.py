@@ -1,0 +1,220 @@
+"""Kappa matrices: Brain-Score ceilings, hierarchy, missing data, and the vectorised bootstrap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from humanlike.analysis.data_paths import shared_data_dir
+from humanlike.analysis.error_consistency import kappa, kappa_matrix
+from humanlike.analysis.io import read_model_vs_human
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+
+@pytest.fixture(scope="module")
+def mvh() -> pd.DataFrame:
+    return read_model_vs_human(shared_data_dir() / "model-vs-human" / "raw-data")
+
+
+@pytest.fixture(scope="module")
+def mvh_matrix(mvh: pd.DataFrame):
+    return kappa_matrix(mvh, group="group", condition="condition", experiment="experiment")
+
+
+@pytest.mark.parametrize(("experiment", "published"), [("edge", 0.31844), ("silhouette", 0.47571)])
+def test_mean_human_human_kappa_equals_the_brain_score_ceiling(mvh_matrix, experiment, published):
+    assert round(mvh_matrix.ceiling(experiment), 5) == published
+
+
+def test_matrix_entries_equal_kappa_of_each_pair_joined_on_the_image_name(mvh):
+    edge = mvh[mvh["experiment"] == "edge"]
+    result = kappa_matrix(edge, group="group")
+    wide = edge.pivot(index="stimulus", columns="observer", values="correct")
+    matrix = result.matrix()
+    for a, b in [("subject-01", "subject-09"), ("resnet50", "subject-03"), ("bagnet33", "resnet50")]:
+        assert matrix.loc[a, b] == pytest.approx(kappa(wide[a], wide[b]), abs=1e-12)
+        assert matrix.loc[b, a] == matrix.loc[a, b]
+    assert len(result.pairs) == 13 * 12 // 2
+    assert list(matrix.index[:10]) == [f"subject-{i:02d}" for i in range(1, 11)]
+
+
+def test_summary_holds_ceiling_each_model_to_humans_and_model_model(mvh_matrix):
+    s = mvh_matrix.summary
+    edge = s[(s["level"] == "experiment") & (s["experiment"] == "edge")]
+    assert set(edge["statistic"]) == {"human-human", "model-human", "model-model"}
+    assert set(edge.loc[edge["statistic"] == "model-human", "model"]) == {
+        "bagnet33", "resnet50", "simclr_resnet50x1"
+    }
+    pairs = mvh_matrix.pairs
+    res = pairs[(pairs["experiment"] == "edge")
+                & ((pairs["observer_a"] == "resnet50") | (pairs["observer_b"] == "resnet50"))
+                & ((pairs["group_a"] == "human") | (pairs["group_b"] == "human"))]
+    assert len(res) == 10
+    row = edge[(edge["statistic"] == "model-human") & (edge["model"] == "resnet50")]
+    assert row["kappa"].iloc[0] == pytest.approx(res["kappa"].mean())
+    overall = s[(s["level"] == "overall") & (s["statistic"] == "human-human")]
+    per_exp = s[(s["level"] == "experiment") & (s["statistic"] == "human-human")]
+    assert overall["kappa"].iloc[0] == pytest.approx(per_exp["kappa"].mean())
+
+
+def _toy_trials() -> pd.DataFrame:
+    """Two conditions; the model sees only condition A; h3 misses one stimulus in B."""
+    rows = []
+    correct = {
+        ("A", "h1"): [1, 1, 0, 0, 1, 0], ("A", "h2"): [1, 0, 0, 0, 1, 1],
+        ("A", "h3"): [1, 1, 0, 1, 1, 0], ("A", "m1"): [0, 1, 0, 1, 1, 1],
+        ("B", "h1"): [1, 0, 1, 0, 1], ("B", "h2"): [0, 0, 1, 1, 1],
+        ("B", "h3"): [1, 0, 1, 0, None],
+    }
+    for (cond, obs), values in correct.items():
+        for i, v in enumerate(values):
+            if v is not None:
+                rows.append({"condition": cond, "observer": obs, "stimulus": f"{cond}{i}",
+                             "correct": bool(v), "group": "model" if obs == "m1" else "human"})
+    return pd.DataFrame(rows)
+
+
+def test_hierarchy_averages_pairs_within_condition_then_conditions():
+    trials = _toy_trials()
+    result = kappa_matrix(trials, group="group", condition="condition")
+    wide = {c: t.pivot(index="stimulus", columns="observer", values="correct")
+            for c, t in trials.groupby("condition")}
+    hh = {}
+    for c, w in wide.items():
+        ks = []
+        for a, b in [("h1", "h2"), ("h1", "h3"), ("h2", "h3")]:
+            both = w[[a, b]].dropna()
+            ks.append(kappa(both[a].astype(bool), both[b].astype(bool)))
+        hh[c] = np.mean(ks)
+    s = result.summary.set_index(["level", "condition", "statistic"])
+    assert s.loc[("condition", "A", "human-human"), "kappa"] == pytest.approx(hh["A"])
+    assert s.loc[("condition", "B", "human-human"), "kappa"] == pytest.approx(hh["B"])
+    assert s.loc[("experiment", "all", "human-human"), "kappa"] == pytest.approx(
+        (hh["A"] + hh["B"]) / 2
+    )
+    # the model exists only in condition A, so its experiment value is its condition-A value
+    mh = s.xs("model-human", level="statistic")
+    assert mh.loc[("experiment", "all"), "kappa"] == pytest.approx(mh.loc[("condition", "A"), "kappa"])
+    pair = result.pairs.query("condition == 'B' and observer_a == 'h1' and observer_b == 'h3'")
+    assert pair["n"].iloc[0] == 4  # scored over the four stimuli both saw
+
+
+def test_duplicate_trials_of_one_observer_are_rejected():
+    trials = _toy_trials()
+    trials = pd.concat([trials, trials.iloc[[0]]], ignore_index=True)
+    with pytest.raises(ValueError, match="more than one trial"):
+        kappa_matrix(trials, group="group", condition="condition")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda t: t.drop(columns="correct"), "correct"),
+        (lambda t: t.assign(group="robot"), "'human' or 'model'"),
+        (lambda t: t.assign(correct=np.where(t.index == 0, np.nan, 1.0)), "missing"),
+        (lambda t: t.assign(correct="maybe"), "True/False"),
+    ],
+)
+def test_malformed_trial_frames_raise_value_errors_naming_the_column(change, message):
+    with pytest.raises(ValueError, match=message):
+        kappa_matrix(change(_toy_trials()), group="group", condition="condition")
+
+
+def test_bootstrap_is_reproducible_and_brackets_the_estimate(mvh):
+    edge = mvh[mvh["experiment"] == "edge"]
+    r1 = kappa_matrix(edge, group="group", n_boot=500, random_state=7)
+    r2 = kappa_matrix(edge, group="group", n_boot=500, random_state=7)
+    np.testing.assert_array_equal(r1.summary_distribution, r2.summary_distribution)
+    s = r1.summary
+    assert (s["ci_low"] <= s["kappa"]).all() and (s["kappa"] <= s["ci_high"]).all()
+    assert r1.pair_distribution.shape == (500, 78)
+
+
+def _naive_bootstrap(
+    trials: pd.DataFrame, result, indices: dict, degenerate: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Plain loop: per resample, rebuild every pair's vectors and average by hand."""
+    tables = {
+        c: t.pivot(index="stimulus", columns="observer", values="correct")
+        for c, t in trials.groupby("condition")
+    }
+    n_boot = next(iter(indices.values())).shape[0]
+    pair_out = np.empty((n_boot, len(result.pairs)))
+    summary_out = np.empty((n_boot, len(result.summary)))
+    for b in range(n_boot):
+        kappas = []
+        for _, p in result.pairs.iterrows():
+            table = tables[p["condition"]]
+            sample = table.iloc[indices[("all", p["condition"])][b]]
+            both = sample[[p["observer_a"], p["observer_b"]]].dropna()
+            kappas.append(
+                kappa(both.iloc[:, 0].astype(bool), both.iloc[:, 1].astype(bool),
+                      degenerate=degenerate)
+                if len(both) else np.nan
+            )
+        pair_out[b] = kappas
+        pairs = result.pairs.assign(k=kappas)
+        pairs["stat"] = np.where(
+            (pairs["group_a"] == "human") & (pairs["group_b"] == "human"), "human-human",
+            np.where((pairs["group_a"] == "model") & (pairs["group_b"] == "model"),
+                     "model-model", "model-human"))
+        pairs["model"] = np.where(pairs["stat"] == "model-human",
+                                  np.where(pairs["group_a"] == "model", pairs["observer_a"],
+                                           pairs["observer_b"]), "")
+        per_cond = pairs.groupby(["condition", "stat", "model"])["k"].mean()
+        per_exp = per_cond.groupby(level=["stat", "model"]).mean()
+        values = []
+        for _, row in result.summary.iterrows():
+            key = (row["statistic"], row["model"])
+            if row["level"] == "condition":
+                values.append(per_cond.get((row["condition"], *key), np.nan))
+            else:
+                values.append(per_exp.get(key, np.nan))
+        summary_out[b] = values
+    return pair_out, summary_out
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_humans=st.integers(2, 4),
+    n_models=st.integers(0, 2),
+    n_stimuli=st.lists(st.integers(3, 12), min_size=1, max_size=2),
+    missing=st.booleans(),
+    degenerate=st.sampled_from(["mvh", "strict"]),
+)
+def test_vectorised_bootstrap_equals_a_plain_loop_over_the_same_indices(
+    seed, n_humans, n_models, n_stimuli, missing, degenerate
+):
+    rng = np.random.default_rng(seed)
+    rows = []
+    observers = [(f"h{i}", "human") for i in range(n_humans)] + [
+        (f"m{i}", "model") for i in range(n_models)
+    ]
+    for c, n in enumerate(n_stimuli):
+        for name, group in observers:
+            acc = rng.uniform(0.3, 0.9)
+            for s in range(n):
+                if missing and rng.random() < 0.15:
+                    continue
+                rows.append({"condition": f"c{c}", "observer": name, "group": group,
+                             "stimulus": f"s{s:02d}", "correct": rng.random() < acc})
+    trials = pd.DataFrame(rows)
+    stimuli = {c: sorted(t["stimulus"].unique()) for c, t in trials.groupby("condition")}
+    n_boot = 6
+    indices = {("all", c): rng.integers(0, len(s), size=(n_boot, len(s)))
+               for c, s in stimuli.items()}
+    result = kappa_matrix(trials, group="group", condition="condition", degenerate=degenerate,
+                          indices=indices)
+    pair_loop, summary_loop = _naive_bootstrap(trials, result, indices, degenerate)
+    np.testing.assert_allclose(result.pair_distribution, pair_loop, atol=1e-9, equal_nan=True)
+    np.testing.assert_allclose(result.summary_distribution, summary_loop, atol=1e-9,
+                               equal_nan=True)
+
+
+def test_indices_of_the_wrong_shape_are_rejected():
+    trials = _toy_trials()
+    with pytest.raises(ValueError, match="shape"):
+        kappa_matrix(trials, group="group", condition="condition",
+                     indices={("all", "A"): np.zeros((3, 5), int), ("all", "B"): np.zeros((3, 5), int)})
