@@ -156,6 +156,7 @@ var HumanlikeRunner = (function () {
       preamble: "<h2>A few last questions</h2>",
       html: html,
       button_label: "Finish",
+      autofocus: state.timeline.debrief.length ? "debrief-" + state.timeline.debrief[0].name : "",
       data: { humanlike_index: entry.index },
       on_finish: function (data) {
         var answers = {};
@@ -256,6 +257,10 @@ var HumanlikeRunner = (function () {
         type: jsPsychHtmlButtonResponse,
         stimulus: "<div class='instructions'>" + tl.instructions_html + "</div>",
         choices: ["Start"],
+        on_load: function () {
+          var button = document.querySelector("#jspsych-html-button-response-btngroup button");
+          if (button) button.focus();
+        },
       });
     }
     var images = [];

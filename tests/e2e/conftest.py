@@ -1,0 +1,76 @@
+"""Fixtures for end-to-end tests: the demo experiment served by a real HTTP server, headless Chromium."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+from werkzeug.serving import make_server
+
+from humanlike.server import create_app, database, experiments
+from humanlike.server.extensions import db
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+@pytest.fixture(scope="session")
+def demo_spec(tmp_path_factory) -> Path:
+    """The demo experiment exactly as `make demo` builds it."""
+    from humanlike.server.demo import build_demo
+
+    return build_demo(tmp_path_factory.mktemp("demo") / "demo")
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """One headless Debian Chromium for the session, driven by Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run `make test` (it installs Debian's chromium)")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+class LiveServer:
+    """A threaded WSGI server on a free port around an app."""
+
+    def __init__(self, app):
+        self.app = app
+        self.server = make_server("127.0.0.1", 0, app, threaded=True)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def demo_server(database_url, demo_spec, tmp_path):
+    app = create_app({"SECRET_KEY": "e2e", "SQLALCHEMY_DATABASE_URI": database_url,
+                      "EXPERIMENT_PATHS": [str(demo_spec)]})
+    database.upgrade(app)
+    experiments.sync_all(app)
+    live = LiveServer(app)
+    yield live
+    live.stop()
+    with app.app_context():
+        db.session.remove()
+        db.engine.dispose()
+
+
+def has_chromium() -> bool:
+    return shutil.which("chromium") is not None or Path(CHROMIUM).exists()
+
+
+def chromium_version() -> str:
+    return subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True).stdout.strip()

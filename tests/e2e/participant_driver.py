@@ -1,0 +1,90 @@
+"""Drives the participant task page with the keyboard only, as a participant would."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+STATE_JS = """() => {
+  if (document.querySelector('#consent-agree') && !document.querySelector('#consent-agree').disabled) return 'consent';
+  const r = document.querySelector('.hl-rating');
+  if (r) return r.dataset.phase === 'loading' || r.dataset.phase === 'done' ? 'busy' : 'rating';
+  const t = document.querySelector('.hl-triad');
+  if (t) return t.dataset.phase === 'loading' || t.dataset.phase === 'done' ? 'busy' : 'triad';
+  if (document.querySelector('#jspsych-survey-html-form')) return 'debrief';
+  if (document.querySelector('#jspsych-html-button-response-btngroup button')) return 'instructions';
+  if (document.querySelector('#saving')) return 'saving';
+  return 'busy';
+}"""
+
+
+@dataclass
+class Played:
+    """What the driver answered, in the order the trials were shown."""
+
+    ratings: list[dict[str, float]] = field(default_factory=list)
+    rating_stimuli: list[str] = field(default_factory=list)
+    triads: list[str] = field(default_factory=list)
+    steps: int = 0
+
+
+def rating_plan(k: int) -> tuple[str, int, bool]:
+    """Trial k: the digit key to press, how many presses up, and whether to step one down after."""
+    presses = k % 4 + 1
+    return str(k % 10), presses, presses >= 3
+
+
+def play(page, played: Played, *, until: str = "done", max_trials: int | None = None,
+         timeout_ms: int = 20000) -> Played:
+    """Answer trials with the keyboard until the page leaves for `until` (a URL prefix) or
+    `max_trials` more trials have been answered."""
+    answered = 0
+    while True:
+        if until != "done" and page.url.startswith(until):
+            return played
+        if max_trials is not None and answered >= max_trials:
+            return played
+        page.wait_for_function(
+            f"(() => {{ const s = ({STATE_JS})(); return s !== 'busy' && s !== 'saving'; }})()"
+            f" || location.href.startsWith({until!r})",
+            timeout=timeout_ms,
+        )
+        if page.url.startswith(until):
+            return played
+        state = page.evaluate(STATE_JS)
+        if state == "consent":
+            page.keyboard.press("Enter")
+            page.wait_for_selector("#consent-agree", state="detached")
+        elif state == "instructions":
+            page.keyboard.press("Enter")
+            page.wait_for_selector("#jspsych-html-button-response-btngroup", state="detached")
+        elif state == "rating":
+            k = len(played.ratings)
+            key, presses, down = rating_plan(k)
+            src = page.eval_on_selector(".hl-rating img.hl-stimulus", "img => img.getAttribute('src')")
+            for _ in range(presses):
+                page.keyboard.press(key)
+            if down:
+                page.keyboard.press(f"Shift+{key}")
+            level = min(presses, 4) - (1 if down else 0)
+            expected = {str(d): 0.0 for d in range(10)} | {key: level / 4}
+            page.eval_on_selector(".hl-rating", "el => { el.dataset.answered = '1'; }")
+            page.keyboard.press("Enter")
+            page.wait_for_selector(".hl-rating[data-answered]", state="detached")
+            played.ratings.append(expected)
+            played.rating_stimuli.append(src)
+            answered += 1
+        elif state == "triad":
+            choice = "f" if len(played.triads) % 3 else "j"
+            page.eval_on_selector(".hl-triad", "el => { el.dataset.answered = '1'; }")
+            page.keyboard.press(choice)
+            page.wait_for_selector(".hl-triad[data-answered]", state="detached")
+            played.triads.append("left" if choice == "f" else "right")
+            answered += 1
+        elif state == "debrief":
+            page.keyboard.type("I looked at the shapes.")
+            page.keyboard.press("Tab")
+            page.keyboard.type("Nothing went wrong.")
+            page.keyboard.press("Tab")
+            page.keyboard.press("Enter")
+            page.wait_for_selector("#jspsych-survey-html-form", state="detached")
+        played.steps += 1
