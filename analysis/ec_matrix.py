@@ -230,7 +230,7 @@ def condition_tables(
             "group": HUMAN if group is None else trials[group].astype(str),
         }
     )
-    bad = sorted(set(frame["group"]) - set(GROUPS))
+    bad = sorted(set(frame["group"].unique()) - set(GROUPS))
     if bad:
         raise ValueError(f"column {group!r} must hold 'human' or 'model', found {bad}")
     groups = frame.groupby("observer")["group"].unique()

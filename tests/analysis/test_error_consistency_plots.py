@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from humanlike.analysis import ec_plots
-from humanlike.analysis.error_consistency import kappa_matrix, simulate_copy_model
+from humanlike.analysis.error_consistency import kappa_matrix
 from matplotlib.collections import PathCollection
 from matplotlib.image import imread
 
@@ -85,4 +85,3 @@ def test_simulated_points_on_the_width_plot_shrink_with_more_trials():
     y = sim.get_ydata()
     assert y[1] < y[0] / 5
     plt.close(fig)
-    assert simulate_copy_model(0.3, 0.8, 0.6, 10, 0)[0].shape == (10,)
