@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -195,13 +196,29 @@ def consent(pid: str):
     return jsonify(status=participant.status)
 
 
-def _insert_trial(values: dict[str, Any]) -> bool:
-    """Insert unless (participant, trial_index) exists; True when a new row was written."""
-    dialect = db.engine.dialect.name
+@functools.cache
+def _insert_statement(dialect: str) -> sa.Insert:
+    """INSERT ... ON CONFLICT (participant_id, trial_index) DO NOTHING RETURNING id, built once."""
     module = postgresql if dialect == "postgresql" else sqlite
-    stmt = module.insert(Trial.__table__).values(**values)
-    stmt = stmt.on_conflict_do_nothing(index_elements=["participant_id", "trial_index"])
-    return db.session.execute(stmt.returning(Trial.__table__.c.id)).first() is not None
+    table = Trial.__table__
+    stmt = module.insert(table).on_conflict_do_nothing(index_elements=["participant_id", "trial_index"])
+    return stmt.returning(table.c.id)
+
+
+def _insert_trial(values: dict[str, Any], status_update: bool) -> bool:
+    """Insert unless (participant, trial_index) exists, in one short Core transaction; True when
+    a new row was written. The first trial also moves the participant to 'started'."""
+    engine = db.engine
+    with engine.begin() as conn:
+        created = conn.execute(_insert_statement(engine.dialect.name), values).first() is not None
+        if created and status_update:
+            conn.execute(
+                sa.update(Participant.__table__)
+                .where(Participant.id == values["participant_id"],
+                       Participant.status.in_(PRE_TRIAL_STATUSES))
+                .values(status="started", started_at=utcnow())
+            )
+    return created
 
 
 @bp.post("/api/v1/participants/<pid>/trials")
@@ -242,16 +259,11 @@ def post_trial(pid: str):
             "repeat_of": entry.get("repeat_of"),
             "client_time": trial.client_time,
             "server_time": utcnow(),
-        }
+        },
+        status_update=auth.status in PRE_TRIAL_STATUSES,
     )
-    if created and auth.status in PRE_TRIAL_STATUSES:
-        db.session.execute(
-            sa.update(Participant)
-            .where(Participant.id == auth.id, Participant.status.in_(PRE_TRIAL_STATUSES))
-            .values(status="started", started_at=utcnow())
-        )
+    if created:
         auth.status = "started"
-    db.session.commit()
     return jsonify(trial_index=trial.trial_index), (201 if created else 200)
 
 
