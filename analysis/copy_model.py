@@ -14,7 +14,7 @@ with ``c_exp = acc1 acc2 + (1 - acc1)(1 - acc2)`` (Klein, Meyen, Brendel, Wichma
 ``[kappa_min, kappa_max]`` of the two accuracies has such a representation.
 
 Planning uses the large-sample variance of Cohen's kappa (Fleiss, Cohen & Everitt 1969,
-Psychol. Bull. 72(5), eq. 13, here as the delta method on the multinomial 2x2 table):
+Psychol. Bull. 72(5), written here as the delta method on the multinomial 2x2 table):
 ``Var(kappa) = [sum_ij p_ij g_ij**2 - (sum_ij p_ij g_ij)**2] / n`` with
 ``g_ij = [1{i=j} (1 - p_e) - (b_i + a_j)(1 - p_o)] / (1 - p_e)**2`` (``a``: observer 1's
 marginals, ``b``: observer 2's).
@@ -199,7 +199,12 @@ def trials_needed(
         return int(n0)
     grid = np.unique(np.maximum(10, np.round(n0 * np.array([0.5, 0.75, 1.0, 1.5, 2.0]))))
     h = simulated_ci_halfwidth(
-        kappa, acc1, acc2, grid, n_sim=n_sim, confidence_level=confidence_level,
+        kappa,
+        acc1,
+        acc2,
+        grid,
+        n_sim=n_sim,
+        confidence_level=confidence_level,
         random_state=random_state,
     )
     c = float(np.median(h * np.sqrt(grid)))

@@ -94,7 +94,9 @@ def counts_from_indices(indices: np.ndarray, n_trials: int) -> np.ndarray:
     """Return the ``resamples x n_trials`` float32 matrix of how often each trial index was drawn."""
     indices = np.asarray(indices)
     if indices.ndim != 2:
-        raise ValueError(f"indices must be a 2-D (resamples x draws) array, got shape {indices.shape}")
+        raise ValueError(
+            f"indices must be a 2-D (resamples x draws) array, got shape {indices.shape}"
+        )
     if indices.size and (indices.min() < 0 or indices.max() >= n_trials):
         raise ValueError(f"indices must lie in [0, {n_trials})")
     size = indices.shape[0]
@@ -134,4 +136,3 @@ def percentile_interval(
     else:
         low, high = np.quantile(distribution, q, axis=0)
     return low, high
-

@@ -1,6 +1,6 @@
 """Attainable ranges of observed consistency and kappa, and the null band of independent observers.
 
-Geirhos, Meding & Wichmann (2020, NeurIPS, "Beyond accuracy"), eqs. 2-3 and 5-6 and appendix S.3;
+Geirhos, Meding & Wichmann (2020, NeurIPS, "Beyond accuracy"), eqs. 5-6 and appendix S.3;
 the bounds of kappa given two accuracies follow Klein, Meyen, Brendel, Wichmann & Meding (2025,
 "Quantifying uncertainty in error consistency"). All functions accept arrays and broadcast.
 """
@@ -33,7 +33,7 @@ def c_obs_bounds(c_exp: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
 
 
 def kappa_bounds(c_exp: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(low, high)`` of kappa given ``c_exp``: the c_obs bounds mapped through eq. 4.
+    """Return ``(low, high)`` of kappa given ``c_exp``: the c_obs bounds mapped through eq. 3.
 
     Where ``c_exp = 1`` kappa is undefined and both bounds are NaN.
     """
@@ -58,19 +58,23 @@ def c_obs_min(acc1: ArrayLike, acc2: ArrayLike) -> np.ndarray:
     return 1.0 - (np.minimum(a1, 1.0 - a2) + np.minimum(1.0 - a1, a2))
 
 
-def kappa_max(acc1: ArrayLike, acc2: ArrayLike, *, degenerate: Degenerate = "mvh") -> np.ndarray | float:
+def kappa_max(
+    acc1: ArrayLike, acc2: ArrayLike, *, degenerate: Degenerate = "mvh"
+) -> np.ndarray | float:
     """Return the largest kappa two observers with accuracies ``acc1, acc2`` can reach (Klein et al. 2025).
 
-    ``c_obs = min(a1, a2) + min(1 - a1, 1 - a2)`` put into eq. 4; e.g. ``kappa_max(.8, .6) = 6/11``.
+    ``c_obs = min(a1, a2) + min(1 - a1, 1 - a2)`` put into eq. 3; e.g. ``kappa_max(.8, .6) = 6/11``.
     """
     out = kappa_from_rates(c_obs_max(acc1, acc2), acc1, acc2, degenerate=degenerate)
     return float(out) if out.ndim == 0 else out
 
 
-def kappa_min(acc1: ArrayLike, acc2: ArrayLike, *, degenerate: Degenerate = "mvh") -> np.ndarray | float:
+def kappa_min(
+    acc1: ArrayLike, acc2: ArrayLike, *, degenerate: Degenerate = "mvh"
+) -> np.ndarray | float:
     """Return the smallest kappa for accuracies ``acc1, acc2`` (Klein et al. 2025).
 
-    ``c_obs = 1 - [min(a1, 1 - a2) + min(1 - a1, a2)]`` put into eq. 4.
+    ``c_obs = 1 - [min(a1, 1 - a2) + min(1 - a1, a2)]`` put into eq. 3.
     """
     out = kappa_from_rates(c_obs_min(acc1, acc2), acc1, acc2, degenerate=degenerate)
     return float(out) if out.ndim == 0 else out

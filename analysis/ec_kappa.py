@@ -1,7 +1,7 @@
 """Cohen's kappa on trial-by-trial correctness: the error-consistency statistic.
 
 Geirhos, Meding & Wichmann (2020, NeurIPS, "Beyond accuracy: quantifying trial-by-trial
-behaviour of CNNs and humans by measuring error consistency"), eqs. 1-4:
+behaviour of CNNs and humans by measuring error consistency"), eqs. 1-3:
 ``c_obs`` = share of trials where both observers are right or both wrong,
 ``c_exp = p_a p_b + (1 - p_a)(1 - p_b)`` and ``kappa = (c_obs - c_exp) / (1 - c_exp)``.
 
@@ -23,16 +23,16 @@ DEGENERATE_POLICIES: tuple[str, ...] = ("mvh", "strict")
 def check_degenerate(degenerate: str) -> None:
     """Raise ``ValueError`` unless ``degenerate`` names a known policy."""
     if degenerate not in DEGENERATE_POLICIES:
-        raise ValueError(
-            f"degenerate must be one of {DEGENERATE_POLICIES}, got {degenerate!r}"
-        )
+        raise ValueError(f"degenerate must be one of {DEGENERATE_POLICIES}, got {degenerate!r}")
 
 
 def as_correctness(values: ArrayLike, name: str = "a") -> np.ndarray:
     """Return ``values`` as a 1-D boolean array, or raise ``ValueError`` naming ``name``."""
     arr = np.asarray(values)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D vector of correctness values, got shape {arr.shape}")
+        raise ValueError(
+            f"{name} must be a 1-D vector of correctness values, got shape {arr.shape}"
+        )
     if arr.size == 0:
         raise ValueError(f"{name} is empty: error consistency needs at least one trial")
     if arr.dtype == bool:
@@ -62,7 +62,7 @@ def kappa_from_rates(
     degenerate: Degenerate = "mvh",
     unbiased: bool = False,
 ) -> np.ndarray:
-    """Return ``kappa = (c_obs - c_exp) / (1 - c_exp)`` elementwise (Geirhos et al. 2020, eq. 4).
+    """Return ``kappa = (c_obs - c_exp) / (1 - c_exp)`` elementwise (Geirhos et al. 2020, eq. 3).
 
     ``degenerate="mvh"`` (model-vs-human, Brain-Score): kappa = 1 wherever ``c_obs = 1``.
     ``degenerate="strict"``: NaN where ``c_exp = 1`` (both observers constant and equal); the
@@ -95,7 +95,7 @@ def kappa(
     degenerate: Degenerate = "mvh",
     unbiased: bool = False,
 ) -> float:
-    """Return Cohen's kappa between correctness vectors ``a`` and ``b`` (Geirhos et al. 2020, eq. 4).
+    """Return Cohen's kappa between correctness vectors ``a`` and ``b`` (Geirhos et al. 2020, eq. 3).
 
     See :func:`kappa_from_rates` for the degenerate-case policies and the small-sample
     correction ``n kappa / ((n - 1) + kappa)``.

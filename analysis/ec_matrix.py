@@ -1,6 +1,6 @@
 """Kappa matrices over many observers, hierarchical summaries, and their stimulus bootstrap.
 
-All pairs of observers are scored over the stimuli they share (Geirhos et al. 2020, eq. 4). Pair
+All pairs of observers are scored over the stimuli they share (Geirhos et al. 2020, eq. 3). Pair
 kappas are summarised per condition as model-vs-human does (Geirhos et al. 2021, "Partial success
 in closing the gap between human and machine vision"): the human-human mean (the ceiling used by
 Brain-Score), each model's mean kappa to the humans, and the model-model mean; condition values
@@ -132,8 +132,11 @@ class KappaMatrix:
             "kappa"
         ].mean()
         mean = per_exp.groupby(level=["observer_a", "observer_b"], sort=False).mean()
-        names = [o for o in self.observers["observer"] if o in set(mean.index.get_level_values(0))
-                 | set(mean.index.get_level_values(1))]
+        names = [
+            o
+            for o in self.observers["observer"]
+            if o in set(mean.index.get_level_values(0)) | set(mean.index.get_level_values(1))
+        ]
         out = pd.DataFrame(np.nan, index=names, columns=names)
         for (a, b), value in mean.items():
             out.loc[a, b] = value
@@ -147,9 +150,11 @@ class KappaMatrix:
         """Return the mean human-human kappa of ``experiment`` (or the overall one)."""
         s = self.summary
         rows = s[(s["statistic"] == STAT_HUMAN_HUMAN)]
-        rows = rows[rows["level"] == "overall"] if experiment is None else rows[
-            (rows["level"] == "experiment") & (rows["experiment"] == experiment)
-        ]
+        rows = (
+            rows[rows["level"] == "overall"]
+            if experiment is None
+            else rows[(rows["level"] == "experiment") & (rows["experiment"] == experiment)]
+        )
         if rows.empty:
             raise ValueError("no human-human pairs for " + (experiment or "any experiment"))
         return float(rows["kappa"].iloc[0])
@@ -285,7 +290,12 @@ class _Summariser:
 
     def __post_init__(self) -> None:
         models = sorted(
-            {o for b in self.blocks for o, g in zip(b.observers, b.groups, strict=True) if g == MODEL}
+            {
+                o
+                for b in self.blocks
+                for o, g in zip(b.observers, b.groups, strict=True)
+                if g == MODEL
+            }
         )
         self.stats = (
             [(STAT_HUMAN_HUMAN, "")]
@@ -342,8 +352,13 @@ class _Summariser:
                 per_block.append(np.where(den > 0, num / np.where(den > 0, den, 1), np.nan))
             per_exp = [
                 np.nanmean(
-                    np.stack([v for b, v in zip(self.blocks, per_block, strict=True)
-                              if b.experiment == exp]),
+                    np.stack(
+                        [
+                            v
+                            for b, v in zip(self.blocks, per_block, strict=True)
+                            if b.experiment == exp
+                        ]
+                    ),
                     axis=0,
                 )
                 for exp in self.experiments
@@ -353,7 +368,9 @@ class _Summariser:
         return full[:, self.columns]
 
 
-def _pairs_frame(blocks: list[ConditionTable], rates: list[tuple[np.ndarray, ...]], kappas) -> pd.DataFrame:
+def _pairs_frame(
+    blocks: list[ConditionTable], rates: list[tuple[np.ndarray, ...]], kappas
+) -> pd.DataFrame:
     parts = []
     for b, (n, c_obs, p_a, p_b), k in zip(blocks, rates, kappas, strict=True):
         obs = np.asarray(b.observers)
@@ -427,7 +444,7 @@ def kappa_matrix(
 
     ``trials`` has one row per (observer, stimulus[, condition, experiment]); ``correct`` holds
     True/False or 0/1; ``group`` (optional) labels each observer ``human`` or ``model`` (all are
-    humans without it). Kappa follows Geirhos et al. (2020, eq. 4) with the ``degenerate`` policy
+    humans without it). Kappa follows Geirhos et al. (2020, eq. 3) with the ``degenerate`` policy
     of :func:`~humanlike.analysis.ec_kappa.kappa_from_rates`. With ``n_boot > 0`` stimuli are
     resampled with replacement within each condition (same draws for all observers) and each
     resample is carried through the whole hierarchy; ``ci_low, ci_high`` are percentile bounds.
@@ -468,8 +485,10 @@ def kappa_matrix(
     for sl in iter_batches(n_boot, step):
         size = sl.stop - sl.start
         if indices is not None:
-            weights = [counts_from_indices(idx[sl], b.n_stimuli)
-                       for idx, b in zip(block_idx, blocks, strict=True)]
+            weights = [
+                counts_from_indices(idx[sl], b.n_stimuli)
+                for idx, b in zip(block_idx, blocks, strict=True)
+            ]
         else:
             weights = [bootstrap_counts(b.n_stimuli, size, rng) for b in blocks]
         _, kaps = kappas_for(weights)

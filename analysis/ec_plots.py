@@ -35,8 +35,11 @@ def _pair_type(pairs: pd.DataFrame) -> pd.Series:
     human_a = pairs["group_a"] == HUMAN
     human_b = pairs["group_b"] == HUMAN
     return pd.Series(
-        np.where(human_a & human_b, "human-human",
-                 np.where(~human_a & ~human_b, "model-model", "model-human")),
+        np.where(
+            human_a & human_b,
+            "human-human",
+            np.where(~human_a & ~human_b, "model-model", "model-human"),
+        ),
         index=pairs.index,
     )
 
@@ -65,8 +68,15 @@ def plot_kappa_matrix(result: KappaMatrix, experiment: str | None = None) -> Fig
             for j in range(n):
                 if i != j and np.isfinite(values[i, j]):
                     dark = abs(values[i, j]) > 0.6 * vmax
-                    ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=6,
-                            color="white" if dark else "black")
+                    ax.text(
+                        j,
+                        i,
+                        f"{values[i, j]:.2f}",
+                        ha="center",
+                        va="center",
+                        fontsize=6,
+                        color="white" if dark else "black",
+                    )
     fig.colorbar(im, ax=ax, label="Cohen's kappa (error consistency)", shrink=0.8)
     ax.set_title(f"Error consistency{'' if experiment is None else ': ' + experiment}")
     fig.tight_layout()
@@ -89,15 +99,28 @@ def plot_consistency_scatter(
     band_low, band_high = null_band(grid, n_trials, confidence_level=confidence_level)
     fig, ax = plt.subplots(figsize=(5.5, 5.0))
     ax.fill_between(grid, low, high, color="0.93", label="attainable c_obs")
-    ax.fill_between(grid, band_low, band_high, color="#ffbb78", alpha=0.7,
-                    label=f"{confidence_level:.0%} band, independent (n={n_trials})")
+    ax.fill_between(
+        grid,
+        band_low,
+        band_high,
+        color="#ffbb78",
+        alpha=0.7,
+        label=f"{confidence_level:.0%} band, independent (n={n_trials})",
+    )
     ax.plot(grid, grid, color="0.4", lw=0.8, ls="--")
     kinds = _pair_type(pairs)
     for kind, colour in _PAIR_COLOURS.items():
         sel = kinds == kind
         if sel.any():
-            ax.scatter(pairs.loc[sel, "c_exp"], pairs.loc[sel, "c_obs"], s=14, color=colour,
-                       alpha=0.8, label=kind, zorder=3)
+            ax.scatter(
+                pairs.loc[sel, "c_exp"],
+                pairs.loc[sel, "c_obs"],
+                s=14,
+                color=colour,
+                alpha=0.8,
+                label=kind,
+                zorder=3,
+            )
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_aspect("equal")
@@ -111,9 +134,11 @@ def plot_consistency_scatter(
 def plot_ec_per_model(result: KappaMatrix, experiment: str | None = None) -> Figure:
     """Each model's mean kappa to the humans with its CI, against the human-human ceiling."""
     s = result.summary
-    level = s[s["level"] == "overall"] if experiment is None else s[
-        (s["level"] == "experiment") & (s["experiment"] == experiment)
-    ]
+    level = (
+        s[s["level"] == "overall"]
+        if experiment is None
+        else s[(s["level"] == "experiment") & (s["experiment"] == experiment)]
+    )
     models = level[level["statistic"] == STAT_MODEL_HUMAN]
     ceiling = level[level["statistic"] == STAT_HUMAN_HUMAN]
     has_ci = "ci_low" in level.columns
@@ -129,8 +154,12 @@ def plot_ec_per_model(result: KappaMatrix, experiment: str | None = None) -> Fig
         c = float(ceiling["kappa"].iloc[0])
         ax.axhline(c, color="#d62728", lw=1.5, label=f"human-human ceiling ({c:.3f})")
         if has_ci:
-            ax.axhspan(float(ceiling["ci_low"].iloc[0]), float(ceiling["ci_high"].iloc[0]),
-                       color="#d62728", alpha=0.15)
+            ax.axhspan(
+                float(ceiling["ci_low"].iloc[0]),
+                float(ceiling["ci_high"].iloc[0]),
+                color="#d62728",
+                alpha=0.15,
+            )
     ax.axhline(0.0, color="0.5", lw=0.8, ls=":")
     ax.set_xticks(x, models["model"].tolist(), rotation=30, ha="right")
     ax.set_xlim(-0.7, max(len(models), 1) - 0.3)
@@ -156,23 +185,43 @@ def plot_ci_width(
     random_state: int | np.random.Generator | None = None,
 ) -> Figure:
     """CI half-width of kappa against the number of trials: analytic curve and copy-model simulation."""
-    n = np.unique(np.round(np.geomspace(20, 5000, 12)).astype(int) if n_trials is None
-                  else np.asarray(n_trials, dtype=int))
+    n = np.unique(
+        np.round(np.geomspace(20, 5000, 12)).astype(int)
+        if n_trials is None
+        else np.asarray(n_trials, dtype=int)
+    )
     z = stats.norm.ppf(0.5 + confidence_level / 2)
     dense = np.geomspace(n.min(), n.max(), 200)
     fig, ax = plt.subplots(figsize=(5.5, 4.0))
-    ax.plot(dense, z * kappa_standard_error(kappa, acc1, acc2, dense), color="#1f77b4",
-            label="large-sample (Fleiss et al. 1969)")
-    sim = simulated_ci_halfwidth(kappa, acc1, acc2, n, n_sim=n_sim,
-                                 confidence_level=confidence_level, random_state=random_state)
+    ax.plot(
+        dense,
+        z * kappa_standard_error(kappa, acc1, acc2, dense),
+        color="#1f77b4",
+        label="large-sample (Fleiss et al. 1969)",
+    )
+    sim = simulated_ci_halfwidth(
+        kappa,
+        acc1,
+        acc2,
+        n,
+        n_sim=n_sim,
+        confidence_level=confidence_level,
+        random_state=random_state,
+    )
     ax.plot(n, sim, "o", color="#ff7f0e", label=f"copy-model simulation ({n_sim} runs)")
     if target_halfwidth is not None:
-        needed = trials_needed(kappa, acc1, acc2, target_halfwidth,
-                               confidence_level=confidence_level)
+        needed = trials_needed(
+            kappa, acc1, acc2, target_halfwidth, confidence_level=confidence_level
+        )
         ax.axhline(target_halfwidth, color="0.4", ls="--", lw=0.8)
         ax.axvline(needed, color="0.4", ls="--", lw=0.8)
-        ax.annotate(f"n = {needed}", (needed, target_halfwidth), textcoords="offset points",
-                    xytext=(5, 5), fontsize=8)
+        ax.annotate(
+            f"n = {needed}",
+            (needed, target_halfwidth),
+            textcoords="offset points",
+            xytext=(5, 5),
+            fontsize=8,
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("number of trials")

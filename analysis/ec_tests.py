@@ -256,8 +256,10 @@ def _equal_ec(
         return tuple(out)
 
     # observed: every trial drawn once, none swapped
-    ones = [np.concatenate([np.ones(s.a.size), np.zeros(s.a.size)])[None].astype(np.float32)
-            for s in strata]
+    ones = [
+        np.concatenate([np.ones(s.a.size), np.zeros(s.a.size)])[None].astype(np.float32)
+        for s in strata
+    ]
     _, _, obs_a, obs_b = deltas(ones)
     delta = float(obs_a[0] - obs_b[0])
     null = np.empty(n_boot)
@@ -315,13 +317,18 @@ def equal_ec_test(
             "reference must be trials or trials x observers with as many trials as the "
             f"candidates (got reference {np.shape(reference)}, candidates {a.size}, {b.size})"
         )
-    ref = np.column_stack([as_correctness(ref[:, j], f"reference[:, {j}]") for j in range(ref.shape[1])])
+    ref = np.column_stack(
+        [as_correctness(ref[:, j], f"reference[:, {j}]") for j in range(ref.shape[1])]
+    )
     labels = np.zeros(a.size) if strata is None else np.asarray(strata)
     if labels.shape != (a.size,):
         raise ValueError(f"strata must hold one label per trial ({a.size}), got {labels.shape}")
     parts = [
-        _Stratum(ref[labels == s].astype(float), a[labels == s].astype(float),
-                 b[labels == s].astype(float))
+        _Stratum(
+            ref[labels == s].astype(float),
+            a[labels == s].astype(float),
+            b[labels == s].astype(float),
+        )
         for s in pd.unique(labels)
     ]
     return _equal_ec(
@@ -414,8 +421,18 @@ def compare_models(
             )
     out = pd.DataFrame(
         rows,
-        columns=["experiment", "model_a", "model_b", "kappa_a", "kappa_b", "delta", "ci_low",
-                 "ci_high", "p_value", "n"],
+        columns=[
+            "experiment",
+            "model_a",
+            "model_b",
+            "kappa_a",
+            "kappa_b",
+            "delta",
+            "ci_low",
+            "ci_high",
+            "p_value",
+            "n",
+        ],
     )
     adj = holm_sidak(out["p_value"].to_numpy(), alpha=alpha)
     out["p_holm_sidak"] = adj.p_adjusted

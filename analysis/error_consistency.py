@@ -132,7 +132,13 @@ def error_consistency(
     low, high = percentile_interval(dist, confidence_level)
     p_value = float(
         independence_pvalues(
-            kap, a.sum(), b.sum(), n, n_sim=n_sim, degenerate=degenerate, unbiased=unbiased,
+            kap,
+            a.sum(),
+            b.sum(),
+            n,
+            n_sim=n_sim,
+            degenerate=degenerate,
+            unbiased=unbiased,
             random_state=rng,
         )
     )

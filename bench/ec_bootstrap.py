@@ -33,8 +33,16 @@ def synthetic_trials(n_trials: int = 1280, seed: int = 0) -> pd.DataFrame:
     for name, group, p_copy in specs:
         own = rng.random(n_trials) < rng.uniform(0.6, 0.85)
         correct = np.where(rng.random(n_trials) < p_copy, latent, own)
-        rows.append(pd.DataFrame({"observer": name, "group": group,
-                                  "stimulus": np.arange(n_trials), "correct": correct}))
+        rows.append(
+            pd.DataFrame(
+                {
+                    "observer": name,
+                    "group": group,
+                    "stimulus": np.arange(n_trials),
+                    "correct": correct,
+                }
+            )
+        )
     return pd.concat(rows, ignore_index=True)
 
 
@@ -61,7 +69,9 @@ def main() -> None:
     print(f"edge, 160 trials, 13 observers: {seconds_160:.3f} s", file=sys.stderr)
     seconds_1280 = best_time(synthetic, args.repeats)
     print(f"synthetic, 1280 trials, 13 observers: {seconds_1280:.3f} s", file=sys.stderr)
-    print(json.dumps({"seconds_160": round(seconds_160, 4), "seconds_1280": round(seconds_1280, 4)}))
+    print(
+        json.dumps({"seconds_160": round(seconds_160, 4), "seconds_1280": round(seconds_1280, 4)})
+    )
 
 
 if __name__ == "__main__":

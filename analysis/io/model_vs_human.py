@@ -15,7 +15,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-MVH_COLUMNS = ("subj", "session", "trial", "rt", "object_response", "category", "condition", "imagename")
+MVH_COLUMNS = (
+    "subj",
+    "session",
+    "trial",
+    "rt",
+    "object_response",
+    "category",
+    "condition",
+    "imagename",
+)
 _HUMAN = re.compile(r"^subject-\d+$")
 
 
@@ -75,7 +84,9 @@ def _fill_conditions(frame: pd.DataFrame) -> pd.Series:
     ambiguous = lookup.duplicated(["experiment", "stimulus"], keep=False)
     lookup = lookup[~ambiguous].set_index(["experiment", "stimulus"])["condition"]
     keys = pd.MultiIndex.from_frame(frame[["experiment", "stimulus"]])
-    filled = frame["condition"].fillna(pd.Series(lookup.reindex(keys).to_numpy(), index=frame.index))
+    filled = frame["condition"].fillna(
+        pd.Series(lookup.reindex(keys).to_numpy(), index=frame.index)
+    )
     only = known.groupby("experiment")["condition"].unique()
     single = {exp: conds[0] for exp, conds in only.items() if len(conds) == 1}
     filled = filled.fillna(frame["experiment"].map(single))

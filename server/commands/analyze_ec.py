@@ -54,11 +54,14 @@ def _read_export(path: Path, include_excluded: bool) -> tuple[pd.DataFrame, list
         people = pd.read_csv(participants)
         if {"participant", "excluded"} <= set(people.columns):
             excluded = set(
-                people.loc[people["excluded"].astype(str).str.lower().isin(["true", "1"]),
-                           "participant"].astype(str)
+                people.loc[
+                    people["excluded"].astype(str).str.lower().isin(["true", "1"]), "participant"
+                ].astype(str)
             )
             drop = frame["participant"].astype(str).isin(excluded)
-            notes.append(f"dropped {len(excluded)} excluded participants ({int((drop & keep).sum())} trials)")
+            notes.append(
+                f"dropped {len(excluded)} excluded participants ({int((drop & keep).sum())} trials)"
+            )
             keep &= ~drop
     frame = frame[keep]
     out = pd.DataFrame(
@@ -90,8 +93,15 @@ def load_trials(path: Path, include_excluded: bool = False) -> tuple[pd.DataFram
     return read_model_vs_human(path)[_STANDARD], "model-vs-human", []
 
 
-def _draw_figures(result, pairs: pd.DataFrame, experiment: str, slug: str, out_dir: Path,
-                  confidence: float, with_models: bool) -> list[str]:
+def _draw_figures(
+    result,
+    pairs: pd.DataFrame,
+    experiment: str,
+    slug: str,
+    out_dir: Path,
+    confidence: float,
+    with_models: bool,
+) -> list[str]:
     """Save the heatmap, the c_exp/c_obs scatter and (with models) EC per model; return names."""
     from humanlike.analysis import ec_plots  # matplotlib only when figures are wanted
 
@@ -115,26 +125,58 @@ def _slug(name: str) -> str:
 
 @click.command()
 @click.argument("trials", type=click.Path(exists=True, path_type=Path))
-@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path),
-              help="Folder for the CSVs and figures (created if needed).")
-@click.option("--n-boot", default=10_000, show_default=True, type=click.IntRange(min=1),
-              help="Bootstrap resamples of stimuli.")
-@click.option("--n-sim", default=10_000, show_default=True, type=click.IntRange(min=1),
-              help="Simulations per pair for the independence test.")
-@click.option("--confidence", default=0.95, show_default=True,
-              type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              help="Confidence level of the CIs.")
-@click.option("--alpha", default=0.05, show_default=True,
-              type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              help="Family-wise error rate for the Holm-Sidak corrections.")
-@click.option("--degenerate", type=click.Choice(["mvh", "strict"]), default="mvh",
-              show_default=True, help="Kappa where c_obs or c_exp is 1 (mvh: 1; strict: NaN).")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Folder for the CSVs and figures (created if needed).",
+)
+@click.option(
+    "--n-boot",
+    default=10_000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Bootstrap resamples of stimuli.",
+)
+@click.option(
+    "--n-sim",
+    default=10_000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Simulations per pair for the independence test.",
+)
+@click.option(
+    "--confidence",
+    default=0.95,
+    show_default=True,
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="Confidence level of the CIs.",
+)
+@click.option(
+    "--alpha",
+    default=0.05,
+    show_default=True,
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="Family-wise error rate for the Holm-Sidak corrections.",
+)
+@click.option(
+    "--degenerate",
+    type=click.Choice(["mvh", "strict"]),
+    default="mvh",
+    show_default=True,
+    help="Kappa where c_obs or c_exp is 1 (mvh: 1; strict: NaN).",
+)
 @click.option("--unbiased", is_flag=True, help="Small-sample correction n k / ((n - 1) + k).")
-@click.option("--include-excluded", is_flag=True,
-              help="Keep participants flagged excluded in the export's participants.csv.")
+@click.option(
+    "--include-excluded",
+    is_flag=True,
+    help="Keep participants flagged excluded in the export's participants.csv.",
+)
 @click.option("--seed", default=0, show_default=True, help="Seed of all resampling.")
-@click.option("--figures/--no-figures", default=True, show_default=True,
-              help="Also draw the PNG figures.")
+@click.option(
+    "--figures/--no-figures", default=True, show_default=True, help="Also draw the PNG figures."
+)
 def command(
     trials: Path,
     out_dir: Path,
@@ -161,12 +203,20 @@ def command(
         raise click.ClickException("no classification trials left to analyse")
     out_dir.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
-    columns = {c: c for c in ("observer", "stimulus", "correct", "group", "condition",
-                              "experiment")}
+    columns = {
+        c: c for c in ("observer", "stimulus", "correct", "group", "condition", "experiment")
+    }
     steps = tqdm(total=4, desc="error consistency", unit="step")
     try:
-        result = kappa_matrix(frame, **columns, degenerate=degenerate, unbiased=unbiased,
-                              n_boot=n_boot, confidence_level=confidence, random_state=rng)
+        result = kappa_matrix(
+            frame,
+            **columns,
+            degenerate=degenerate,
+            unbiased=unbiased,
+            n_boot=n_boot,
+            confidence_level=confidence,
+            random_state=rng,
+        )
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     steps.update()
@@ -177,7 +227,10 @@ def command(
         np.rint(pairs["acc_a"] * pairs["n"]),
         np.rint(pairs["acc_b"] * pairs["n"]),
         pairs["n"].to_numpy(),
-        n_sim=n_sim, degenerate=degenerate, unbiased=unbiased, random_state=rng,
+        n_sim=n_sim,
+        degenerate=degenerate,
+        unbiased=unbiased,
+        random_state=rng,
     )
     adjusted = holm_sidak(pairs["p_independence"].to_numpy(), alpha=alpha)
     pairs["p_holm_sidak"] = adjusted.p_adjusted
@@ -189,9 +242,16 @@ def command(
     written = ["pairs.csv", "summary.csv"]
     n_models = int((result.observers["group"] == "model").sum())
     if n_models >= 2:
-        comparisons = compare_models(frame, **columns, n_boot=n_boot, confidence_level=confidence,
-                                     alpha=alpha, degenerate=degenerate, unbiased=unbiased,
-                                     random_state=rng)
+        comparisons = compare_models(
+            frame,
+            **columns,
+            n_boot=n_boot,
+            confidence_level=confidence,
+            alpha=alpha,
+            degenerate=degenerate,
+            unbiased=unbiased,
+            random_state=rng,
+        )
         comparisons.to_csv(out_dir / "model_comparisons.csv", index=False)
         written.append("model_comparisons.csv")
     steps.update()

@@ -118,8 +118,7 @@ def test_trials_needed_gives_the_requested_half_width_in_simulation():
 
 def test_simulation_and_analytic_planning_agree():
     analytic = trials_needed(0.2, 0.7, 0.7, 0.08)
-    simulated = trials_needed(0.2, 0.7, 0.7, 0.08, method="simulation", n_sim=2000,
-                              random_state=1)
+    simulated = trials_needed(0.2, 0.7, 0.7, 0.08, method="simulation", n_sim=2000, random_state=1)
     assert simulated == pytest.approx(analytic, rel=0.12)
 
 

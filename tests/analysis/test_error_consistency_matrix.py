@@ -32,7 +32,11 @@ def test_matrix_entries_equal_kappa_of_each_pair_joined_on_the_image_name(mvh):
     result = kappa_matrix(edge, group="group")
     wide = edge.pivot(index="stimulus", columns="observer", values="correct")
     matrix = result.matrix()
-    for a, b in [("subject-01", "subject-09"), ("resnet50", "subject-03"), ("bagnet33", "resnet50")]:
+    for a, b in [
+        ("subject-01", "subject-09"),
+        ("resnet50", "subject-03"),
+        ("bagnet33", "resnet50"),
+    ]:
         assert matrix.loc[a, b] == pytest.approx(kappa(wide[a], wide[b]), abs=1e-12)
         assert matrix.loc[b, a] == matrix.loc[a, b]
     assert len(result.pairs) == 13 * 12 // 2
@@ -44,12 +48,16 @@ def test_summary_holds_ceiling_each_model_to_humans_and_model_model(mvh_matrix):
     edge = s[(s["level"] == "experiment") & (s["experiment"] == "edge")]
     assert set(edge["statistic"]) == {"human-human", "model-human", "model-model"}
     assert set(edge.loc[edge["statistic"] == "model-human", "model"]) == {
-        "bagnet33", "resnet50", "simclr_resnet50x1"
+        "bagnet33",
+        "resnet50",
+        "simclr_resnet50x1",
     }
     pairs = mvh_matrix.pairs
-    res = pairs[(pairs["experiment"] == "edge")
-                & ((pairs["observer_a"] == "resnet50") | (pairs["observer_b"] == "resnet50"))
-                & ((pairs["group_a"] == "human") | (pairs["group_b"] == "human"))]
+    res = pairs[
+        (pairs["experiment"] == "edge")
+        & ((pairs["observer_a"] == "resnet50") | (pairs["observer_b"] == "resnet50"))
+        & ((pairs["group_a"] == "human") | (pairs["group_b"] == "human"))
+    ]
     assert len(res) == 10
     row = edge[(edge["statistic"] == "model-human") & (edge["model"] == "resnet50")]
     assert row["kappa"].iloc[0] == pytest.approx(res["kappa"].mean())
@@ -62,24 +70,36 @@ def _toy_trials() -> pd.DataFrame:
     """Two conditions; the model sees only condition A; h3 misses one stimulus in B."""
     rows = []
     correct = {
-        ("A", "h1"): [1, 1, 0, 0, 1, 0], ("A", "h2"): [1, 0, 0, 0, 1, 1],
-        ("A", "h3"): [1, 1, 0, 1, 1, 0], ("A", "m1"): [0, 1, 0, 1, 1, 1],
-        ("B", "h1"): [1, 0, 1, 0, 1], ("B", "h2"): [0, 0, 1, 1, 1],
+        ("A", "h1"): [1, 1, 0, 0, 1, 0],
+        ("A", "h2"): [1, 0, 0, 0, 1, 1],
+        ("A", "h3"): [1, 1, 0, 1, 1, 0],
+        ("A", "m1"): [0, 1, 0, 1, 1, 1],
+        ("B", "h1"): [1, 0, 1, 0, 1],
+        ("B", "h2"): [0, 0, 1, 1, 1],
         ("B", "h3"): [1, 0, 1, 0, None],
     }
     for (cond, obs), values in correct.items():
         for i, v in enumerate(values):
             if v is not None:
-                rows.append({"condition": cond, "observer": obs, "stimulus": f"{cond}{i}",
-                             "correct": bool(v), "group": "model" if obs == "m1" else "human"})
+                rows.append(
+                    {
+                        "condition": cond,
+                        "observer": obs,
+                        "stimulus": f"{cond}{i}",
+                        "correct": bool(v),
+                        "group": "model" if obs == "m1" else "human",
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 def test_hierarchy_averages_pairs_within_condition_then_conditions():
     trials = _toy_trials()
     result = kappa_matrix(trials, group="group", condition="condition")
-    wide = {c: t.pivot(index="stimulus", columns="observer", values="correct")
-            for c, t in trials.groupby("condition")}
+    wide = {
+        c: t.pivot(index="stimulus", columns="observer", values="correct")
+        for c, t in trials.groupby("condition")
+    }
     hh = {}
     for c, w in wide.items():
         ks = []
@@ -95,7 +115,9 @@ def test_hierarchy_averages_pairs_within_condition_then_conditions():
     )
     # the model exists only in condition A, so its experiment value is its condition-A value
     mh = s.xs("model-human", level="statistic")
-    assert mh.loc[("experiment", "all"), "kappa"] == pytest.approx(mh.loc[("condition", "A"), "kappa"])
+    assert mh.loc[("experiment", "all"), "kappa"] == pytest.approx(
+        mh.loc[("condition", "A"), "kappa"]
+    )
     pair = result.pairs.query("condition == 'B' and observer_a == 'h1' and observer_b == 'h3'")
     assert pair["n"].iloc[0] == 4  # scored over the four stimuli both saw
 
@@ -139,39 +161,46 @@ def _naive_bootstrap(
         c: t.pivot(index="stimulus", columns="observer", values="correct")
         for c, t in trials.groupby("condition")
     }
+    pairs = []
+    for p in result.pairs.itertuples():
+        table = tables[p.condition]
+        if p.group_a == p.group_b:
+            stat, model = f"{p.group_a}-{p.group_b}", ""
+        else:
+            stat, model = "model-human", p.observer_a if p.group_a == "model" else p.observer_b
+        pairs.append(
+            (
+                p.condition,
+                table[p.observer_a].to_numpy(dtype=float),
+                table[p.observer_b].to_numpy(dtype=float),
+                stat,
+                model,
+            )
+        )
     n_boot = next(iter(indices.values())).shape[0]
-    pair_out = np.empty((n_boot, len(result.pairs)))
+    pair_out = np.empty((n_boot, len(pairs)))
     summary_out = np.empty((n_boot, len(result.summary)))
     for b in range(n_boot):
-        kappas = []
-        for _, p in result.pairs.iterrows():
-            table = tables[p["condition"]]
-            sample = table.iloc[indices[("all", p["condition"])][b]]
-            both = sample[[p["observer_a"], p["observer_b"]]].dropna()
-            kappas.append(
-                kappa(both.iloc[:, 0].astype(bool), both.iloc[:, 1].astype(bool),
-                      degenerate=degenerate)
-                if len(both) else np.nan
-            )
-        pair_out[b] = kappas
-        pairs = result.pairs.assign(k=kappas)
-        pairs["stat"] = np.where(
-            (pairs["group_a"] == "human") & (pairs["group_b"] == "human"), "human-human",
-            np.where((pairs["group_a"] == "model") & (pairs["group_b"] == "model"),
-                     "model-model", "model-human"))
-        pairs["model"] = np.where(pairs["stat"] == "model-human",
-                                  np.where(pairs["group_a"] == "model", pairs["observer_a"],
-                                           pairs["observer_b"]), "")
-        per_cond = pairs.groupby(["condition", "stat", "model"])["k"].mean()
-        per_exp = per_cond.groupby(level=["stat", "model"]).mean()
-        values = []
-        for _, row in result.summary.iterrows():
-            key = (row["statistic"], row["model"])
-            if row["level"] == "condition":
-                values.append(per_cond.get((row["condition"], *key), np.nan))
+        per_cond: dict[tuple, list[float]] = {}
+        for k, (cond, col_a, col_b, stat, model) in enumerate(pairs):
+            rows = indices[("all", cond)][b]
+            a, c = col_a[rows], col_b[rows]
+            both = ~np.isnan(a) & ~np.isnan(c)
+            value = kappa(a[both], c[both], degenerate=degenerate) if both.any() else np.nan
+            pair_out[b, k] = value
+            per_cond.setdefault((cond, stat, model), []).append(value)
+        cond_means = {
+            key: np.nanmean(v) if np.isfinite(v).any() else np.nan for key, v in per_cond.items()
+        }
+        per_exp: dict[tuple, list[float]] = {}
+        for (_, stat, model), value in cond_means.items():
+            per_exp.setdefault((stat, model), []).append(value)
+        for r, row in enumerate(result.summary.itertuples()):
+            if row.level == "condition":
+                summary_out[b, r] = cond_means[(row.condition, row.statistic, row.model)]
             else:
-                values.append(per_exp.get(key, np.nan))
-        summary_out[b] = values
+                values = per_exp[(row.statistic, row.model)]
+                summary_out[b, r] = np.nanmean(values) if np.isfinite(values).any() else np.nan
     return pair_out, summary_out
 
 
@@ -198,23 +227,35 @@ def test_vectorised_bootstrap_equals_a_plain_loop_over_the_same_indices(
             for s in range(n):
                 if missing and rng.random() < 0.15:
                     continue
-                rows.append({"condition": f"c{c}", "observer": name, "group": group,
-                             "stimulus": f"s{s:02d}", "correct": rng.random() < acc})
+                rows.append(
+                    {
+                        "condition": f"c{c}",
+                        "observer": name,
+                        "group": group,
+                        "stimulus": f"s{s:02d}",
+                        "correct": rng.random() < acc,
+                    }
+                )
     trials = pd.DataFrame(rows)
     stimuli = {c: sorted(t["stimulus"].unique()) for c, t in trials.groupby("condition")}
     n_boot = 6
-    indices = {("all", c): rng.integers(0, len(s), size=(n_boot, len(s)))
-               for c, s in stimuli.items()}
-    result = kappa_matrix(trials, group="group", condition="condition", degenerate=degenerate,
-                          indices=indices)
+    indices = {
+        ("all", c): rng.integers(0, len(s), size=(n_boot, len(s))) for c, s in stimuli.items()
+    }
+    result = kappa_matrix(
+        trials, group="group", condition="condition", degenerate=degenerate, indices=indices
+    )
     pair_loop, summary_loop = _naive_bootstrap(trials, result, indices, degenerate)
     np.testing.assert_allclose(result.pair_distribution, pair_loop, atol=1e-9, equal_nan=True)
-    np.testing.assert_allclose(result.summary_distribution, summary_loop, atol=1e-9,
-                               equal_nan=True)
+    np.testing.assert_allclose(result.summary_distribution, summary_loop, atol=1e-9, equal_nan=True)
 
 
 def test_indices_of_the_wrong_shape_are_rejected():
     trials = _toy_trials()
     with pytest.raises(ValueError, match="shape"):
-        kappa_matrix(trials, group="group", condition="condition",
-                     indices={("all", "A"): np.zeros((3, 5), int), ("all", "B"): np.zeros((3, 5), int)})
+        kappa_matrix(
+            trials,
+            group="group",
+            condition="condition",
+            indices={("all", "A"): np.zeros((3, 5), int), ("all", "B"): np.zeros((3, 5), int)},
+        )

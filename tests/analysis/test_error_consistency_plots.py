@@ -19,13 +19,17 @@ def result():
     rng = np.random.default_rng(0)
     rows = []
     latent = rng.random(120) < 0.7
-    observers = [(f"h{i}", "human", 0.6) for i in range(4)] + [("m1", "model", 0.3),
-                                                               ("m2", "model", 0.0)]
+    observers = [(f"h{i}", "human", 0.6) for i in range(4)] + [
+        ("m1", "model", 0.3),
+        ("m2", "model", 0.0),
+    ]
     for name, group, p_copy in observers:
         own = rng.random(120) < 0.7
         values = np.where(rng.random(120) < p_copy, latent, own)
-        rows += [{"observer": name, "group": group, "stimulus": s, "correct": bool(v)}
-                 for s, v in enumerate(values)]
+        rows += [
+            {"observer": name, "group": group, "stimulus": s, "correct": bool(v)}
+            for s, v in enumerate(values)
+        ]
     return kappa_matrix(pd.DataFrame(rows), group="group", n_boot=200, random_state=0)
 
 
@@ -70,8 +74,9 @@ def test_ec_per_model_draws_one_error_bar_per_model_and_the_ceiling(result, tmp_
 
 
 def test_ci_width_plot_marks_the_trials_needed(tmp_path):
-    fig = ec_plots.plot_ci_width(0.3, 0.8, 0.6, [50, 200, 800], target_halfwidth=0.1,
-                                 n_sim=300, random_state=0)
+    fig = ec_plots.plot_ci_width(
+        0.3, 0.8, 0.6, [50, 200, 800], target_halfwidth=0.1, n_sim=300, random_state=0
+    )
     texts = [t.get_text() for t in fig.axes[0].texts]
     from humanlike.analysis.error_consistency import trials_needed
 

@@ -151,10 +151,15 @@ def test_compare_models_ranks_a_copying_model_above_a_guessing_one():
     good = _copier(rng, latent, 0.7, 0.75)
     bad = rng.random(n) < 0.75
     rows = []
-    for name, col, group in [*[(f"h{j}", humans[:, j], "human") for j in range(4)],
-                             ("good", good, "model"), ("bad", bad, "model")]:
-        rows += [{"observer": name, "stimulus": i, "correct": bool(v), "group": group}
-                 for i, v in enumerate(col)]
+    for name, col, group in [
+        *[(f"h{j}", humans[:, j], "human") for j in range(4)],
+        ("good", good, "model"),
+        ("bad", bad, "model"),
+    ]:
+        rows += [
+            {"observer": name, "stimulus": i, "correct": bool(v), "group": group}
+            for i, v in enumerate(col)
+        ]
     out = compare_models(pd.DataFrame(rows), n_boot=500, random_state=0)
     assert len(out) == 1
     row = out.iloc[0]

@@ -42,28 +42,50 @@ def _export(folder: Path) -> None:
     rows = []
     for p in ["p01", "p02", "p03", "p04"]:
         for i in range(40):
-            rows.append({"experiment": "digits", "participant": p, "condition": "A",
-                         "trial_index": i, "practice": False, "stimulus": f"natural/d{i:02d}.png",
-                         "stimulus_kind": "natural", "is_repeat": False,
-                         "correct": bool(rng.random() < 0.7)})
+            rows.append(
+                {
+                    "experiment": "digits",
+                    "participant": p,
+                    "condition": "A",
+                    "trial_index": i,
+                    "practice": False,
+                    "stimulus": f"natural/d{i:02d}.png",
+                    "stimulus_kind": "natural",
+                    "is_repeat": False,
+                    "correct": bool(rng.random() < 0.7),
+                }
+            )
         rows.append({**rows[-1], "trial_index": 40, "is_repeat": True})  # repeat of d39
-        rows.append({**rows[-1], "trial_index": 41, "is_repeat": False, "practice": True,
-                     "stimulus": "practice/x.png"})
-        rows.append({**rows[-1], "trial_index": 42, "practice": False, "stimulus": "catch/c.png",
-                     "stimulus_kind": "catch"})
+        rows.append(
+            {
+                **rows[-1],
+                "trial_index": 41,
+                "is_repeat": False,
+                "practice": True,
+                "stimulus": "practice/x.png",
+            }
+        )
+        rows.append(
+            {
+                **rows[-1],
+                "trial_index": 42,
+                "practice": False,
+                "stimulus": "catch/c.png",
+                "stimulus_kind": "catch",
+            }
+        )
     pd.DataFrame(rows).to_csv(folder / "classifications.csv", index=False)
-    pd.DataFrame({"participant": ["p01", "p02", "p03", "p04"],
-                  "excluded": [False, False, False, True]}).to_csv(
-        folder / "participants.csv", index=False
-    )
+    pd.DataFrame(
+        {"participant": ["p01", "p02", "p03", "p04"], "excluded": [False, False, False, True]}
+    ).to_csv(folder / "participants.csv", index=False)
 
 
 def test_export_folder_drops_repeats_practice_catch_and_excluded_participants(tmp_path: Path):
     _export(tmp_path)
     out = tmp_path / "out"
     res = CliRunner().invoke(
-        main, ["analyze", "ec", str(tmp_path), "--out", str(out), "--n-boot", "200",
-               "--n-sim", "200"]
+        main,
+        ["analyze", "ec", str(tmp_path), "--out", str(out), "--n-boot", "200", "--n-sim", "200"],
     )
     assert res.exit_code == 0, res.output
     pairs = pd.read_csv(out / "pairs.csv")
@@ -77,9 +99,20 @@ def test_export_folder_drops_repeats_practice_catch_and_excluded_participants(tm
 def test_include_excluded_keeps_flagged_participants(tmp_path: Path):
     _export(tmp_path)
     res = CliRunner().invoke(
-        main, ["analyze", "ec", str(tmp_path / "classifications.csv"), "--out",
-               str(tmp_path / "o"), "--n-boot", "50", "--n-sim", "50", "--include-excluded",
-               "--no-figures"]
+        main,
+        [
+            "analyze",
+            "ec",
+            str(tmp_path / "classifications.csv"),
+            "--out",
+            str(tmp_path / "o"),
+            "--n-boot",
+            "50",
+            "--n-sim",
+            "50",
+            "--include-excluded",
+            "--no-figures",
+        ],
     )
     assert res.exit_code == 0, res.output
     assert len(pd.read_csv(tmp_path / "o" / "pairs.csv")) == 6
@@ -98,12 +131,27 @@ def test_a_csv_that_is_neither_layout_fails_with_a_clear_message(tmp_path: Path)
 def test_kappa_options_reach_the_analysis(tmp_path: Path, flag):
     out = tmp_path / "o"
     res = CliRunner().invoke(
-        main, ["analyze", "ec", str(EDGE), "--out", str(out), "--n-boot", "20", "--n-sim", "20",
-               "--no-figures", flag]
+        main,
+        [
+            "analyze",
+            "ec",
+            str(EDGE),
+            "--out",
+            str(out),
+            "--n-boot",
+            "20",
+            "--n-sim",
+            "20",
+            "--no-figures",
+            flag,
+        ],
     )
     assert res.exit_code == 0, res.output
-    ceiling = pd.read_csv(out / "summary.csv").query(
-        "level == 'experiment' and statistic == 'human-human'")["kappa"].iloc[0]
+    ceiling = (
+        pd.read_csv(out / "summary.csv")
+        .query("level == 'experiment' and statistic == 'human-human'")["kappa"]
+        .iloc[0]
+    )
     if flag == "--unbiased":
         assert ceiling > 0.31844  # n k / ((n - 1) + k) > k for 0 < k < 1
     else:
