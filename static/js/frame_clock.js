@@ -23,7 +23,7 @@
  *   frames        refreshes the image was on screen: round(presented_ms / frame_ms) at a hide;
  *                 ceil(presented_ms / frame_ms) at a response (the refresh in which the response
  *                 fell was shown in full).
- *   callbacks     rAF callbacks seen after the onset (frames - callbacks = callbacks skipped);
+ *   callbacks     rAF callbacks seen after the onset (frames - callbacks ~ callbacks skipped);
  *                 a diagnostic, not recorded by the plugins.
  */
 var HumanlikeFrameClock = (function () {
