@@ -285,6 +285,7 @@ class _Summariser:
     blocks: list[ConditionTable]
     stats: list[tuple[str, str]] = field(init=False)  # (statistic, model)
     memberships: list[np.ndarray] = field(init=False)  # per block: pairs x stats, 0/1
+    experiments: list[str] = field(init=False)
     rows: pd.DataFrame = field(init=False)
     columns: np.ndarray = field(init=False)  # row -> column in the full level x stat layout
 
@@ -456,6 +457,8 @@ def kappa_matrix(
     blocks, observers = condition_tables(
         trials, observer, stimulus, correct, group, condition, experiment
     )
+    if not any(b.n_pairs for b in blocks):
+        raise ValueError("need at least two observers in one condition to form a pair")
     summarise = _Summariser(blocks)
 
     def kappas_for(weights: list[np.ndarray]) -> tuple[list, list]:

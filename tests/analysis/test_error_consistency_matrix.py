@@ -122,6 +122,12 @@ def test_hierarchy_averages_pairs_within_condition_then_conditions():
     assert pair["n"].iloc[0] == 4  # scored over the four stimuli both saw
 
 
+def test_a_single_observer_per_condition_is_rejected():
+    trials = _toy_trials()
+    with pytest.raises(ValueError, match="two observers"):
+        kappa_matrix(trials[trials["observer"] == "h1"], condition="condition")
+
+
 def test_duplicate_trials_of_one_observer_are_rejected():
     trials = _toy_trials()
     trials = pd.concat([trials, trials.iloc[[0]]], ignore_index=True)
