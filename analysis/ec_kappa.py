@@ -71,20 +71,28 @@ def kappa_from_rates(
     result is NaN.
     """
     check_degenerate(degenerate)
-    c_obs = np.asarray(c_obs, dtype=float)
-    c_exp = expected_consistency(p_a, p_b)
-    denom = 1.0 - c_exp
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kap = np.where(denom > 0, (c_obs - c_exp) / np.where(denom > 0, denom, 1.0), np.nan)
-        if degenerate == "mvh":
-            kap = np.where(c_obs >= 1.0, 1.0, kap)
-        if unbiased:
-            if n is None:
-                raise ValueError("unbiased=True needs n, the number of trials")
-            n_arr = np.asarray(n, dtype=float)
-            kap = n_arr * kap / ((n_arr - 1.0) + kap)
+    if unbiased and n is None:
+        raise ValueError("unbiased=True needs n, the number of trials")
+    c_obs, p_a, p_b = np.broadcast_arrays(
+        np.asarray(c_obs, dtype=float), np.asarray(p_a, dtype=float), np.asarray(p_b, dtype=float)
+    )
+    # 1 - c_exp = p_a + p_b - 2 p_a p_b, computed with few temporaries (arrays can be large)
+    denom = p_a * p_b
+    denom *= -2.0
+    denom += p_a
+    denom += p_b
+    num = c_obs - 1.0
+    num += denom  # c_obs - c_exp
+    kap = np.full(num.shape, np.nan)
+    np.divide(num, denom, out=kap, where=denom > 0)
+    if degenerate == "mvh":
+        kap[c_obs >= 1.0] = 1.0
     if n is not None:
-        kap = np.where(np.asarray(n) > 0, kap, np.nan)
+        n_arr = np.broadcast_to(np.asarray(n, dtype=float), kap.shape)
+        if unbiased:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                kap = n_arr * kap / ((n_arr - 1.0) + kap)
+        kap[n_arr <= 0] = np.nan
     return kap
 
 
