@@ -118,8 +118,7 @@ def build_demo(dest: Path, *, controversial: bool = True, mlds: bool = True, see
         except ImportError:
             mlds = False
         else:
-            frames.append(build_demo_mlds(stim_dir / "mlds", n_sequences=2)
-                          .assign(file=lambda d: "mlds/" + d["file"]))
+            frames.append(build_demo_mlds(stim_dir, n_sequences=2))
             mlds_block = MLDS_BLOCK.format(repeats=4)
     pd.concat(frames, ignore_index=True).to_csv(stim_dir / "manifest.csv", index=False)
     categories = "".join(f'[[categories]]\nlabel = "{d}"\nkey = "{d}"\n\n' for d in range(10))

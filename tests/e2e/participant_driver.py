@@ -17,6 +17,22 @@ STATE_JS = """() => {
 }"""
 
 
+TRIAD_LEVELS_JS = """() => ['left', 'reference', 'right'].map(side => {
+  const src = document.querySelector('.hl-triad-' + side + ' img.hl-stimulus').getAttribute('src');
+  return Number(src.match(/level_(\\d+)/)[1]);
+})"""
+
+
+def observer_prefers_left(levels: list[int], k: int, sigma: float = 0.1) -> bool:
+    """A simulated MLDS observer with psi = ((level - 1) / 6) ** 2 and Gaussian decision noise:
+    it picks the side whose perceived difference from the reference is smaller."""
+    import numpy as np
+
+    left, ref, right = (((np.array(levels) - 1) / 6.0) ** 2).tolist()
+    noise = np.random.default_rng(1000 + k).normal(0, sigma)
+    return abs(left - ref) - abs(right - ref) + noise < 0
+
+
 @dataclass
 class Played:
     """What the driver answered, in the order the trials were shown."""
@@ -74,7 +90,8 @@ def play(page, played: Played, *, until: str = "done", max_trials: int | None = 
             played.rating_stimuli.append(src)
             answered += 1
         elif state == "triad":
-            choice = "f" if len(played.triads) % 3 else "j"
+            levels = page.evaluate(TRIAD_LEVELS_JS)
+            choice = "f" if observer_prefers_left(levels, len(played.triads)) else "j"
             page.eval_on_selector(".hl-triad", "el => { el.dataset.answered = '1'; }")
             page.keyboard.press(choice)
             page.wait_for_selector(".hl-triad[data-answered]", state="detached")

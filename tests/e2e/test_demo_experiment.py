@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 import sqlalchemy as sa
@@ -53,6 +54,18 @@ def check_complete(app, platform_id, played: Played):
     return p, trials
 
 
+def fit_exported_triads(triads: pd.DataFrame) -> None:
+    """The exported MLDS triads fit a scale per sequence that follows the simulated observer's
+    psi = ((level - 1) / 6) ** 2 (its standard scale runs 0 -> 1)."""
+    from humanlike.analysis.mlds import MLDS
+
+    truth = (np.arange(7) / 6.0) ** 2
+    for sequence, rows in triads.groupby("sequence"):
+        fit = MLDS(design="triads").fit(rows)
+        assert fit.scale_std_[0] == 0 and fit.scale_std_[-1] == pytest.approx(1)
+        assert np.corrcoef(fit.scale_std_, truth)[0, 1] > 0.9, (sequence, fit.scale_std_)
+
+
 def test_prolific_participant_completes_the_demo_with_the_keyboard_only(
         demo_server, chromium, tmp_path):
     context, page = new_page(chromium)
@@ -76,10 +89,10 @@ def test_prolific_participant_completes_the_demo_with_the_keyboard_only(
         write_export("demo", out)
     exported = pd.read_csv(out / "trials.csv")
     assert len(exported) == n_rows - 1  # all but the debrief
-    if (out / "triads.csv").exists() and played.triads:
-        triads = pd.read_csv(out / "triads.csv")
-        assert len(triads) == len(played.triads)
-        assert (triads["s1"] < triads["s2"]).all() and (triads["s2"] < triads["s3"]).all()
+    triads = pd.read_csv(out / "triads.csv")
+    assert len(triads) == len(played.triads) >= 70
+    assert (triads["s1"] < triads["s2"]).all() and (triads["s2"] < triads["s3"]).all()
+    fit_exported_triads(triads)
     context.close()
 
 
