@@ -17,7 +17,7 @@ from humanlike.analysis.kernel_analysis import (
     _check_quantiles,
     _encode_labels,
     best_width_curves,
-    ka_loss_batch,
+    ka_loss,
     one_vs_all_targets,
     squared_distances,
 )
@@ -121,14 +121,15 @@ def kernel_analysis_protocol(
     metric: Literal["sqeuclidean", "precomputed"] = "sqeuclidean",
     null_rtol: float | None = None,
     dtype: type = np.float64,
-    max_bytes: int = 512 * 2**20,
+    n_jobs: int = -1,
     progress: bool = False,
 ) -> KAProtocolResult:
     """KA curve and KA-AUC per class-balanced subset, AUC mean and SD (Cadieu et al. 2013).
 
-    Distances are computed once for all images and sliced per subset; subsets are processed in
-    batches whose kernels and eigenvectors fit in about ``max_bytes``. ``subsets`` (index rows or
-    boolean masks) replaces the random draw, e.g. for a benchmark's predefined splits.
+    Distances are computed once for all images and sliced per subset; the subsets x widths
+    eigendecompositions run in ``n_jobs`` threads (-1: all cores), each holding about 4 m^2
+    numbers. ``subsets`` (index rows or boolean masks) replaces the random draw, e.g. for a
+    benchmark's predefined splits.
     """
     q = _check_quantiles(quantiles)
     X = np.asarray(X)
@@ -151,23 +152,10 @@ def kernel_analysis_protocol(
     else:
         raise ValueError(f"metric must be 'sqeuclidean' or 'precomputed', got {metric!r}")
 
-    n_sub, m = index.shape
     Y = one_vs_all_targets(codes[index], n_classes)  # (S, m, C)
-    per_subset = (3 * len(q) * np.dtype(dtype).itemsize + 2 * 8) * m * m
-    batch = int(max(1, min(n_sub, max_bytes // per_subset)))
-    starts = range(0, n_sub, batch)
-    if progress:
-        from tqdm import tqdm
-
-        starts = tqdm(starts, total=-(-n_sub // batch), desc="kernel analysis", unit="batch")
-    parts = []
-    for start in starts:  # memory-bounded batches; each batch is one batched eigendecomposition
-        rows = index[start : start + batch]
-        D2_b = D2[rows[:, :, None], rows[:, None, :]]
-        parts.append(
-            ka_loss_batch(D2_b, Y[start : start + batch], q, null_rtol=null_rtol, dtype=dtype)
-        )
-    loss, s, rank = (np.concatenate(a) for a in zip(*parts))
+    loss, s, rank = ka_loss(
+        D2, Y, q, index=index, null_rtol=null_rtol, dtype=dtype, n_jobs=n_jobs, progress=progress
+    )
     complexity, best, curves, aucs = best_width_curves(loss)
     return KAProtocolResult(
         complexity=complexity,

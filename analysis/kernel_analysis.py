@@ -32,7 +32,8 @@ brain and machine"). For features ``X`` (n x D) and class labels:
 
 from __future__ import annotations
 
-import contextlib
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
@@ -42,9 +43,6 @@ from scipy.integrate import trapezoid
 from threadpoolctl import threadpool_limits
 
 DEFAULT_QUANTILES = (0.1, 0.5, 0.9)
-# Below this size one BLAS thread is as fast, and multithreaded eigensolvers stall badly when
-# the cores are shared (e.g. pytest-xdist workers): 300 x 300 took 2 s with 2 threads, 0.02 s with 1.
-SINGLE_THREAD_BELOW = 1000
 
 
 @dataclass(frozen=True)
@@ -126,50 +124,82 @@ def _encode_labels(labels, n: int) -> tuple[np.ndarray, int]:
     return codes.reshape(-1), n_classes
 
 
-def ka_loss_batch(
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _submatrix(D2: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    return D2 if rows is None else D2[np.ix_(rows, rows)]
+
+
+def _label_energy(
+    D2: np.ndarray, rows: np.ndarray | None, s: float, Y: np.ndarray, dtype, null_rtol: float
+) -> tuple[np.ndarray, int]:
+    """``||u_k^T Y||^2`` for the centred kernel's components by decreasing eigenvalue (0 for
+    numerically null components), and the number of non-null components."""
+    D = _submatrix(D2, rows)
+    if s > 0:
+        K = np.multiply(D, -1.0 / s, dtype=dtype)
+        np.exp(K, out=K)
+    else:  # zero width: the limit of exp(-D2 / s) as s -> 0
+        K = (D == 0).astype(dtype)
+    K -= K.mean(axis=1, keepdims=True)
+    K -= K.mean(axis=0, keepdims=True)
+    lam, U = scipy.linalg.eigh(K, driver="evd", overwrite_a=True, check_finite=False)
+    del K
+    lam = lam[::-1]
+    P = U[:, ::-1].T @ Y.astype(dtype)
+    keep = lam > null_rtol * lam[0]
+    return np.einsum("kc,kc->k", P, P, dtype=np.float64) * keep, int(keep.sum())
+
+
+def ka_loss(
     D2: np.ndarray,
     Y: np.ndarray,
     quantiles: tuple[float, ...],
     *,
+    index: np.ndarray | None = None,
     null_rtol: float | None = None,
     dtype: type = np.float64,
+    n_jobs: int = -1,
+    progress: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Loss curves e(d) for a batch of problems: D2 (B, n, n), Y (B, n, C) -> loss (B, W, n + 1).
+    """Loss curves e(d) of B problems -> loss (B, W, m + 1), quantiles ``s`` (B, W), rank (B, W).
 
-    Also returns ``s`` (B, W), the squared-distance quantiles, and ``rank`` (B, W). All widths of
-    all problems are eigendecomposed in one batched LAPACK call (``syevd``); memory is about
-    ``3 B W n^2`` numbers of ``dtype``.
+    Problem b uses the images ``index[b]`` (m of them) of the squared distances ``D2`` and the
+    targets ``Y[b]`` (m x C); ``index=None`` means one problem on all of ``D2``. The B x W
+    eigendecompositions (LAPACK ``syevd``) run in ``n_jobs`` threads (-1: all cores) with one
+    BLAS thread each: multithreaded BLAS inside one eigensolver stalls badly when the cores are
+    shared (a 1568 x 1568 ``syevd`` took 8x longer with 2 BLAS threads than with 1 on a busy
+    2-core machine). Memory: about 4 m^2 numbers per running job.
     """
-    B = D2.shape[0]
     if np.dtype(dtype) not in (np.float32, np.float64):
         raise ValueError(f"dtype must be float32 or float64, got {np.dtype(dtype)}")
     if null_rtol is None:
         null_rtol = 1e-8 if np.dtype(dtype) == np.float64 else 1e-5
-    s = width_quantiles(D2, quantiles)  # (B, W)
-    safe = np.where(s > 0, s, 1.0).astype(dtype)
-    K = np.exp(-D2.astype(dtype, copy=False)[:, None] / safe[:, :, None, None])
-    zero = s == 0
-    if zero.any():
-        K[zero] = (D2[:, None] == 0).repeat(len(quantiles), axis=1)[zero]
-    K -= K.mean(axis=-1, keepdims=True)
-    K -= K.mean(axis=-2, keepdims=True)
-    threads = (
-        threadpool_limits(1, user_api="blas")
-        if D2.shape[-1] < SINGLE_THREAD_BELOW
-        else contextlib.nullcontext()
-    )
-    with threads:
-        lam, U = scipy.linalg.eigh(K, driver="evd", overwrite_a=True, check_finite=False)
-    del K
-    lam, U = lam[..., ::-1], U[..., ::-1]  # decreasing eigenvalue
-    P = np.swapaxes(U, -1, -2) @ Y[:, None].astype(dtype)  # (B, W, n, C) projections u_k^T Y
-    del U
-    keep = lam > null_rtol * lam[..., :1]
-    energy = np.einsum("bwkc,bwkc->bwk", P, P, dtype=np.float64) * keep
+    rows = [None] if index is None else list(index)
+    B, W = len(rows), len(quantiles)
+    jobs = [(b, w) for b in range(B) for w in range(W)]
+    workers = max(1, min(len(jobs), _cpu_count() if n_jobs == -1 else int(n_jobs)))
+    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
+        s = np.array(list(pool.map(lambda r: width_quantiles(_submatrix(D2, r), quantiles), rows)))
+        spectra = pool.map(
+            lambda bw: _label_energy(D2, rows[bw[0]], s[bw], Y[bw[0]], dtype, null_rtol), jobs
+        )
+        if progress:
+            from tqdm import tqdm
+
+            spectra = tqdm(spectra, total=len(jobs), desc="kernel analysis", unit="eigh")
+        energy, rank = zip(*spectra)
+    m = Y.shape[1]
+    energy = np.reshape(energy, (B, W, m))
     total = np.einsum("bnc,bnc->b", Y, Y)[:, None, None]
-    explained = np.concatenate([np.zeros((B, len(quantiles), 1)), np.cumsum(energy, -1)], -1)
+    explained = np.concatenate([np.zeros((B, W, 1)), np.cumsum(energy, axis=-1)], axis=-1)
     loss = np.clip(1.0 - explained / total, 0.0, None)
-    return loss, s, keep.sum(axis=-1)
+    return loss, s, np.reshape(rank, (B, W))
 
 
 def best_width_curves(loss: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -209,13 +239,15 @@ def kernel_analysis(
     metric: Literal["sqeuclidean", "precomputed"] = "sqeuclidean",
     null_rtol: float | None = None,
     dtype: type = np.float64,
+    n_jobs: int = -1,
 ) -> KAResult:
     """KA curve 1 - e(d) vs d/n and KA-AUC of features X (n x D) for class labels.
 
     Montavon, Braun & Mueller (2011) sec. 3; widths and target coding as Cadieu et al. (2013);
     the exact kernel and target normalisation are in this module's docstring. With
     ``metric="precomputed"`` X is an n x n matrix of squared distances. ``dtype=np.float32``
-    roughly halves the eigendecomposition time (distances stay float64).
+    roughly halves the eigendecomposition time (distances stay float64); the widths are
+    eigendecomposed in ``n_jobs`` threads (-1: all cores).
     """
     q = _check_quantiles(quantiles)
     X = np.asarray(X)
@@ -233,5 +265,5 @@ def kernel_analysis(
         raise ValueError(f"metric must be 'sqeuclidean' or 'precomputed', got {metric!r}")
     codes, n_classes = _encode_labels(labels, X.shape[0])
     Y = one_vs_all_targets(codes, n_classes)
-    loss, s, rank = ka_loss_batch(D2[None], Y[None], q, null_rtol=null_rtol, dtype=dtype)
+    loss, s, rank = ka_loss(D2, Y[None], q, null_rtol=null_rtol, dtype=dtype, n_jobs=n_jobs)
     return result_from_loss(loss[0], s[0], rank[0], q, n_classes)

@@ -86,7 +86,8 @@ def _labelled_and_aligned(
     tables: list[FeatureTable], label_map: pd.Series | None
 ) -> tuple[list[FeatureTable], np.ndarray]:
     """Label every table (from ``label_map``, else a table's own label column) and put all in
-    the first table's image order; all must hold the same images with the same labels."""
+    sorted image-id order (so subsets do not depend on row order); all must hold the same
+    images with the same labels."""
     if label_map is None:
         own = [t for t in tables if t.labels is not None]
         if not own:
@@ -94,7 +95,7 @@ def _labelled_and_aligned(
         label_map = pd.Series(own[0].labels, index=own[0].ids)
     tables = [attach_labels(t, label_map) if t.labels is None else t for t in tables]
     ref = tables[0]
-    order = pd.Index(ref.ids)
+    order = pd.Index(np.sort(ref.ids))
     out = []
     for t in tables:
         if set(t.ids) != set(ref.ids):
@@ -104,11 +105,10 @@ def _labelled_and_aligned(
                 "compares representations of the same images"
             )
         pos = pd.Index(t.ids).get_indexer(order)
-        labels = t.labels[pos]
-        if not np.array_equal(labels.astype(str), ref.labels.astype(str)):
+        out.append(FeatureTable(t.name, t.ids[pos], t.X[pos], t.labels[pos]))
+        if not np.array_equal(out[-1].labels.astype(str), out[0].labels.astype(str)):
             raise click.UsageError(f"{t.name} and {ref.name} disagree on image labels")
-        out.append(FeatureTable(t.name, t.ids[pos], t.X[pos], labels))
-    return out, ref.labels
+    return out, out[0].labels
 
 
 @click.command("ka")
