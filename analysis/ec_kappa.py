@@ -91,7 +91,7 @@ def kappa_from_rates(
         n_arr = np.broadcast_to(np.asarray(n, dtype=float), kap.shape)
         if unbiased:
             with np.errstate(divide="ignore", invalid="ignore"):
-                kap = n_arr * kap / ((n_arr - 1.0) + kap)
+                kap = np.asarray(n_arr * kap / ((n_arr - 1.0) + kap))
         kap[n_arr <= 0] = np.nan
     return kap
 
