@@ -247,10 +247,14 @@ def _equal_ec(
         for w, d, k, s in zip(count_rows, designs, widths, strata, strict=True):
             sums = (w @ d).astype(np.float64)
             n = np.full((w.shape[0], 1), float(s.a.size))
-            ka, kb = _stratum_kappas(sums[:, :k], n, (k - 2) // 3, degenerate, unbiased)
-            null_a.append(ka), null_b.append(kb)
-            ka, kb = _stratum_kappas(sums[:, k:], n, (k - 2) // 3, degenerate, unbiased)
-            boot_a.append(ka), boot_b.append(kb)
+            r = (k - 2) // 3
+            for half, (out_a, out_b) in (
+                (sums[:, :k], (null_a, null_b)),
+                (sums[:, k:], (boot_a, boot_b)),
+            ):
+                ka, kb = _stratum_kappas(half, n, r, degenerate, unbiased)
+                out_a.append(ka)
+                out_b.append(kb)
         with quiet_nan_warnings():
             out = [np.nanmean(np.stack(x), axis=0) for x in (null_a, null_b, boot_a, boot_b)]
         return tuple(out)
