@@ -22,7 +22,7 @@ def features(n_per_class: int = 280, n_classes: int = 7, dim: int = 4096, seed: 
     rng = np.random.default_rng(seed)
     labels = np.repeat(np.arange(n_classes), n_per_class)
     latent = (
-        rng.standard_normal((labels.size, 20)) + 1.5 * rng.standard_normal((n_classes, 20))[labels]
+        rng.standard_normal((labels.size, 20)) + 0.4 * rng.standard_normal((n_classes, 20))[labels]
     )
     mixing = rng.standard_normal((20, dim)) / np.sqrt(20)
     X = np.maximum(latent @ mixing, 0.0) + 0.5 * rng.standard_normal((labels.size, dim))

@@ -36,7 +36,7 @@ def files(tmp_path):
 
 
 def test_cli_writes_curves_auc_tables_and_figure_matching_the_library(files):
-    tmp, ids, labels, good, rates, codes = files
+    tmp, _, labels, good, rates, _ = files
     out = tmp / "out"
     args = ["analyze", "ka", str(tmp / "model.csv"), "--neural", str(tmp / "IT.csv"),
             "--labels", str(tmp / "labels.csv"), "--out", str(out), "--subsets", "3"]  # fmt: skip
@@ -99,7 +99,7 @@ def test_cli_computes_features_of_a_torch_model_over_a_manifest(files, monkeypat
 
 
 def test_cli_rejects_representations_of_different_images(files):
-    tmp, ids, labels, good, *_ = files
+    tmp, ids, _, good, *_ = files
     other = pd.DataFrame(good[:-1], columns=[f"f{j}" for j in range(5)])
     other.insert(0, "image", ids[:-1])
     other.to_csv(tmp / "short.csv", index=False)
