@@ -12,11 +12,11 @@ top value gives the standard scale (0 to 1) and sigma = 1 / psi_N.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from humanlike.analysis.mlds_batch import bootstrap_coefs, scales_from_coef
+from humanlike.analysis.mlds_batch import bootstrap_coefs, percentile_limits, scales_from_coef
 from humanlike.analysis.mlds_data import (
     DESIGN_WEIGHTS,
     Design,
@@ -43,8 +43,8 @@ class MLDSBootstrap:
     ``standard_error`` (N,): bootstrap standard deviation of the standard scale.
     """
 
-    scale_std: np.ndarray
-    sigma: np.ndarray
+    scale_std: np.ndarray = field(repr=False)
+    sigma: np.ndarray = field(repr=False)
     ci_low: np.ndarray
     ci_high: np.ndarray
     sigma_ci: tuple[float, float]
@@ -76,8 +76,9 @@ class MLDS:
     canonical order (R layout ``resp, S1, ...``). n_levels_, n_trials_, converged_.
     """
 
-    def __init__(self, design: Design = "triads", *, method: str = "glm",
-                 n_levels: int | None = None):
+    def __init__(
+        self, design: Design = "triads", *, method: str = "glm", n_levels: int | None = None
+    ):
         self.design = design
         self.method = method
         self.n_levels = n_levels
@@ -106,7 +107,11 @@ class MLDS:
             fit = fit_probit_batch(X, y, n)
             coef, converged = fit.coef[0], bool(fit.converged[0])
         _, info = score_and_information(X, coef[None], y[None], n[None])
-        cov = np.linalg.inv(info[0])
+        try:
+            cov = np.linalg.inv(info[0])
+        except np.linalg.LinAlgError:  # separated data: fitted probabilities all 0 or 1
+            cov = np.linalg.pinv(info[0])
+            converged = False
 
         self.n_levels_ = n_levels
         self.n_trials_ = trials.n_trials
@@ -138,11 +143,13 @@ class MLDS:
         if n_boot < 2:
             raise ValueError(f"n_boot must be at least 2, got {n_boot}")
         p = special.ndtr(self._X @ self.coef_)
-        coefs = bootstrap_coefs(self._X, p, self._counts.trials[0], n_boot, random_state)[0]
+        coefs = bootstrap_coefs(
+            self._X, p, self._counts.trials[0], n_boot, random_state, start=self.coef_[None]
+        )[0]
         _, scale_std, sigma = scales_from_coef(coefs)
         alpha = (1.0 - confidence_level) / 2.0
-        lo, hi = np.nanquantile(scale_std, [alpha, 1.0 - alpha], axis=0)
-        s_lo, s_hi = np.nanquantile(sigma, [alpha, 1.0 - alpha])
+        lo, hi = percentile_limits(scale_std, alpha, axis=0)
+        s_lo, s_hi = percentile_limits(sigma, alpha)
         return MLDSBootstrap(
             scale_std=scale_std,
             sigma=sigma,
@@ -190,8 +197,9 @@ def _fit_optim(X: np.ndarray, y: np.ndarray, n: np.ndarray) -> tuple[np.ndarray,
 
     n_par = X.shape[1]
     start = np.concatenate([np.arange(1, n_par) / n_par, [np.log(0.2)]])
-    res = optimize.minimize(nll, start, jac=True, method="BFGS",
-                            options={"gtol": 1e-10, "maxiter": 10_000})
+    res = optimize.minimize(
+        nll, start, jac=True, method="BFGS", options={"gtol": 1e-10, "maxiter": 10_000}
+    )
     sigma = np.exp(res.x[-1])
     coef = np.concatenate([res.x[:-1], [1.0]]) / sigma
     return coef, bool(res.success or np.max(np.abs(res.jac)) < 1e-4)

@@ -1,0 +1,143 @@
+"""fit_many: one batched Newton fit gives the same scales as fitting each group alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from humanlike.analysis.data_paths import shared_data_dir
+from humanlike.analysis.mlds import MLDS
+from humanlike.analysis.mlds_batch import fit_many
+from humanlike.analysis.mlds_simulate import simulate_responses
+from humanlike.analysis.probit_irls import fit_probit_batch
+from humanlike.stimuli.mlds_design import all_quadruples, all_triads
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+
+def simulated_sequences(n_seq: int, n_trials: int, seed: int, design: str = "triads"):
+    rng = np.random.default_rng(seed)
+    universe = all_triads(7) if design == "triads" else all_quadruples(7)
+    gamma = rng.uniform(0.5, 2.5, n_seq)
+    psi = (np.arange(7) / 6)[None, :] ** gamma[:, None]
+    levels = universe[rng.integers(0, len(universe), n_seq * n_trials)]
+    seq = np.repeat(np.arange(n_seq), n_trials)
+    cols = ["s1", "s2", "s3", "s4"][: universe.shape[1]]
+    df = pd.DataFrame(levels, columns=cols)
+    df.insert(0, "sequence", [f"seq{s:02d}" for s in seq])
+    df["response"] = simulate_responses(levels, psi, 0.15, design=design, group=seq,
+                                        random_state=rng)
+    return df, psi
+
+
+@pytest.mark.parametrize("design", ["triads", "quadruples"])
+def test_batched_fit_equals_one_statsmodels_glm_per_sequence_to_1e8(design):
+    df, _ = simulated_sequences(12, 300, seed=1, design=design)
+    fits = fit_many(df, by="sequence", design=design)
+    assert fits.converged.all()
+    for i, seq in enumerate(fits.keys["sequence"]):
+        one = MLDS(design, method="glm").fit(df[df["sequence"] == seq])
+        np.testing.assert_allclose(fits.scale[i], one.scale_, atol=1e-8, rtol=0)
+        np.testing.assert_allclose(fits.se[i], one.se_, rtol=1e-6)
+        assert fits.loglik[i] == pytest.approx(one.loglik_, abs=1e-8)
+        assert fits.sigma[i] == pytest.approx(one.sigma_, abs=1e-8)
+
+
+def test_sequences_are_fitted_from_their_own_trials_whatever_the_row_order():
+    df, _ = simulated_sequences(6, 200, seed=2)
+    shuffled = df.sample(frac=1.0, random_state=0)
+    a, b = fit_many(df), fit_many(shuffled)
+    np.testing.assert_allclose(a.scale, b.scale, atol=1e-12)
+    assert list(a.keys["sequence"]) == sorted(df["sequence"].unique())
+
+
+def test_r_data_sets_stacked_as_groups_match_their_separate_fits():
+    root = shared_data_dir() / "mlds"
+    frames = [pd.read_csv(root / f"data_{n}.csv").assign(run=n) for n in ("kk1", "kk2", "kk3")]
+    stacked = pd.concat(frames, ignore_index=True)
+    fits = fit_many(stacked, by="run", design="quadruples")
+    for i, frame in enumerate(frames):
+        one = MLDS("quadruples").fit(frame.drop(columns="run"))
+        np.testing.assert_allclose(fits.scale[i], one.scale_, atol=1e-8)
+
+
+def test_pooling_everything_with_by_none_is_the_single_scale_fit():
+    df = pd.read_csv(shared_data_dir() / "mlds" / "data_kk_all_swapped.csv")
+    pooled = fit_many(df, by=None, design="quadruples")
+    one = MLDS("quadruples").fit(df)
+    np.testing.assert_allclose(pooled.scale[0], one.scale_, atol=1e-8)
+    assert pooled.n_trials[0] == 990
+
+
+def test_groups_by_several_columns_get_one_scale_each():
+    df, _ = simulated_sequences(3, 400, seed=3)
+    df["participant"] = np.where(np.arange(len(df)) % 2 == 0, "p1", "p2")
+    fits = fit_many(df, by=["sequence", "participant"])
+    assert len(fits.keys) == 6
+    assert fits.n_trials.sum() == len(df)
+    sub = df[(df["sequence"] == fits.keys["sequence"][3])
+             & (df["participant"] == fits.keys["participant"][3])]
+    np.testing.assert_allclose(fits.scale[3], MLDS().fit(sub).scale_, atol=1e-8)
+
+
+def test_a_group_missing_a_level_is_flagged_unidentified_and_others_are_unaffected():
+    df, _ = simulated_sequences(3, 300, seed=4)
+    lacking = (df["sequence"] == "seq01") & ((df[["s1", "s2", "s3"]] == 4).any(axis=1))
+    df = df[~lacking]
+    fits = fit_many(df)
+    assert fits.identified.tolist() == [True, False, True]
+    assert np.isnan(fits.scale[1, 1:]).all() and np.isnan(fits.sigma[1])
+    one = MLDS().fit(df[df["sequence"] == "seq02"])
+    np.testing.assert_allclose(fits.scale[2], one.scale_, atol=1e-8)
+
+
+def test_perfectly_separated_group_is_reported_as_not_converged():
+    triads = all_triads(5)
+    # responses follow the linear scale without error: the likelihood has no maximum
+    delta = triads[:, 2] - 2 * triads[:, 1] + triads[:, 0]
+    sep = pd.DataFrame(triads, columns=["s1", "s2", "s3"]).assign(
+        response=(delta > 0).astype(int), sequence="separated")
+    sep = sep[delta != 0]
+    noisy, _ = simulated_sequences(1, 400, seed=5)
+    noisy = noisy[noisy[["s1", "s2", "s3"]].max(axis=1) <= 5]
+    fits = fit_many(pd.concat([sep, noisy]), by="sequence")
+    assert fits.keys["sequence"].tolist() == ["separated", "seq00"]
+    assert fits.converged.tolist() == [False, True]
+
+
+def test_bootstrap_intervals_bracket_the_estimates():
+    df, _ = simulated_sequences(4, 500, seed=6)
+    fits = fit_many(df, n_boot=200, random_state=0)
+    inner = slice(1, -1)
+    assert (fits.ci_low[:, inner] <= fits.scale_std[:, inner]).all()
+    assert (fits.scale_std[:, inner] <= fits.ci_high[:, inner]).all()
+    assert (fits.sigma_ci[:, 0] < fits.sigma).all() and (fits.sigma < fits.sigma_ci[:, 1]).all()
+    long = fits.to_frame()
+    assert list(long.columns) == ["sequence", "level", "scale", "scale_std", "se", "ci_low",
+                                  "ci_high"]
+    assert len(long) == 4 * 7
+
+
+def test_missing_grouping_column_raises():
+    df, _ = simulated_sequences(1, 50, seed=7)
+    with pytest.raises(ValueError, match="participant"):
+        fit_many(df, by="participant")
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n_rows=st.integers(8, 40))
+def test_counts_give_the_same_estimates_as_bernoulli_rows(seed, n_rows):
+    """Property: collapsing identical trials into binomial counts does not change the MLE."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_rows, 3))
+    beta = rng.normal(scale=0.5, size=3)
+    trials = rng.integers(5, 15, n_rows)
+    y = rng.binomial(trials, 1 / (1 + np.exp(-1.6 * (X @ beta))))
+    counts = fit_probit_batch(X, y, trials)
+    assume(counts.converged[0] and np.abs(counts.coef).max() < 8)  # skip (quasi-)separation
+    rows = np.repeat(np.arange(n_rows), trials)
+    bern = (np.arange(trials.sum()) - np.repeat(np.cumsum(trials) - trials, trials)
+            < np.repeat(y, trials)).astype(float)  # y ones then n - y zeros per row
+    single = fit_probit_batch(X[rows], bern, np.ones_like(bern))
+    np.testing.assert_allclose(counts.coef, single.coef, atol=1e-7)
+    assert counts.loglik[0] == pytest.approx(single.loglik[0], abs=1e-8)
