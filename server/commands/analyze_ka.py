@@ -171,7 +171,7 @@ def _labelled_and_aligned(
     "--float32",
     "use_float32",
     is_flag=True,
-    help="Eigendecompose in float32 (faster, curves agree to ~1e-5).",
+    help="Eigendecompose in float32 (about 2x faster; KA-AUC agrees to ~1e-6).",
 )
 def command(
     features,

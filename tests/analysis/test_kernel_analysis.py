@@ -185,3 +185,14 @@ def test_bad_input_raises_value_error_naming_the_problem(kwargs, message):
     args.update(kwargs)
     with pytest.raises(ValueError, match=message):
         kernel_analysis(args.pop("X"), args.pop("labels"), **args)
+
+
+def test_numerically_null_components_explain_nothing():
+    # A wide Gaussian kernel on 1-D data has eigenvalues decaying geometrically: most of its
+    # components are numerical noise, which must not be allowed to fit the labels.
+    rng = np.random.default_rng(8)
+    X, y = rng.uniform(0, 1, (120, 1)), rng.integers(0, 2, 120)
+    res = kernel_analysis(X, y, quantiles=(0.9,))
+    assert res.rank[0] < 30
+    np.testing.assert_array_equal(res.curve[res.rank[0] :], res.curve[-1])
+    assert res.curve[-1] < 0.6  # would be 1 if all n components counted

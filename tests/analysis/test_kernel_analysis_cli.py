@@ -116,3 +116,30 @@ def test_cli_without_labels_names_the_option_to_add(files):
     result = CliRunner().invoke(main, ["analyze", "ka", str(tmp / "model.csv"), "--out", str(tmp)])
     assert result.exit_code != 0
     assert "--labels" in result.output
+
+
+def test_cli_reads_model_features_through_the_stimuli_feature_extractor(files):
+    pytest.importorskip("torch")
+    from PIL import Image
+
+    tmp, ids, labels, *_ = files
+    rng = np.random.default_rng(3)
+    codes = np.repeat(np.arange(3), N_PER_CLASS)
+    pixels = np.clip(60 * codes[:, None, None] + rng.integers(0, 80, (ids.size, 6, 6)), 0, 255)
+    (tmp / "img").mkdir()
+    for name, p in zip(ids, pixels.astype(np.uint8)):
+        Image.fromarray(p, mode="L").save(tmp / "img" / name)
+    pd.DataFrame({"file": [f"img/{i}" for i in ids], "kind": "natural", "true_class": labels})\
+        .to_csv(tmp / "manifest.csv", index=False)  # fmt: skip
+    out = tmp / "out_real"
+    args = ["analyze", "ka", "--model", "torch.nn:Flatten", "--manifest", str(tmp / "manifest.csv"),
+            "--out", str(out), "--subsets", "2"]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    # Manifest ids sort like ids; features are the grey pixels scaled to [0, 1].
+    subsets = balanced_subsets(labels, n_subsets=2, random_state=0)
+    expected = kernel_analysis_protocol(
+        pixels.reshape(ids.size, -1) / 255.0, labels, subsets=subsets
+    )
+    auc = pd.read_csv(out / "ka_auc.csv").set_index("representation")
+    assert auc.loc["Flatten", "auc_mean"] == pytest.approx(expected.auc_mean, abs=1e-6)
