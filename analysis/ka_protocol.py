@@ -1,7 +1,7 @@
 """Cadieu et al. (2013) kernel-analysis protocol: KA curves and KA-AUC over class-balanced subsets.
 
 Each subset holds ``floor(fraction * m_min)`` images of every class (``m_min``: size of the
-smallest class), 80% by default as in Cadieu et al. (2013, sec. 3); the KA curve and AUC are
+smallest class), 80% by default as in Cadieu et al. (2013); the KA curve and AUC are
 computed on every subset, and the AUC is summarised by its mean and standard deviation over
 subsets (``ddof=0``, as the released benchmark code prints it).
 """

@@ -152,7 +152,7 @@ def _label_energy(
     del K
     lam = lam[::-1]
     P = U[:, ::-1].T @ Y.astype(dtype)
-    keep = lam > null_rtol * lam[0]
+    keep = (lam > null_rtol * lam[0]) & (lam[0] > 0)  # all-null if every point coincides
     return np.einsum("kc,kc->k", P, P, dtype=np.float64) * keep, int(keep.sum())
 
 
