@@ -79,6 +79,8 @@ def read_features(
         dup = pd.Series(ids)[pd.Series(ids).duplicated()].iloc[0]
         raise ValueError(f"{path}: column {index_col!r} lists image {dup!r} twice")
     labels = frame[label_col].to_numpy() if label_col in frame.columns else None
+    if labels is not None and frame[label_col].isna().any():
+        raise ValueError(f"{path}: column {label_col!r} has empty labels")
     X = _numeric_block(
         frame.drop(columns=[c for c in (index_col, label_col) if c in frame]), path, "feature"
     )

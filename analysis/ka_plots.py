@@ -1,4 +1,4 @@
-"""Kernel-analysis figures and tables in the layout of Cadieu et al. (2013, Fig. 3 and Table 1).
+"""Kernel-analysis figure in the layout of Cadieu et al. (2013, Fig. 3) and KA-AUC tables.
 
 One axis, one line per representation (mean of 1 - e(d) over subsets) with a shaded band from the
 pointwise minimum to the maximum over subsets; complexity d/n on a log axis; and a table of
