@@ -79,8 +79,7 @@ def kappa_from_rates(
     # 1 - c_exp = p_a + p_b - 2 p_a p_b, computed with few temporaries (arrays can be large)
     denom = p_a * p_b
     denom *= -2.0
-    denom += p_a
-    denom += p_b
+    denom += p_a + p_b  # one sum, so the result is exactly symmetric in a and b
     num = c_obs - 1.0
     num += denom  # c_obs - c_exp
     kap = np.full(num.shape, np.nan)
