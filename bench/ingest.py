@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import re
+import resource
 import secrets
 import socket
 import subprocess
@@ -98,14 +99,54 @@ def start_server(spec: Path, database_url: str, instance: Path) -> tuple[subproc
     raise RuntimeError("gunicorn did not start")
 
 
-def _request_bytes(request: httpx.Request) -> int:
-    head = f"{request.method} {request.url.raw_path.decode()} HTTP/1.1\r\n"
-    head += "".join(f"{k}: {v}\r\n" for k, v in request.headers.items()) + "\r\n"
-    return len(head.encode()) + len(request.content or b"")
+class KeepAliveConnection:
+    """A minimal HTTP/1.1 keep-alive client over asyncio streams, one request in flight at a time.
+
+    The benchmark measures the server, so the load generator must cost far less than it: a general
+    client (httpx) spends more CPU per request than the server does on this 2-core machine. Cookies
+    are kept only for the entry pages; API calls send none, as the task page's fetch() does."""
+
+    def __init__(self, host: str, port: int):
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+        self.cookie = ""
+        self.bytes_sent = 0
+
+    async def request(self, method: str, path: str, body: bytes = b"",
+                      headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        lines = [f"{method} {path} HTTP/1.1", f"Host: {self.host}:{self.port}",
+                 f"Content-Length: {len(body)}"]
+        lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+        raw = ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+        self.bytes_sent += len(raw)
+        self.writer.write(raw)
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status_line, *header_lines = head.decode("latin-1").split("\r\n")
+        status = int(status_line.split()[1])
+        resp_headers: dict[str, str] = {}
+        for line in header_lines:
+            if ":" in line:
+                key, value = line.split(":", 1)
+                key = key.strip().lower()
+                resp_headers[key] = (resp_headers[key] + "; " if key in resp_headers else "") + value.strip()
+        content = await self.reader.readexactly(int(resp_headers.get("content-length", 0)))
+        if "set-cookie" in resp_headers:
+            self.cookie = resp_headers["set-cookie"].split(";", 1)[0]
+        if resp_headers.get("connection", "").lower() == "close":
+            self.writer.close()
+            self.reader = self.writer = None
+        return status, resp_headers, content
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
 
 
 class Participant:
-    """One simulated browser: its own cookie jar and connection."""
+    """One simulated browser with its own connection."""
 
     def __init__(self, base: str, slug: str, n: int, rng: np.random.Generator):
         self.base, self.slug, self.n, self.rng = base, slug, n, rng
@@ -114,40 +155,48 @@ class Participant:
         self.bytes_sent = 0
         self.pid = self.token = ""
 
-    async def _send(self, client: httpx.AsyncClient, method: str, url: str, **kw) -> httpx.Response:
-        request = client.build_request(method, url, **kw)
-        self.bytes_sent += _request_bytes(request)
-        return await client.send(request)
-
     async def run(self) -> None:
-        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        async with httpx.AsyncClient(base_url=self.base, limits=limits, timeout=30) as client:
-            entry = await self._send(client, "GET", f"/start/{self.slug}?PROLIFIC_PID={self.platform_id}"
-                                     "&STUDY_ID=bench&SESSION_ID=s")
-            self.pid = entry.headers["location"].rstrip("/").split("/")[-1]
-            page = await self._send(client, "GET", f"/task/{self.pid}")
-            self.token = re.search(r'"token": ?"([^"]+)"', page.text).group(1)
-            client.cookies.clear()  # the task page's fetch() calls send no cookies (credentials: omit)
-            headers = {"Authorization": f"Bearer {self.token}"}
-            api = f"/api/v1/participants/{self.pid}"
-            await self._send(client, "POST", api + "/consent", json={"agree": True}, headers=headers)
-            timeline = (await self._send(client, "GET", api + "/timeline", headers=headers)).json()
-            assert timeline["n_trials"] == self.n, timeline["n_trials"]
-            levels = self.rng.integers(0, 5, size=(self.n, len(LABELS))) / 4
-            for t in timeline["trials"]:
-                body = {"trial_index": t["index"], "trial_type": "rating",
-                        "response": {"ratings": dict(zip(LABELS, levels[t["index"]].tolist()))},
-                        "rt_ms": float(self.rng.uniform(400, 3000)), "first_rt_ms": 350.0,
-                        "presented_ms": 1000.0, "frames": 60, "client_time": time.time() * 1000}
-                start = time.perf_counter()
-                while True:
-                    resp = await self._send(client, "POST", api + "/trials", json=body, headers=headers)
-                    if resp.status_code in (200, 201):
-                        break
-                    await asyncio.sleep(0.05)  # 5xx: retry as the browser would
-                self.latencies.append((time.perf_counter() - start) * 1000)
-            done = await self._send(client, "POST", api + "/complete", headers=headers)
-            assert done.status_code == 200, done.text
+        host, port = self.base.removeprefix("http://").split(":")
+        conn = KeepAliveConnection(host, int(port))
+        try:
+            await self._run(conn)
+        finally:
+            self.bytes_sent = conn.bytes_sent
+            await conn.close()
+
+    async def _run(self, conn: KeepAliveConnection) -> None:
+        status, headers, _ = await conn.request(
+            "GET", f"/start/{self.slug}?PROLIFIC_PID={self.platform_id}&STUDY_ID=bench&SESSION_ID=s")
+        assert status == 302, status
+        self.pid = headers["location"].rstrip("/").split("/")[-1]
+        _, _, page = await conn.request("GET", f"/task/{self.pid}", headers={"Cookie": conn.cookie})
+        self.token = re.search(r'"token": ?"([^"]+)"', page.decode()).group(1)
+        auth = {"Authorization": f"Bearer {self.token}"}
+        post = auth | {"Content-Type": "application/json"}
+        api = f"/api/v1/participants/{self.pid}"
+        status, _, _ = await conn.request("POST", api + "/consent", b'{"agree": true}', post)
+        assert status == 200, status
+        status, _, raw = await conn.request("GET", api + "/timeline", headers=auth)
+        timeline = json.loads(raw)
+        assert timeline["n_trials"] == self.n, timeline["n_trials"]
+        levels = self.rng.integers(0, 5, size=(self.n, len(LABELS))) / 4
+        for t in timeline["trials"]:
+            body = json.dumps({
+                "trial_index": t["index"], "trial_type": "rating",
+                "response": {"ratings": dict(zip(LABELS, levels[t["index"]].tolist()))},
+                "rt_ms": float(self.rng.uniform(400, 3000)), "first_rt_ms": 350.0,
+                "presented_ms": 1000.0, "frames": 60, "client_time": time.time() * 1000,
+            }).encode()
+            start = time.perf_counter()
+            while True:
+                status, _, _ = await conn.request("POST", api + "/trials", body, post)
+                if status in (200, 201):
+                    break
+                assert status >= 500, status
+                await asyncio.sleep(0.05)  # a 5xx: retry as the browser would
+            self.latencies.append((time.perf_counter() - start) * 1000)
+        status, _, _ = await conn.request("POST", api + "/complete", b"{}", post)
+        assert status == 200, status
 
 
 async def drive(base: str, participants: int, trials: int, concurrency: int, seed: int):
@@ -221,6 +270,10 @@ def main() -> None:
             proc.wait(10)
     lat = np.concatenate([p.latencies for p in people])
     total = len(lat)
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(f"wall {seconds:.1f} s; CPU: client {me.ru_utime + me.ru_stime:.1f} s, "
+          f"server + set-up {kids.ru_utime + kids.ru_stime:.1f} s; {os.cpu_count()} cores",
+          file=sys.stderr)
     print(json.dumps({
         "trials_per_s": round(total / seconds, 1),
         "p50_ms": round(float(np.percentile(lat, 50)), 2),
