@@ -141,3 +141,39 @@ def test_counts_give_the_same_estimates_as_bernoulli_rows(seed, n_rows):
     single = fit_probit_batch(X[rows], bern, np.ones_like(bern))
     np.testing.assert_allclose(counts.coef, single.coef, atol=1e-7)
     assert counts.loglik[0] == pytest.approx(single.loglik[0], abs=1e-8)
+
+
+def _linear_program_finds_separation(X, y, n) -> bool:
+    """Independent check (scipy.optimize.linprog): is there a direction d != 0 with
+    X d >= 0 on all-success rows, <= 0 on all-failure rows and = 0 on mixed rows? Then the
+    likelihood keeps rising along d and no maximum-likelihood estimate exists."""
+    from scipy.optimize import linprog
+
+    ones, zeros = (y == n) & (n > 0), (y == 0) & (n > 0)
+    mixed = (y > 0) & (y < n)
+    res = linprog(-(X[ones].sum(0) - X[zeros].sum(0)), A_ub=np.vstack([-X[ones], X[zeros]]),
+                  b_ub=np.zeros(ones.sum() + zeros.sum()),
+                  A_eq=X[mixed] if mixed.any() else None,
+                  b_eq=np.zeros(mixed.sum()) if mixed.any() else None,
+                  bounds=[(-1, 1)] * X.shape[1])
+    return -res.fun > 1e-9
+
+
+def test_non_convergence_flags_exactly_the_separated_data_sets():
+    """Sparse quadruple data (35 trials, sigma = 0.1) are often (quasi-)separated; the batched
+    fit must flag precisely those, as a linear program independently decides."""
+    from humanlike.analysis.mlds_data import canonical_trials, count_trials, design_matrix
+
+    quads = all_quadruples(7)
+    psi = (np.arange(7) / 6) ** 2
+    levels = np.tile(quads, (60, 1))
+    df = pd.DataFrame(levels, columns=["s1", "s2", "s3", "s4"])
+    df["response"] = simulate_responses(levels, psi, 0.1, design="quadruples", random_state=0)
+    groups = np.repeat(np.arange(60), len(quads))
+    counts = count_trials(canonical_trials(df, "quadruples"), 7, groups, 60)
+    X = design_matrix(counts.rows, 7, "quadruples")
+    fit = fit_probit_batch(X, counts.successes, counts.trials)
+    separated = np.array([_linear_program_finds_separation(X, counts.successes[g],
+                                                           counts.trials[g]) for g in range(60)])
+    assert 5 < separated.sum() < 55  # both kinds occur
+    np.testing.assert_array_equal(fit.converged, ~separated)
