@@ -107,11 +107,13 @@ class MLDS:
             fit = fit_probit_batch(X, y, n)
             coef, converged = fit.coef[0], bool(fit.converged[0])
         _, info = score_and_information(X, coef[None], y[None], n[None])
+        eig = np.linalg.eigvalsh(info[0])
+        if not eig[0] > 1e-10 * eig[-1]:  # (quasi-)separated: the MLE does not exist
+            converged = False
         try:
             cov = np.linalg.inv(info[0])
-        except np.linalg.LinAlgError:  # separated data: fitted probabilities all 0 or 1
+        except np.linalg.LinAlgError:
             cov = np.linalg.pinv(info[0])
-            converged = False
 
         self.n_levels_ = n_levels
         self.n_trials_ = trials.n_trials

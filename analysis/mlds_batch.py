@@ -149,19 +149,38 @@ def fit_many(
     if n_boot > 0:
         with np.errstate(invalid="ignore"):
             p = special.ndtr(np.nan_to_num(fit.coef) @ X.T)
-        boot = bootstrap_coefs(X, p, counts.trials, n_boot, random_state, max_iter=max_iter,
-                               tol=tol, progress=progress)
+        boot = bootstrap_coefs(
+            X,
+            p,
+            counts.trials,
+            n_boot,
+            random_state,
+            max_iter=max_iter,
+            tol=tol,
+            progress=progress,
+            start=fit.coef,
+        )
         _, boot_std, boot_sigma = scales_from_coef(boot)  # (G, B, N), (G, B)
         failed = np.isnan(boot_sigma)
         alpha = (1.0 - confidence_level) / 2.0
-        with np.errstate(invalid="ignore"):
-            lo, hi = np.nanquantile(boot_std, [alpha, 1.0 - alpha], axis=1)
-            sig = np.nanquantile(boot_sigma, [alpha, 1.0 - alpha], axis=1).T
+        lo, hi = percentile_limits(boot_std, alpha, axis=1)
+        sig = np.column_stack(percentile_limits(boot_sigma, alpha, axis=1))
         lo[~fit.identified] = np.nan
         hi[~fit.identified] = np.nan
-        result.update(ci_low=lo, ci_high=hi, sigma_ci=sig, n_boot=n_boot,
-                      n_boot_failed=failed.sum(axis=1))
+        result.update(
+            ci_low=lo, ci_high=hi, sigma_ci=sig, n_boot=n_boot, n_boot_failed=failed.sum(axis=1)
+        )
     return ScaleFits(**result)
+
+
+def percentile_limits(
+    samples: np.ndarray, alpha: float, axis: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile-bootstrap limits (alpha and 1 - alpha quantiles), ignoring NaN replicates."""
+    quantile = np.nanquantile if np.isnan(samples).any() else np.quantile
+    with np.errstate(invalid="ignore"):
+        lo, hi = quantile(samples, [alpha, 1.0 - alpha], axis=axis)
+    return lo, hi
 
 
 def bootstrap_coefs(
@@ -174,11 +193,13 @@ def bootstrap_coefs(
     max_iter: int = 100,
     tol: float = 1e-10,
     progress: Callable[[int], object] | None = None,
+    start: np.ndarray | None = None,
 ) -> np.ndarray:
     """Parametric bootstrap: (G, n_boot, P) coefficients refitted to binomial counts drawn from
     fitted probabilities ``p`` (G, R) with ``trials`` (G, R); replicates that fail to converge
     are NaN (Knoblauch & Maloney 2008, ``boot.mlds``). Drawn and refitted in memory-bounded
-    chunks of replicates, each chunk one batched fit."""
+    chunks of replicates, each chunk one batched fit started at ``start`` (G, P), the groups'
+    own estimates, when given."""
     rng = np.random.default_rng(random_state)
     p = np.atleast_2d(p)
     trials = np.atleast_2d(trials)
@@ -188,15 +209,21 @@ def bootstrap_coefs(
     out = np.full((n_groups, n_boot, n_par), np.nan)
     per_replicate = max(1, n_groups * n_rows * n_par)
     chunk = max(1, min(n_boot, _BOOT_CHUNK_ELEMENTS // per_replicate))
-    for start in range(0, n_boot, chunk):  # memory-bounded chunks, each one batched fit
-        m = min(chunk, n_boot - start)
+    for first in range(0, n_boot, chunk):  # memory-bounded chunks, each one batched fit
+        m = min(chunk, n_boot - first)
         y = rng.binomial(trials.astype(np.int64)[None], p[None], size=(m, n_groups, n_rows))
+        init = None if start is None else np.tile(np.nan_to_num(start), (m, 1))
         fit = fit_probit_batch(
-            X, y.reshape(m * n_groups, n_rows), np.broadcast_to(trials, (m, n_groups, n_rows))
-            .reshape(m * n_groups, n_rows), max_iter=max_iter, tol=tol,
+            X,
+            y.reshape(m * n_groups, n_rows),
+            np.broadcast_to(trials, (m, n_groups, n_rows)).reshape(m * n_groups, n_rows),
+            start=init,
+            max_iter=max_iter,
+            tol=tol,
+            compute_cov=False,
         )
         coef = np.where(fit.converged[:, None], fit.coef, np.nan)
-        out[:, start:start + m] = coef.reshape(m, n_groups, n_par).transpose(1, 0, 2)
+        out[:, first : first + m] = coef.reshape(m, n_groups, n_par).transpose(1, 0, 2)
         if progress is not None:
             progress(m)
     return out

@@ -9,7 +9,7 @@ batched Newton fit), and compare the observed statistic with its simulated distr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 
 import numpy as np
@@ -24,16 +24,26 @@ _SIM_CHUNK_ELEMENTS = 4_000_000
 
 @dataclass(frozen=True)
 class SixPointTest:
-    """Six-point test. ``loglik``: log-likelihood, under the fitted scale, of the responses in
-    the ``n_conditions`` six-point triples (R's ``lik6pt``); ``null_distribution``: the same
-    statistic for observers simulated from the fit and refitted; ``p_value``: fraction of
-    simulations with a statistic <= ``loglik`` (small: more six-point violations than a
-    difference-scale observer makes); ``n_failed``: simulations whose refit did not converge."""
+    """Six-point test of a quadruple MLDS fit (Maloney & Yang 2003).
 
-    loglik: float
-    null_distribution: np.ndarray
+    For each of the ``n_conditions`` six-point triples (A, B, E) whose A and B responses agree
+    (``n_applicable``), E either follows them or is a violation (``n_violations``).
+    ``violation_loglik`` is log Lambda_6 = sum_k log P(observed outcome_k | A and B agree) under
+    the fitted scale (Maloney & Yang 2003, Eq. 14-15; Knoblauch & Maloney 2008, Eq. 9-10), and
+    ``p_value`` the fraction of observers simulated from the fit (and refitted) with a value
+    <= the observed one: small means more, or more improbable, violations than a
+    difference-scale observer makes. ``loglik`` is R's ``lik6pt`` (the log-likelihood of all
+    responses in the triples) with its own simulated ``loglik_p_value``; ``null_distribution``
+    holds the simulated ``violation_loglik``; ``n_failed`` counts refits that did not converge."""
+
+    violation_loglik: float
     p_value: float
+    n_violations: int
+    n_applicable: int
     n_conditions: int
+    loglik: float
+    loglik_p_value: float
+    null_distribution: np.ndarray = field(repr=False)
     n_failed: int
 
 
@@ -47,7 +57,7 @@ class RunsTest:
     residuals depend on the fitted value, the link or the scale misfits)."""
 
     n_runs: int
-    null_distribution: np.ndarray
+    null_distribution: np.ndarray = field(repr=False)
     p_value: float
     n_failed: int
 
@@ -60,8 +70,10 @@ def six_point_conditions(model: MLDS) -> np.ndarray:
     of each is used (Maloney & Yang 2003; R's ``Get6pts``)."""
     _check(model)
     if model.design != "quadruples":
-        raise ValueError("the six-point test needs a quadruple design (design='quadruples'); "
-                         "triads share their middle stimulus and form no six-point conditions")
+        raise ValueError(
+            "the six-point test needs a quadruple design (design='quadruples'); "
+            "triads share their middle stimulus and form no six-point conditions"
+        )
     n = model.n_levels_
     triples = np.array(list(combinations(range(1, n + 1), 3)))
     i, j = np.meshgrid(np.arange(len(triples)), np.arange(len(triples)), indexing="ij")
@@ -80,32 +92,63 @@ def six_point_conditions(model: MLDS) -> np.ndarray:
     return idx[(idx >= 0).all(axis=1)]
 
 
-def six_point_test(model: MLDS, n_sim: int = 1000, *,
-                   random_state: int | np.random.Generator | None = None) -> SixPointTest:
+def six_point_test(
+    model: MLDS, n_sim: int = 1000, *, random_state: int | np.random.Generator | None = None
+) -> SixPointTest:
     """Six-point test of a fitted quadruple MLDS model by simulation (see module doc)."""
-    conditions = six_point_conditions(model).ravel()
+    conditions = six_point_conditions(model)
     if conditions.size == 0:
         raise ValueError("the trials contain no complete six-point condition")
+
     def statistic(y: np.ndarray, eta: np.ndarray) -> np.ndarray:
-        ys, es = y[:, conditions], eta[:, conditions]
-        return np.sum(ys * special.log_ndtr(es) + (1 - ys) * special.log_ndtr(-es), axis=1)
+        return np.column_stack(_six_point_statistics(y, eta, conditions)[:2])
 
     y = model.data_["resp"].to_numpy()
-    observed = float(statistic(y[None], _eta(model)[None])[0])
-
+    violation_ll, loglik, n_viol, n_app = _six_point_statistics(
+        y[None], _eta(model)[None], conditions
+    )
     null = _simulate(model, n_sim, random_state, statistic)
-    ok = np.isfinite(null)
+    ok = np.isfinite(null).all(axis=1)
     return SixPointTest(
-        loglik=observed,
-        null_distribution=null[ok],
-        p_value=float(np.mean(null[ok] <= observed)),
-        n_conditions=conditions.size // 3,
+        violation_loglik=float(violation_ll[0]),
+        p_value=float(np.mean(null[ok, 0] <= violation_ll[0])),
+        n_violations=int(n_viol[0]),
+        n_applicable=int(n_app[0]),
+        n_conditions=len(conditions),
+        loglik=float(loglik[0]),
+        loglik_p_value=float(np.mean(null[ok, 1] <= loglik[0])),
+        null_distribution=null[ok, 0],
         n_failed=int((~ok).sum()),
     )
 
 
-def runs_test(model: MLDS, n_sim: int = 1000, *,
-              random_state: int | np.random.Generator | None = None) -> RunsTest:
+def _six_point_statistics(
+    y: np.ndarray, eta: np.ndarray, conditions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of (m, n) responses and linear predictors: log Lambda_6, R's lik6pt, the number
+    of violations and of applicable conditions. Responses of a triple are independent given the
+    scale, so P(violation | A = B) = [pA pB (1 - pE) + qA qB pE] / [pA pB + qA qB]."""
+    ys = [y[:, conditions[:, j]] for j in range(3)]
+    lp = [special.log_ndtr(eta[:, conditions[:, j]]) for j in range(3)]
+    lq = [special.log_ndtr(-eta[:, conditions[:, j]]) for j in range(3)]
+    both_one, both_zero = lp[0] + lp[1], lq[0] + lq[1]
+    log_agree = np.logaddexp(both_one, both_zero)
+    log_violate = np.logaddexp(both_one + lq[2], both_zero + lp[2]) - log_agree
+    log_follow = np.logaddexp(both_one + lp[2], both_zero + lq[2]) - log_agree
+    applicable = ys[0] == ys[1]
+    violated = applicable & (ys[2] != ys[0])
+    violation_ll = np.sum(
+        np.where(applicable, np.where(violated, log_violate, log_follow), 0.0), axis=1
+    )
+    loglik = sum(
+        np.sum(yj * lpj + (1 - yj) * lqj, axis=1) for yj, lpj, lqj in zip(ys, lp, lq, strict=True)
+    )
+    return violation_ll, loglik, violated.sum(axis=1), applicable.sum(axis=1)
+
+
+def runs_test(
+    model: MLDS, n_sim: int = 1000, *, random_state: int | np.random.Generator | None = None
+) -> RunsTest:
     """Runs test on the signs of the deviance residuals sorted by fitted value (see module doc)."""
     _check(model)
     y = model.data_["resp"].to_numpy()
@@ -133,7 +176,8 @@ def _count_runs(y: np.ndarray, eta: np.ndarray) -> np.ndarray:
 
 
 def _simulate(model: MLDS, n_sim: int, random_state, statistic) -> np.ndarray:
-    """Statistic of ``n_sim`` data sets simulated from the fit and refitted (NaN if not converged)."""
+    """Statistic(s) of ``n_sim`` data sets simulated from the fit and refitted: (n_sim,) or
+    (n_sim, k), NaN where the refit did not converge."""
     if n_sim < 1:
         raise ValueError(f"n_sim must be positive, got {n_sim}")
     rng = np.random.default_rng(random_state)
@@ -141,7 +185,7 @@ def _simulate(model: MLDS, n_sim: int, random_state, statistic) -> np.ndarray:
     rows = counts.row_of_trial
     X_trials = X[rows]
     n_trials, n_rows = rows.size, X.shape[0]
-    out = np.full(n_sim, np.nan)
+    out: np.ndarray | None = None
     chunk = max(1, min(n_sim, _SIM_CHUNK_ELEMENTS // max(1, n_trials)))
     for start in range(0, n_sim, chunk):  # memory-bounded chunks, each one batched refit
         m = min(chunk, n_sim - start)
@@ -149,10 +193,13 @@ def _simulate(model: MLDS, n_sim: int, random_state, statistic) -> np.ndarray:
         cell = (np.arange(m)[:, None] * n_rows + rows).ravel()
         succ = np.bincount(cell, weights=y_sim.ravel(), minlength=m * n_rows).reshape(m, n_rows)
         trials = np.broadcast_to(counts.trials[0], (m, n_rows))
-        fit = fit_probit_batch(X, succ, trials)
+        fit = fit_probit_batch(X, succ, trials, start=model.coef_, compute_cov=False)
         eta = np.nan_to_num(fit.coef) @ X_trials.T
-        values = statistic(y_sim, eta).astype(float)
-        out[start:start + m] = np.where(fit.converged, values, np.nan)
+        values = np.asarray(statistic(y_sim, eta), dtype=float)
+        if out is None:
+            out = np.full((n_sim,) + values.shape[1:], np.nan)
+        failed = ~fit.converged.reshape((-1,) + (1,) * (values.ndim - 1))
+        out[start : start + m] = np.where(failed, np.nan, values)
     return out
 
 

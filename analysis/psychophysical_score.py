@@ -13,7 +13,7 @@ the score in context (the study's Table 1).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -32,7 +32,7 @@ class PsychophysicalScore:
     p_value: float
     n_sequences: int
     confidence_level: float
-    bootstrap_distribution: np.ndarray
+    bootstrap_distribution: np.ndarray = field(repr=False)
 
 
 def scale_skewness(scale_std: np.ndarray) -> np.ndarray:
@@ -90,8 +90,14 @@ def psychophysical_score(
         raise ValueError(f"need at least 3 sequences with finite skewness, got {x.size}")
     rho, p_value = stats.spearmanr(x, y)
     res = stats.bootstrap(
-        (x, y), _spearman, paired=True, vectorized=True, n_resamples=n_boot,
-        confidence_level=confidence_level, method=method, rng=np.random.default_rng(random_state),
+        (x, y),
+        _spearman,
+        paired=True,
+        vectorized=True,
+        n_resamples=n_boot,
+        confidence_level=confidence_level,
+        method=method,
+        rng=np.random.default_rng(random_state),
         batch=max(1, 4_000_000 // x.size),
     )
     return PsychophysicalScore(
@@ -138,10 +144,20 @@ def score_table(
     for obs in wide.columns:  # one row per observer (a handful of models), not per resample
         row = {"observer": obs, "skewness_variance": variance["skewness_variance"].get(obs)}
         if obs != human:
-            score = psychophysical_score(wide[obs], wide[human], n_boot=n_boot,
-                                         confidence_level=confidence_level, random_state=rng)
-            row.update(rho=score.rho, ci_low=score.ci[0], ci_high=score.ci[1],
-                       p_value=score.p_value, n_sequences=score.n_sequences)
+            score = psychophysical_score(
+                wide[obs],
+                wide[human],
+                n_boot=n_boot,
+                confidence_level=confidence_level,
+                random_state=rng,
+            )
+            row.update(
+                rho=score.rho,
+                ci_low=score.ci[0],
+                ci_high=score.ci[1],
+                p_value=score.p_value,
+                n_sequences=score.n_sequences,
+            )
         rows.append(row)
     return pd.DataFrame(rows)
 
