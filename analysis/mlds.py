@@ -6,7 +6,7 @@ decision noise. For a triad (a < b < c) the decision variable is
 ``Delta = (psi_d - psi_c) - (psi_b - psi_a) + eps``, ``eps ~ N(0, sigma^2)``; the response is 1
 (second interval larger) when ``Delta > 0``. With ``psi_1 = 0`` and unit noise this is a probit
 GLM without intercept whose design row holds +1, -2, +1 (triads) or +1, -1, -1, +1 (quadruples) at
-the levels (Knoblauch & Maloney 2008, J. Stat. Softw. 25(2), Sec. 2.2, Eq. 4-6). Dividing by the
+the levels (Knoblauch & Maloney 2008, J. Stat. Softw. 25(2), the GLM formulation). Dividing by the
 top value gives the standard scale (0 to 1) and sigma = 1 / psi_N.
 """
 

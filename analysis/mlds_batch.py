@@ -4,7 +4,7 @@ Every group's trials are collapsed to binomial counts on the distinct level tupl
 data set (35 rows for all triads of 7 levels), so each group is a probit GLM on a shared design
 matrix; :func:`humanlike.analysis.probit_irls.fit_probit_batch` then runs Fisher scoring on all
 groups' stacked normal equations together. The estimates are the maximum-likelihood estimates of
-fitting each group alone (Knoblauch & Maloney 2008, J. Stat. Softw. 25(2), Sec. 2.2).
+fitting each group alone (Knoblauch & Maloney 2008, J. Stat. Softw. 25(2)).
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ class ScaleFits:
 
 def scales_from_coef(coef: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(scale, scale_std, sigma) from GLM coefficients (..., N - 1): psi = (0, beta),
-    standard scale psi / psi_N, sigma = 1 / psi_N (Knoblauch & Maloney 2008, Sec. 2.2)."""
+    standard scale psi / psi_N, sigma = 1 / psi_N (Knoblauch & Maloney 2008)."""
     coef = np.asarray(coef, dtype=float)
     scale = np.concatenate([np.zeros(coef.shape[:-1] + (1,)), coef], axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -1,6 +1,6 @@
 """MLDS trial frames: input layouts, canonical order, design matrices and count aggregation.
 
-Two layouts are accepted (Knoblauch & Maloney 2008, J. Stat. Softw. 25(2), Sec. 3.1):
+Two layouts are accepted (Knoblauch & Maloney 2008, J. Stat. Softw. 25(2), "Fitting with mlds"):
 
 - the tidy export (``response, s1, s2, s3`` for triads, plus ``s4`` for quadruples), and
 - R's MLDS data frames (``resp, S1, S2, S3[, S4]``),
@@ -131,7 +131,7 @@ def infer_n_levels(trials: CanonicalTrials, n_levels: int | None) -> int:
 
 def design_matrix(levels: np.ndarray, n_levels: int, design: Design) -> np.ndarray:
     """GLM design matrix (n x (N - 1)): weights (+1, -2, +1) or (+1, -1, -1, +1) at the levels,
-    level 1's column dropped so that psi_1 = 0 (Knoblauch & Maloney 2008, Sec. 2.2)."""
+    level 1's column dropped so that psi_1 = 0 (Knoblauch & Maloney 2008, GLM formulation)."""
     weights = DESIGN_WEIGHTS[check_design(design)]
     levels = np.asarray(levels)
     full = np.zeros((levels.shape[0], n_levels))
@@ -199,7 +199,9 @@ def _binary_column(series: pd.Series, name: str) -> np.ndarray:
     bad = ~np.isin(values, (0.0, 1.0))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"column {name!r} must be 0/1 (or boolean); row {i} has {series.iloc[i]!r}")
+        raise ValueError(
+            f"column {name!r} must be 0/1 (or boolean); row {i} has {series.iloc[i]!r}"
+        )
     return values.astype(np.int64)
 
 
@@ -207,8 +209,8 @@ def _binary_column(series: pd.Series, name: str) -> np.ndarray:
 class TrialCounts:
     """Trials collapsed to binomial counts on the distinct level tuples (exact for the GLM).
 
-    ``rows`` (U, k): distinct canonical level tuples; ``successes`` and ``trials`` (G, U): counts per
-    group; ``row_of_trial`` (n,): index into ``rows`` of each trial."""
+    ``rows`` (U, k): distinct canonical level tuples; ``successes`` and ``trials`` (G, U): counts
+    per group; ``row_of_trial`` (n,): index into ``rows`` of each trial."""
 
     rows: np.ndarray
     successes: np.ndarray
@@ -222,7 +224,7 @@ def count_trials(
     groups: np.ndarray | None = None,
     n_groups: int = 1,
 ) -> TrialCounts:
-    """Collapse trials (optionally split by integer group codes 0..G-1) to counts per distinct row."""
+    """Collapse trials (optionally split by group codes 0..G-1) to counts per distinct row."""
     codes = row_codes(trials.columns, n_levels)
     k = len(trials.columns)
     n_codes = n_levels**k

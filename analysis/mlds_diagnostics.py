@@ -3,7 +3,8 @@
 Both simulate an observer who follows the fitted model (responses drawn from the fitted
 probabilities of every trial), refit the scale to each simulated data set (all simulations in one
 batched Newton fit), and compare the observed statistic with its simulated distribution
-(Maloney & Yang 2003, Sec. "Six-point test"; Knoblauch & Maloney 2008, Sec. 2.4 and 4.4, R's
+(Maloney & Yang 2003, the six-point test; Knoblauch & Maloney 2008, "Diagnostic tests" and
+"Goodness of fit", R's
 ``simu.6pt`` and ``binom.diagnostics``).
 """
 
@@ -29,7 +30,7 @@ class SixPointTest:
     For each of the ``n_conditions`` six-point triples (A, B, E) whose A and B responses agree
     (``n_applicable``), E either follows them or is a violation (``n_violations``).
     ``violation_loglik`` is log Lambda_6 = sum_k log P(observed outcome_k | A and B agree) under
-    the fitted scale (Maloney & Yang 2003, Eq. 14-15; Knoblauch & Maloney 2008, Eq. 9-10), and
+    the fitted scale (Maloney & Yang 2003; Knoblauch & Maloney 2008, "The six-point test"), and
     ``p_value`` the fraction of observers simulated from the fit (and refitted) with a value
     <= the observed one: small means more, or more improbable, violations than a
     difference-scale observer makes. ``loglik`` is R's ``lik6pt`` (the log-likelihood of all

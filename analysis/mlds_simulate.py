@@ -3,7 +3,7 @@
 An observer with standard scale psi (psi_1 = 0, psi_N = 1) and noise sigma answers a triad
 (a, b, c) with 1 ("(b, c) differs more") when (psi_c - psi_b) - (psi_b - psi_a) + eps > 0 and a
 quadruple (a, b; c, d) when (psi_d - psi_c) - (psi_b - psi_a) + eps > 0, eps ~ N(0, sigma^2)
-(Maloney & Yang 2003, Eq. 3; Knoblauch & Maloney 2008, Sec. 2.2).
+(Maloney & Yang 2003; Knoblauch & Maloney 2008).
 """
 
 from __future__ import annotations

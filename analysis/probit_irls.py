@@ -3,7 +3,7 @@
 Each problem b has binomial counts ``y[b, r]`` successes out of ``n[b, r]`` trials on the rows
 ``X[r]`` of one shared design matrix, and ``P(success) = Phi(X[r] @ beta_b)`` with no intercept.
 The log-likelihood is concave (log Phi is concave), so Newton-Raphson with the observed
-information converges quadratically from any start (McCullagh & Nelder 1989, Sec. 2.5 and 4.4):
+information converges quadratically from any start (McCullagh & Nelder 1989):
 
     beta <- beta + H(beta)^-1 U(beta),   U = X^T [y lambda(eta) - (n - y) lambda(-eta)],
     H = X^T diag(y lambda(eta) (lambda(eta) + eta) + (n - y) lambda(-eta) (lambda(-eta) - eta)) X,
@@ -114,8 +114,8 @@ def fit_probit_batch(
     (B, P) are starting coefficients (default 0). A problem has converged when its largest
     Newton step is below ``tol * (1 + max |beta|)``; a (quasi-)separated problem, whose maximum
     likelihood estimate does not exist, never meets this or ends with a numerically singular
-    information matrix (eigenvalue ratio below 1e-10), and is returned with ``converged = False``. ``compute_cov = False`` skips the
-    covariance matrices (NaN).
+    information matrix (eigenvalue ratio below 1e-10), and is returned with ``converged = False``.
+    ``compute_cov = False`` skips the covariance matrices (NaN).
     """
     X = np.asarray(X, dtype=float)
     y = np.atleast_2d(np.asarray(successes, dtype=float))

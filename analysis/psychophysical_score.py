@@ -112,7 +112,8 @@ def psychophysical_score(
 
 def skewness_variance(skew: pd.DataFrame) -> pd.DataFrame:
     """Per observer, the variance (ddof = 1) of the skewness over sequences and the number of
-    sequences, from a long frame with ``observer`` and ``skewness`` columns (the study's Table 1)."""
+    sequences, from a long frame with ``observer`` and ``skewness`` columns (the study's
+    Table 1)."""
     for col in ("observer", "skewness"):
         if col not in skew.columns:
             raise ValueError(f"skewness frame needs a {col!r} column; got {list(skew.columns)}")

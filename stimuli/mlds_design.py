@@ -4,7 +4,7 @@ A triad (s1, s2, s3) with s1 < s2 < s3 shows s2 as the reference in the centre a
 right; ``swapped`` records that s1 was shown on the right. There are C(n, 3) triads of n levels
 (35 for 7). A quadruple (s1, s2; s3, s4) with s1 < s2 < s3 < s4 shows two pairs, the first pair
 on top unless ``swapped`` (C(n, 4) non-overlapping quadruples). Knoblauch & Maloney (2008, J. Stat.
-Softw. 25(2), Sec. 4 and "The Method of Triads").
+Softw. 25(2), "A psychophysical experiment" and "The Method of Triads").
 """
 
 from __future__ import annotations

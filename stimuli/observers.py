@@ -7,8 +7,8 @@ similar to the reference: ``response = 1`` (pair (s2, s3) differs more, s1 chose
 deterministic, so its trials are usually perfectly separated and the MLDS maximum-likelihood
 scale does not exist (the fit reports ``converged = False``); ``decision_noise`` adds Gaussian
 noise with that standard deviation, in units of the median |difference of the two distances|, to
-the decision variable, making the observer stochastic like the model MLDS assumes. The result is a tidy
-triads frame (``participant, sequence, s1, s2, s3, response, swapped, trial_type``) that
+the decision variable, making the observer stochastic like the model MLDS assumes. The result is
+a tidy triads frame (``participant, sequence, s1, s2, s3, response, swapped, trial_type``) that
 :func:`humanlike.analysis.mlds_batch.fit_many` fits like a participant's.
 """
 

@@ -38,11 +38,12 @@ def test_kk_runs_test_matches_the_published_number_of_runs_and_p_value(kk):
 
 
 def _curve_observer(seed: int, additive: bool, sigma: float) -> MLDS:
-    """Quadruple judgements of chordal distances between points on a plane curve (10 levels,
-    5 replications of the 210 quadruples). ``additive``: the points lie on a line (a difference
-    scale, judged with noise ``sigma``); otherwise levels 1-5 curl with 1.2 rad turns and unit steps and levels 6-10 run
-    straight with 0.9 steps, so two short intervals can each beat their partners while their
-    union loses: six-point violations (Knoblauch & Maloney 2008, Fig. 6)."""
+    """Quadruple judgements (noise ``sigma``) of chordal distances between points on a plane
+    curve: 10 levels, 5 replications of the 210 quadruples. ``additive``: the points lie on a
+    line, a difference scale. Otherwise levels 1-5 curl with 1.2 rad turns and unit steps and
+    levels 6-10 run straight with 0.9 steps, so two short intervals can each beat their partners
+    while their union loses: six-point violations (chords on a curve of varying curvature, as in
+    Knoblauch & Maloney 2008, "The six-point test")."""
     rng = np.random.default_rng(seed)
     turn = np.r_[0.0, np.full(4, 0.0 if additive else 1.2), np.zeros(5)]
     steps = np.r_[0.0, np.ones(4), np.full(5, 0.9)]
@@ -59,13 +60,15 @@ def _curve_observer(seed: int, additive: bool, sigma: float) -> MLDS:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_six_point_test_rejects_an_observer_that_violates_additivity(seed):
-    result = six_point_test(_curve_observer(seed, additive=False, sigma=0.01), 300, random_state=seed)
+    model = _curve_observer(seed, additive=False, sigma=0.01)
+    result = six_point_test(model, 300, random_state=seed)
     assert result.p_value < 0.05
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_six_point_test_passes_an_observer_with_a_difference_scale(seed):
-    result = six_point_test(_curve_observer(seed, additive=True, sigma=0.05), 300, random_state=seed)
+    model = _curve_observer(seed, additive=True, sigma=0.05)
+    result = six_point_test(model, 300, random_state=seed)
     assert result.p_value > 0.05
 
 

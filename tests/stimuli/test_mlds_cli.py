@@ -14,7 +14,8 @@ def test_cli_makes_sequences_from_a_folder_with_mask_files(tmp_path):
     folder = tmp_path / "objects"
     folder.mkdir()
     for i in range(3):
-        Image.fromarray(rng.integers(0, 255, (48, 48, 3), dtype=np.uint8)).save(folder / f"o{i}.png")
+        pixels = rng.integers(0, 255, (48, 48, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(folder / f"o{i}.png")
         mask = np.zeros((48, 48), np.uint8)
         mask[10:40, 5 + 5 * i:30 + 5 * i] = 255
         Image.fromarray(mask).save(folder / f"o{i}_mask.png")
