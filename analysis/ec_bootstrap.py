@@ -3,8 +3,8 @@
 A bootstrap resample of ``n`` trials drawn with replacement is fully described by how often each
 trial was drawn: a row of multinomial counts ``w`` (sum ``n``). Any statistic built from sums over
 trials (observed agreement, accuracies) is then ``w @ X`` for a trials-by-columns matrix ``X``, so
-a whole batch of resamples is one matrix product ``W @ X`` (Efron & Tibshirani 1993, ch. 6: the
-resampling vector). Counts are integers below 2**24, so float32 products are exact.
+a whole batch of resamples is one matrix product ``W @ X`` (the "resampling vector" of Efron &
+Tibshirani 1993). Counts are integers below 2**24, so float32 products are exact.
 """
 
 from __future__ import annotations

@@ -268,7 +268,7 @@ def _equal_ec(
     delta = float(obs_a[0] - obs_b[0])
     null = np.empty(n_boot)
     boot = np.empty(n_boot)
-    step = batch_size(max(s.a.size for s in strata), n_boot, batch)
+    step = batch_size(2 * max(s.a.size for s in strata), n_boot, batch)  # 2 n count columns
     for sl in iter_batches(n_boot, step):
         size = sl.stop - sl.start
         # an index drawn from [0, 2n) picks trial (i mod n) and swaps it iff i >= n: both uniform
