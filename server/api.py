@@ -21,7 +21,7 @@ from humanlike.server.errors import api_abort
 from humanlike.server.extensions import csrf, db
 from humanlike.server.models import Event, Participant, Trial, utcnow
 from humanlike.server.payloads import EventIn, TrialIn, validate_response
-from humanlike.server.database import ping
+from humanlike.server.database import autocommit_engine, ping
 
 bp = Blueprint("api", __name__)
 csrf.exempt(bp)
@@ -206,12 +206,18 @@ def _insert_statement(dialect: str) -> sa.Insert:
 
 
 def _insert_trial(values: dict[str, Any], status_update: bool) -> bool:
-    """Insert unless (participant, trial_index) exists, in one short Core transaction; True when
-    a new row was written. The first trial also moves the participant to 'started'."""
+    """Insert unless (participant, trial_index) exists; True when a new row was written.
+
+    The usual trial is one autocommitted statement (one round trip to PostgreSQL); the first trial
+    also moves the participant to 'started', in the same transaction."""
     engine = db.engine
+    stmt = _insert_statement(engine.dialect.name)
+    if not status_update:
+        with autocommit_engine().connect() as conn:
+            return conn.execute(stmt, values).first() is not None
     with engine.begin() as conn:
-        created = conn.execute(_insert_statement(engine.dialect.name), values).first() is not None
-        if created and status_update:
+        created = conn.execute(stmt, values).first() is not None
+        if created:
             conn.execute(
                 sa.update(Participant.__table__)
                 .where(Participant.id == values["participant_id"],

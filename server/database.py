@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlalchemy as sa
-from flask import Flask
+from flask import Flask, current_app
 from sqlalchemy.engine import Engine
 
 from humanlike.server.extensions import db
@@ -25,6 +25,33 @@ def init_app(app: Flask) -> None:
         with app.app_context():
             engine: Engine = db.engine
             sa.event.listen(engine, "connect", _sqlite_pragmas)
+
+
+def autocommit_engine() -> Engine:
+    """A second engine on the same database whose connections stay in autocommit mode, so a
+    single-statement write costs one round trip (no BEGIN/COMMIT); created once per app."""
+    app = current_app
+    engine = app.extensions.get("humanlike_autocommit")
+    if engine is None:
+        engine = sa.create_engine(
+            app.config["SQLALCHEMY_DATABASE_URI"], isolation_level="AUTOCOMMIT",
+            pool_reset_on_return=None,  # nothing to roll back in autocommit mode
+            **app.config.get("SQLALCHEMY_ENGINE_OPTIONS", {}),
+        )
+        if engine.dialect.name == "sqlite":
+            sa.event.listen(engine, "connect", _sqlite_pragmas)
+        app.extensions["humanlike_autocommit"] = engine
+    return engine
+
+
+def dispose(app: Flask) -> None:
+    """Close every pooled connection of both engines (tests, shutdown)."""
+    with app.app_context():
+        db.session.remove()
+        db.engine.dispose()
+        extra = app.extensions.pop("humanlike_autocommit", None)
+        if extra is not None:
+            extra.dispose()
 
 
 def upgrade(app: Flask) -> None:

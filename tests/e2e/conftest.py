@@ -11,7 +11,6 @@ import pytest
 from werkzeug.serving import make_server
 
 from humanlike.server import create_app, database, experiments
-from humanlike.server.extensions import db
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -63,9 +62,7 @@ def demo_server(database_url, demo_spec, tmp_path):
     live = LiveServer(app)
     yield live
     live.stop()
-    with app.app_context():
-        db.session.remove()
-        db.engine.dispose()
+    database.dispose(app)
 
 
 def has_chromium() -> bool:

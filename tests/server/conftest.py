@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from humanlike.server import create_app, database, experiments
-from humanlike.server.extensions import db
 
 SMALL_SPEC = """\
 slug = "small"
@@ -80,9 +79,7 @@ def app(database_url, small_experiment, tmp_path):
     database.upgrade(application)
     experiments.sync_all(application)
     yield application
-    with application.app_context():
-        db.session.remove()
-        db.engine.dispose()
+    database.dispose(application)
 
 
 @pytest.fixture
