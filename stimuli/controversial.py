@@ -1,0 +1,294 @@
+"""Synthetic controversial stimuli: images that model i sees as class a (not b) and model j as b (not a).
+
+Golan, Raju & Kriegeskorte (2020, PNAS 117:29330), eq. 2 defines the controversiality of image x for
+models (i, j) and classes (a, b) as
+
+    c(x) = min{ p_i(a|x), 1 - p_i(b|x), p_j(b|x), 1 - p_j(a|x) },
+
+and eq. 4 optimises its smooth minimum in log space,
+
+    c_beta(x) = -(1/beta) log sum_t exp(-beta log v_t(x)),   v = the four terms above,
+
+which approaches log c(x) from below as beta grows (0 <= log c - c_beta <= log(4) / beta). The image
+is parametrised as x = sigmoid(z) with z drawn from uniform noise and z is optimised with Adam for
+beta = 1, 10, 100 in turn; a stimulus still below the threshold (0.85) is restarted from new noise.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from humanlike.stimuli.models import CandidateModel
+from tqdm.auto import tqdm
+
+
+def controversiality(
+    p_1: np.ndarray, p_2: np.ndarray, class_1: np.ndarray, class_2: np.ndarray
+) -> np.ndarray:
+    """c = min{p_1(a), 1 - p_1(b), p_2(b), 1 - p_2(a)} per image (Golan et al. 2020, eq. 2).
+
+    ``p_1``, ``p_2``: (N, K) sigmoid probabilities of models 1 and 2; ``class_1`` (a) and ``class_2``
+    (b): (N,) class indices, a being the class model 1 should see and b the class model 2 should see.
+    """
+    p_1, p_2 = np.asarray(p_1, dtype=float), np.asarray(p_2, dtype=float)
+    if p_1.shape != p_2.shape or p_1.ndim != 2:
+        raise ValueError("p_1 and p_2 must both have shape (images, classes)")
+    a, b = np.asarray(class_1), np.asarray(class_2)
+    rows = np.arange(len(p_1))
+    terms = np.stack([p_1[rows, a], 1 - p_1[rows, b], p_2[rows, b], 1 - p_2[rows, a]], axis=-1)
+    return terms.min(axis=-1)
+
+
+def log_controversiality_terms(
+    logits_1: torch.Tensor, logits_2: torch.Tensor, class_1: torch.Tensor, class_2: torch.Tensor
+) -> torch.Tensor:
+    """(N, 4) log terms [log p_1(a), log(1 - p_1(b)), log p_2(b), log(1 - p_2(a))] from logits."""
+    rows = torch.arange(len(logits_1))
+    return torch.stack(
+        [
+            F.logsigmoid(logits_1[rows, class_1]),
+            F.logsigmoid(-logits_1[rows, class_2]),
+            F.logsigmoid(logits_2[rows, class_2]),
+            F.logsigmoid(-logits_2[rows, class_1]),
+        ],
+        dim=-1,
+    )
+
+
+def smooth_minimum(log_terms: torch.Tensor, beta: float) -> torch.Tensor:
+    """-(1/beta) logsumexp(-beta * log_terms) over the last axis (Golan et al. 2020, eq. 4)."""
+    if beta <= 0:
+        raise ValueError("beta must be positive")
+    return -torch.logsumexp(-beta * log_terms, dim=-1) / beta
+
+
+@dataclass(frozen=True)
+class SynthesisSettings:
+    """Optimiser settings: Adam on z (x = sigmoid(z)), one run per beta until the best smooth score
+    (in probability space, exp(c_beta)) improves by less than ``tolerance`` (relative) over the last
+    ``window`` steps, or ``max_steps``; restart from new noise while c < ``threshold``."""
+
+    betas: tuple[float, ...] = (1.0, 10.0, 100.0)
+    learning_rate: float = 0.3
+    window: int = 50
+    tolerance: float = 1e-3
+    max_steps: int = 1000
+    threshold: float = 0.85
+    max_attempts: int = 5
+    init_range: float = 2.0  # z0 ~ Uniform(-init_range, init_range)
+
+    def __post_init__(self) -> None:
+        if not self.betas or any(b <= 0 for b in self.betas):
+            raise ValueError("betas must be a non-empty sequence of positive numbers")
+        if self.window < 1 or self.max_steps < 1 or self.max_attempts < 1:
+            raise ValueError("window, max_steps and max_attempts must be at least 1")
+        if not 0 < self.threshold < 1:
+            raise ValueError("threshold must lie strictly between 0 and 1")
+
+
+@dataclass(frozen=True)
+class ControversialStimuli:
+    """Synthesised images for one model pair and its targeted class pairs.
+
+    ``images``: float32 (N, C, H, W) in [0, 1], quantised to 8 bits (what a PNG stores);
+    ``controversiality``: eq. 2 on the quantised image; ``attempts``: noise restarts used (1-based);
+    ``probabilities_1`` / ``_2``: (N, K) calibrated probabilities of each model.
+    """
+
+    model_1: str
+    model_2: str
+    classes: tuple[str, ...]
+    class_1: np.ndarray
+    class_2: np.ndarray
+    images: np.ndarray
+    controversiality: np.ndarray
+    attempts: np.ndarray
+    probabilities_1: np.ndarray
+    probabilities_2: np.ndarray
+    steps: int
+
+    def share_at_least(self, threshold: float = 0.85) -> float:
+        """Share of class pairs whose stimulus reaches controversiality >= threshold."""
+        return float(np.mean(self.controversiality >= threshold))
+
+    def classified_as_intended(self) -> np.ndarray:
+        """p_1(a) > 0.5 > p_1(b) and p_2(b) > 0.5 > p_2(a), per stimulus."""
+        rows = np.arange(len(self.class_1))
+        a, b = self.class_1, self.class_2
+        p1, p2 = self.probabilities_1, self.probabilities_2
+        return (p1[rows, a] > 0.5) & (p1[rows, b] < 0.5) & (p2[rows, b] > 0.5) & (p2[rows, a] < 0.5)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per stimulus: targeted models and classes, controversiality, attempts."""
+        return pd.DataFrame(
+            {
+                "targeted_model_1": self.model_1,
+                "targeted_model_2": self.model_2,
+                "targeted_class_1": [self.classes[i] for i in self.class_1],
+                "targeted_class_2": [self.classes[i] for i in self.class_2],
+                "controversiality": self.controversiality,
+                "attempts": self.attempts,
+            }
+        )
+
+
+def all_class_pairs(n_classes: int) -> np.ndarray:
+    """The K (K - 1) ordered pairs (a, b), a != b, as an (M, 2) integer array."""
+    return np.array(list(itertools.permutations(range(n_classes), 2)), dtype=np.int64)
+
+
+def _check_pair(model_1: CandidateModel, model_2: CandidateModel) -> None:
+    if model_1.classes != model_2.classes:
+        raise ValueError(
+            f"models {model_1.name!r} and {model_2.name!r} must share their classes "
+            f"({model_1.classes} vs {model_2.classes})"
+        )
+    if model_1.input_shape != model_2.input_shape:
+        raise ValueError(
+            f"models {model_1.name!r} and {model_2.name!r} expect different input shapes "
+            f"({model_1.input_shape} vs {model_2.input_shape})"
+        )
+
+
+def _optimise(
+    model_1: CandidateModel,
+    model_2: CandidateModel,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    z: torch.Tensor,
+    settings: SynthesisSettings,
+    bar: tqdm,
+) -> tuple[torch.Tensor, int]:
+    """One attempt: Adam on z for each beta in turn; returns the images with the best hard c seen.
+
+    Within a beta phase a stimulus stops (its z is frozen and it leaves the forward pass) once its
+    best smooth score exp(c_beta) has improved by less than ``tolerance`` (relative) over the last
+    ``window`` steps; the phase ends when every stimulus has converged or after ``max_steps``.
+    """
+    n = len(a)
+    best_c = torch.full((n,), -1.0)
+    best_x = torch.sigmoid(z).detach().clone()
+    item_steps = 0
+    window = settings.window
+    for beta in settings.betas:
+        z = z.detach().requires_grad_(True)
+        optimiser = torch.optim.Adam([z], lr=settings.learning_rate)
+        history = torch.zeros(window + 1, n)
+        best_smooth = torch.zeros(n)
+        active = torch.ones(n, dtype=torch.bool)
+        for step in range(settings.max_steps):
+            idx = active.nonzero().squeeze(1)
+            x = torch.sigmoid(z[idx])
+            terms = log_controversiality_terms(model_1(x), model_2(x), a[idx], b[idx])
+            smooth = smooth_minimum(terms, beta)
+            optimiser.zero_grad(set_to_none=False)
+            (-smooth.sum()).backward()
+            with torch.no_grad():
+                hard = terms.min(dim=-1).values.exp()
+                better = hard > best_c[idx]
+                best_c[idx[better]] = hard[better]
+                best_x[idx[better]] = x[better]
+                best_smooth[idx] = torch.maximum(best_smooth[idx], smooth.exp())
+                history[step % (window + 1)] = best_smooth
+                frozen = z[~active].clone()
+                optimiser.step()
+                z[~active] = frozen  # Adam's momentum must not move converged stimuli
+            item_steps += len(idx)
+            bar.update(len(idx))
+            if step >= window:
+                old = history[(step - window) % (window + 1)]
+                active &= (best_smooth - old) > settings.tolerance * old
+                if not bool(active.any()):
+                    break
+        bar.set_postfix(beta=beta, mean_c=f"{best_c.mean():.3f}", refresh=False)
+    return best_x, item_steps
+
+
+def synthesize_controversial(
+    model_1: CandidateModel,
+    model_2: CandidateModel,
+    class_pairs: np.ndarray | Sequence[tuple[int, int]] | None = None,
+    *,
+    settings: SynthesisSettings | None = None,
+    random_state: int = 0,
+    progress: bool = True,
+) -> ControversialStimuli:
+    """Maximise c for every (a, b) in ``class_pairs`` (default all K(K-1)) as one batch.
+
+    Stimuli whose controversiality on the 8-bit image is below ``settings.threshold`` are restarted
+    from new noise (only those, as a smaller batch) up to ``settings.max_attempts`` times in all;
+    the best attempt is kept.
+    """
+    settings = settings or SynthesisSettings()
+    _check_pair(model_1, model_2)
+    n_classes = len(model_1.classes)
+    pairs = all_class_pairs(n_classes) if class_pairs is None else np.asarray(class_pairs)
+    if pairs.ndim != 2 or pairs.shape[1] != 2 or len(pairs) == 0:
+        raise ValueError("class_pairs must be a non-empty (M, 2) array of class indices")
+    if pairs.min() < 0 or pairs.max() >= n_classes or np.any(pairs[:, 0] == pairs[:, 1]):
+        raise ValueError(f"class_pairs must hold distinct class indices in [0, {n_classes - 1}]")
+    a_all = torch.from_numpy(pairs[:, 0].astype(np.int64))
+    b_all = torch.from_numpy(pairs[:, 1].astype(np.int64))
+    n = len(pairs)
+    shape = model_1.input_shape
+    generator = torch.Generator().manual_seed(random_state)
+
+    best_c = np.full(n, -1.0)
+    best_x = np.zeros((n, *shape), dtype=np.float32)
+    attempts = np.zeros(n, dtype=np.int64)
+    todo = np.arange(n)
+    steps = 0
+    desc = f"{model_1.name} vs {model_2.name}"
+    with tqdm(desc=desc, unit="image-step", disable=not progress, leave=False) as bar:
+        for attempt in range(1, settings.max_attempts + 1):
+            bar.set_description(f"{desc} (attempt {attempt}, {len(todo)} pairs)")
+            z0 = (
+                torch.rand((len(todo), *shape), generator=generator) * 2 - 1
+            ) * settings.init_range
+            idx = torch.from_numpy(todo)
+            x, used = _optimise(model_1, model_2, a_all[idx], b_all[idx], z0, settings, bar)
+            steps += used
+            x = quantise(x.numpy())
+            c = _controversiality_of(model_1, model_2, x, pairs[todo, 0], pairs[todo, 1])
+            better = c > best_c[todo]
+            best_c[todo[better]] = c[better]
+            best_x[todo[better]] = x[better]
+            attempts[todo] = attempt
+            todo = todo[best_c[todo] < settings.threshold]
+            if len(todo) == 0:
+                break
+    p_1, p_2 = model_1.predict_proba(best_x), model_2.predict_proba(best_x)
+    return ControversialStimuli(
+        model_1=model_1.name,
+        model_2=model_2.name,
+        classes=model_1.classes,
+        class_1=pairs[:, 0].copy(),
+        class_2=pairs[:, 1].copy(),
+        images=best_x,
+        controversiality=controversiality(p_1, p_2, pairs[:, 0], pairs[:, 1]),
+        attempts=attempts,
+        probabilities_1=p_1,
+        probabilities_2=p_2,
+        steps=steps,
+    )
+
+
+def quantise(images: np.ndarray) -> np.ndarray:
+    """Round [0, 1] images to the 256 grey levels an 8-bit PNG stores."""
+    return (np.round(np.clip(images, 0.0, 1.0) * 255.0) / 255.0).astype(np.float32)
+
+
+def _controversiality_of(
+    model_1: CandidateModel,
+    model_2: CandidateModel,
+    images: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+) -> np.ndarray:
+    return controversiality(model_1.predict_proba(images), model_2.predict_proba(images), a, b)

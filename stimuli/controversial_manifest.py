@@ -1,0 +1,148 @@
+"""Synthesise, select and write controversial stimuli for model pairs: PNGs plus manifest rows.
+
+Manifest rows follow the export contract: ``file`` (relative to the output folder),
+``kind = controversial``, empty ``true_class`` and ``targeted_model_1, targeted_model_2,
+targeted_class_1, targeted_class_2, controversiality, attempts``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from humanlike.stimuli.controversial import (
+    ControversialStimuli,
+    SynthesisSettings,
+    synthesize_controversial,
+)
+from humanlike.stimuli.model_responses import model_responses
+from humanlike.stimuli.models import CandidateModel
+from humanlike.stimuli.selection import select_balanced
+from PIL import Image
+
+MANIFEST_COLUMNS = [
+    "file",
+    "kind",
+    "true_class",
+    "targeted_model_1",
+    "targeted_model_2",
+    "targeted_class_1",
+    "targeted_class_2",
+    "controversiality",
+    "attempts",
+]
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+def save_png(image: np.ndarray, path: Path, *, display_scale: int = 1) -> None:
+    """Write a (C, H, W) [0, 1] image as an 8-bit PNG, enlarged ``display_scale`` times (nearest)."""
+    pixels = np.round(np.clip(image, 0, 1) * 255).astype(np.uint8)
+    if pixels.shape[0] == 1:
+        picture = Image.fromarray(pixels[0])
+    elif pixels.shape[0] == 3:
+        picture = Image.fromarray(np.ascontiguousarray(pixels.transpose(1, 2, 0)))
+    else:
+        raise ValueError(f"images must have 1 or 3 channels, got {pixels.shape[0]}")
+    if display_scale != 1:
+        picture = picture.resize(
+            (picture.width * display_scale, picture.height * display_scale),
+            Image.Resampling.NEAREST,
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    picture.save(path)
+
+
+def write_controversial_stimuli(
+    stimuli: ControversialStimuli,
+    index: np.ndarray,
+    out_dir: str | Path,
+    *,
+    subdir: str = "controversial",
+    display_scale: int = 8,
+) -> pd.DataFrame:
+    """Write the chosen stimuli as PNGs under ``out_dir/subdir``; return their manifest rows."""
+    out_dir = Path(out_dir)
+    meta = stimuli.to_frame().iloc[index].reset_index(drop=True)
+    stem = f"{_safe(stimuli.model_1)}_vs_{_safe(stimuli.model_2)}"
+    files = []
+    for i in index:
+        a, b = stimuli.classes[stimuli.class_1[i]], stimuli.classes[stimuli.class_2[i]]
+        rel = f"{subdir}/{stem}_{_safe(a)}_{_safe(b)}.png"
+        save_png(stimuli.images[i], out_dir / rel, display_scale=display_scale)
+        files.append(rel)
+    meta.insert(0, "true_class", "")
+    meta.insert(0, "kind", "controversial")
+    meta.insert(0, "file", files)
+    return meta[MANIFEST_COLUMNS]
+
+
+def _pair_seed(seed: int, position: int) -> int:
+    return int(np.random.SeedSequence([seed, position]).generate_state(1)[0] % (2**31))
+
+
+def build_controversial_manifest(
+    models: Mapping[str, CandidateModel],
+    model_pairs: Sequence[tuple[str, str]],
+    out_dir: str | Path,
+    *,
+    per_pair: int = 20,
+    seed: int = 0,
+    settings: SynthesisSettings | None = None,
+    response_models: Mapping[str, CandidateModel] | None = None,
+    display_scale: int = 8,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """For each model pair: synthesise all K(K-1) class pairs, keep ``per_pair`` by the balanced
+    integer program, write PNGs and return manifest rows; also writes ``model_responses.csv``
+    (every model in ``response_models``, default ``models``, on every written stimulus)."""
+    out_dir = Path(out_dir)
+    pairs = [tuple(p) for p in model_pairs]
+    if not pairs:
+        raise ValueError("model_pairs is empty")
+    for pair in pairs:
+        if len(pair) != 2 or pair[0] == pair[1]:
+            raise ValueError(f"model pair {pair!r} must name two different models")
+        missing = [m for m in pair if m not in models]
+        if missing:
+            raise ValueError(
+                f"model pair {pair!r}: unknown model(s) {missing}; have {list(models)}"
+            )
+    if len({frozenset(p) for p in pairs}) != len(pairs):
+        raise ValueError(
+            "model_pairs lists the same pair twice ((i, j) and (j, i) are the same pair)"
+        )
+    rows = []
+    for position, (name_1, name_2) in enumerate(pairs):
+        n_classes = len(models[name_1].classes)
+        if per_pair % n_classes or per_pair < n_classes:
+            raise ValueError(
+                f"per_pair must be a positive multiple of the number of classes ({n_classes}) so every "
+                f"class is targeted equally often; got {per_pair}"
+            )
+        stimuli = synthesize_controversial(
+            models[name_1],
+            models[name_2],
+            settings=settings,
+            random_state=_pair_seed(seed, position),
+            progress=progress,
+        )
+        chosen = select_balanced(
+            stimuli.class_1,
+            stimuli.class_2,
+            stimuli.controversiality,
+            n_classes=n_classes,
+            per_class=per_pair // n_classes,
+        )
+        rows.append(
+            write_controversial_stimuli(stimuli, chosen.index, out_dir, display_scale=display_scale)
+        )
+    manifest = pd.concat(rows, ignore_index=True)
+    responses = model_responses(response_models or models, manifest, out_dir)
+    responses.to_csv(out_dir / "model_responses.csv", index=False)
+    return manifest

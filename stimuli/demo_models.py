@@ -1,0 +1,360 @@
+"""Demo candidate models trained on the CPU from scikit-learn's bundled digits (8x8 upsampled to 28x28).
+
+Four models with different inductive biases, as in Golan, Raju & Kriegeskorte (2020): a small CNN,
+a logistic-regression readout of the pixels, a class-conditional Gaussian kernel density estimate
+in pixel space (per-class log-likelihoods as logits) and a CNN adversarially trained with L-inf PGD
+(Madry et al. 2018). Every model is calibrated on a held-out split and cached on disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from humanlike.stimuli.models import CandidateModel
+from threadpoolctl import threadpool_limits
+from torch import nn
+
+DIGIT_CLASSES = tuple(str(d) for d in range(10))
+IMAGE_SIZE = 28
+DEMO_MODEL_NAMES = ("cnn", "logreg", "kde", "adv_cnn")
+# Bump when training changes, so stale cached weights are not reused.
+TRAINING_VERSION = 1
+
+
+@dataclass(frozen=True)
+class DigitSplits:
+    """Stratified train / calibration / test splits of the upsampled digits: float32 (N, 1, 28, 28)."""
+
+    train_images: np.ndarray
+    train_labels: np.ndarray
+    calibration_images: np.ndarray
+    calibration_labels: np.ndarray
+    test_images: np.ndarray
+    test_labels: np.ndarray
+
+
+def digit_images(size: int = IMAGE_SIZE) -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's 1797 digits scaled to [0, 1] and bilinearly upsampled to ``size`` x ``size``."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    small = torch.from_numpy(digits.images.astype(np.float32) / 16.0)[:, None]
+    big = F.interpolate(small, size=(size, size), mode="bilinear", align_corners=False)
+    return big.clamp(0.0, 1.0).numpy(), digits.target.astype(np.int64)
+
+
+def digit_splits(random_state: int = 0) -> DigitSplits:
+    """60 / 20 / 20 stratified split (train / calibration / test) of the upsampled digits."""
+    from sklearn.model_selection import train_test_split
+
+    images, labels = digit_images()
+    x_train, x_rest, y_train, y_rest = train_test_split(
+        images, labels, test_size=0.4, stratify=labels, random_state=random_state
+    )
+    x_cal, x_test, y_cal, y_test = train_test_split(
+        x_rest, y_rest, test_size=0.5, stratify=y_rest, random_state=random_state
+    )
+    return DigitSplits(x_train, y_train, x_cal, y_cal, x_test, y_test)
+
+
+class SmallCNN(nn.Module):
+    """Two strided conv layers (5x5/2 with 8 channels, 3x3/2 with 16) and a linear readout to K logits."""
+
+    def __init__(self, n_classes: int = 10):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 8, 5, stride=2, padding=2),
+            nn.ReLU(),
+            nn.Conv2d(8, 16, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Flatten(),
+        )
+        self.readout = nn.Linear(16 * 7 * 7, n_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.readout(self.features(x))
+
+
+class PixelLinear(nn.Module):
+    """A linear readout of the flattened pixels (weights from one-vs-rest logistic regression)."""
+
+    def __init__(self, n_pixels: int = IMAGE_SIZE * IMAGE_SIZE, n_classes: int = 10):
+        super().__init__()
+        self.linear = nn.Linear(n_pixels, n_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x.flatten(1))
+
+
+class GaussianKDEClassifier(nn.Module):
+    """Per-class Gaussian KDE log-likelihoods as logits.
+
+    logit_k(x) = log (1/N_k) sum_{n: y_n = k} N(x; x_n, h^2 I)
+               = logsumexp_n(-|x - x_n|^2 / 2h^2) - log N_k - (D/2) log(2 pi h^2).
+    """
+
+    def __init__(
+        self, points: torch.Tensor, labels: torch.Tensor, bandwidth: float, n_classes: int
+    ):
+        super().__init__()
+        points = points.flatten(1).float()
+        labels = labels.long()
+        counts = torch.bincount(labels, minlength=n_classes)
+        if (counts == 0).any():
+            raise ValueError("every class needs at least one KDE point")
+        # members[k] lists the points of class k, padded to the largest class with index 0 and
+        # masked with -inf, so per-class sums are one gather + logsumexp.
+        order = torch.argsort(labels, stable=True)
+        rank = torch.arange(len(labels)) - torch.repeat_interleave(
+            torch.cumsum(counts, 0) - counts, counts
+        )
+        members = torch.zeros(n_classes, int(counts.max()), dtype=torch.long)
+        members[labels[order], rank] = order
+        pad = torch.full(members.shape, -torch.inf)
+        pad[labels[order], rank] = 0.0
+        self.register_buffer("points", points)
+        self.register_buffer("sq_norms", (points**2).sum(1))
+        self.register_buffer("members", members)
+        self.register_buffer("log_pad", pad)
+        self.register_buffer("log_counts", torch.log(counts.float()))
+        self.register_buffer("bandwidth", torch.tensor(float(bandwidth)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.flatten(1)
+        sq_dist = (flat**2).sum(1, keepdim=True) - 2 * flat @ self.points.T + self.sq_norms
+        log_kernel = -sq_dist.clamp_min(0) / (2 * self.bandwidth**2)  # (B, N)
+        per_class = torch.logsumexp(log_kernel[:, self.members] + self.log_pad, dim=-1)  # (B, K)
+        dim = flat.shape[1]
+        return per_class - self.log_counts - 0.5 * dim * torch.log(2 * math.pi * self.bandwidth**2)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # The buffers' sizes depend on the training set: adopt the stored shapes before copying.
+        for name in list(self._buffers):
+            if prefix + name in state_dict:
+                self._buffers[name] = torch.empty_like(state_dict[prefix + name])
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+
+def loo_bandwidth(
+    points: np.ndarray, labels: np.ndarray, grid: Sequence[float] = tuple(np.geomspace(0.05, 2, 40))
+) -> float:
+    """Bandwidth maximising the leave-one-out log-likelihood of each training image under its class KDE."""
+    x = torch.from_numpy(np.asarray(points, dtype=np.float64)).flatten(1)
+    y = torch.from_numpy(np.asarray(labels))
+    sq = torch.cdist(x, x) ** 2
+    same = (y[:, None] == y[None]) & ~torch.eye(len(y), dtype=torch.bool)
+    h = torch.tensor(grid, dtype=torch.float64)[:, None, None]
+    log_kernel = torch.where(same, -sq / (2 * h**2), -torch.inf)  # (G, N, N)
+    counts = same.sum(1).double()
+    loglik = (
+        torch.logsumexp(log_kernel, dim=-1)
+        - torch.log(counts)
+        - 0.5 * x.shape[1] * torch.log(2 * math.pi * h[..., 0] ** 2)
+    )
+    return float(grid[int(loglik.mean(1).argmax())])
+
+
+def pgd_linf(
+    net: nn.Module,
+    images: torch.Tensor,
+    targets: torch.Tensor,
+    *,
+    epsilon: float,
+    steps: int,
+    step_size: float,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """L-inf projected gradient ascent on the multi-label BCE from a random start (Madry et al. 2018)."""
+    noise = (torch.rand(images.shape, generator=generator) * 2 - 1) * epsilon
+    adv = (images + noise).clamp(0, 1)
+    for _ in range(steps):
+        adv.requires_grad_(True)
+        loss = F.binary_cross_entropy_with_logits(net(adv), targets)
+        (grad,) = torch.autograd.grad(loss, adv)
+        adv = adv.detach() + step_size * grad.sign()
+        adv = (images + (adv - images).clamp(-epsilon, epsilon)).clamp(0, 1)
+    return adv.detach()
+
+
+def train_cnn(
+    splits: DigitSplits,
+    *,
+    random_state: int = 0,
+    epochs: int = 30,
+    batch_size: int = 64,
+    lr: float = 3e-3,
+    adversarial_epsilon: float | None = None,
+    pgd_steps: int = 5,
+) -> SmallCNN:
+    """Train ``SmallCNN`` with Adam on the multi-label BCE; with ``adversarial_epsilon`` on PGD images."""
+    with torch.random.fork_rng():
+        torch.manual_seed(random_state)
+        net = SmallCNN(len(DIGIT_CLASSES))
+    generator = torch.Generator().manual_seed(random_state)
+    x = torch.from_numpy(splits.train_images)
+    targets = F.one_hot(torch.from_numpy(splits.train_labels), len(DIGIT_CLASSES)).float()
+    optimiser = torch.optim.Adam(net.parameters(), lr=lr)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, epochs)
+    for _ in range(epochs):
+        order = torch.randperm(len(x), generator=generator)
+        for start in range(0, len(x), batch_size):
+            idx = order[start : start + batch_size]
+            batch, batch_targets = x[idx], targets[idx]
+            if adversarial_epsilon:
+                net.eval()
+                batch = pgd_linf(
+                    net,
+                    batch,
+                    batch_targets,
+                    epsilon=adversarial_epsilon,
+                    steps=pgd_steps,
+                    step_size=2.5 * adversarial_epsilon / pgd_steps,
+                    generator=generator,
+                )
+                net.train()
+            loss = F.binary_cross_entropy_with_logits(net(batch), batch_targets)
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+        schedule.step()
+    return net.eval()
+
+
+def train_logreg(splits: DigitSplits, *, random_state: int = 0, C: float = 0.1) -> PixelLinear:
+    """One-vs-rest L2 logistic regression on the 784 pixels (scikit-learn), copied into a torch layer."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multiclass import OneVsRestClassifier
+
+    clf = OneVsRestClassifier(LogisticRegression(C=C, max_iter=2000, random_state=random_state))
+    clf.fit(splits.train_images.reshape(len(splits.train_images), -1), splits.train_labels)
+    net = PixelLinear(IMAGE_SIZE * IMAGE_SIZE, len(DIGIT_CLASSES))
+    with torch.no_grad():
+        net.linear.weight.copy_(torch.from_numpy(np.vstack([e.coef_ for e in clf.estimators_])))
+        net.linear.bias.copy_(
+            torch.from_numpy(np.concatenate([e.intercept_ for e in clf.estimators_]))
+        )
+    return net.eval()
+
+
+def train_kde(splits: DigitSplits, *, random_state: int = 0) -> GaussianKDEClassifier:
+    """Class-conditional Gaussian KDE on the training pixels, bandwidth by leave-one-out likelihood."""
+    bandwidth = loo_bandwidth(splits.train_images, splits.train_labels)
+    return GaussianKDEClassifier(
+        torch.from_numpy(splits.train_images),
+        torch.from_numpy(splits.train_labels),
+        bandwidth,
+        len(DIGIT_CLASSES),
+    )
+
+
+def _empty_kde() -> GaussianKDEClassifier:
+    """A placeholder KDE whose buffers ``load_state_dict`` resizes to the stored ones."""
+    return GaussianKDEClassifier(
+        torch.zeros(len(DIGIT_CLASSES), IMAGE_SIZE * IMAGE_SIZE),
+        torch.arange(len(DIGIT_CLASSES)),
+        1.0,
+        len(DIGIT_CLASSES),
+    )
+
+
+# name -> (trainer, architecture factory for a weights-only reload, description)
+_TRAINERS: dict[str, tuple[Callable[..., nn.Module], Callable[[], nn.Module], str]] = {
+    "cnn": (train_cnn, SmallCNN, "small CNN (2 conv layers), BCE training"),
+    "logreg": (train_logreg, PixelLinear, "one-vs-rest logistic regression on pixels"),
+    "kde": (train_kde, _empty_kde, "class-conditional Gaussian KDE in pixel space"),
+    "adv_cnn": (
+        lambda splits, random_state=0: train_cnn(
+            splits, random_state=random_state, adversarial_epsilon=0.1, epochs=15, pgd_steps=3
+        ),
+        SmallCNN,
+        "small CNN adversarially trained (L-inf PGD, eps 0.1, 3 steps)",
+    ),
+}
+
+
+def default_cache_dir() -> Path:
+    """``$HUMANLIKE_CACHE_DIR`` or ``$XDG_CACHE_HOME/humanlike`` (default ``~/.cache/humanlike``)."""
+    if os.environ.get("HUMANLIKE_CACHE_DIR"):
+        return Path(os.environ["HUMANLIKE_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "humanlike"
+
+
+def _cache_path(cache_dir: Path, name: str, random_state: int) -> Path:
+    key = hashlib.sha256(f"{name}|{random_state}|{TRAINING_VERSION}".encode()).hexdigest()[:10]
+    return cache_dir / "demo_models" / f"{name}-seed{random_state}-{key}.pt"
+
+
+def heldout_accuracy(model: CandidateModel, images: np.ndarray, labels: np.ndarray) -> float:
+    """Share of images whose highest-probability class is the true class."""
+    return float(np.mean(model.predict_logits(images).argmax(1) == np.asarray(labels)))
+
+
+def demo_models(
+    names: Sequence[str] = DEMO_MODEL_NAMES,
+    *,
+    cache_dir: str | Path | None = None,
+    random_state: int = 0,
+) -> dict[str, CandidateModel]:
+    """Train (or load from the cache) the named demo models, calibrated, with held-out accuracy.
+
+    Each model's ``metadata`` holds ``test_accuracy`` (argmax accuracy on the 20% test split) and
+    ``calibration`` (slope, intercept, cross-entropy before/after on the calibration split).
+    """
+    unknown = [n for n in names if n not in _TRAINERS]
+    if unknown:
+        raise ValueError(f"unknown demo model(s) {unknown}; choose from {list(_TRAINERS)}")
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    splits: DigitSplits | None = None
+    models: dict[str, CandidateModel] = {}
+    for name in names:
+        trainer, architecture, description = _TRAINERS[name]
+        path = _cache_path(cache, name, random_state)
+        if path.is_file():
+            models[name] = CandidateModel.load(path, net=architecture())
+            continue
+        splits = splits or digit_splits(random_state)
+        threads = torch.get_num_threads()
+        # Batches of 64 tiny images: extra threads (torch's or BLAS's) only add overhead.
+        torch.set_num_threads(1)
+        try:
+            with threadpool_limits(limits=1):
+                net = trainer(splits, random_state=random_state)
+        finally:
+            torch.set_num_threads(threads)
+        model = CandidateModel(
+            net,
+            DIGIT_CLASSES,
+            name=name,
+            metadata={"description": description, "seed": random_state},
+        )
+        model.calibrate(splits.calibration_images, splits.calibration_labels)
+        model.metadata["test_accuracy"] = heldout_accuracy(
+            model, splits.test_images, splits.test_labels
+        )
+        model.save(path)
+        models[name] = model
+    return models
+
+
+def demo_accuracy(models: dict[str, CandidateModel], random_state: int = 0) -> pd.DataFrame:
+    """Held-out (test split) argmax accuracy of each model: columns ``model, accuracy, n``."""
+    splits = digit_splits(random_state)
+    return pd.DataFrame(
+        {
+            "model": list(models),
+            "accuracy": [
+                heldout_accuracy(m, splits.test_images, splits.test_labels) for m in models.values()
+            ],
+            "n": len(splits.test_labels),
+        }
+    )
