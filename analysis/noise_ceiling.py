@@ -139,6 +139,43 @@ def _initial_logits(x: np.ndarray, active: np.ndarray, init: str | np.ndarray) -
     return v0[active]
 
 
+class NegativeMeanR:
+    """f(v) = -mean_i r(sigmoid(v), x_i) and its analytic gradient, over the entries anyone rated.
+
+    For centred vectors pc_i, xc_i on participant i's observed entries,
+    d r_i / d p = xc_i / (|pc_i| |xc_i|) - r_i pc_i / |pc_i|^2, chained through dp/dv = p (1 - p).
+    Participants whose observed ratings are constant (undefined r) are left out; ``active`` marks
+    the entries (columns of the ratings) that the vector v covers.
+    """
+
+    def __init__(self, ratings: RatingArray | np.ndarray) -> None:
+        x = rating_matrix(ratings)
+        observed = np.isfinite(x)
+        n = observed.sum(1)
+        mean = np.where(observed, x, 0.0).sum(1) / np.maximum(n, 1)
+        xc = np.where(observed, x - mean[:, None], 0.0)
+        xnorm = np.sqrt((xc**2).sum(1))
+        people = (n >= 2) & (xnorm > 1e-12)
+        if not people.any():
+            raise ValueError("no participant has at least two different observed ratings")
+        self.active = observed[people].any(0)
+        self._o = observed[people][:, self.active].astype(float)
+        self._xc = xc[people][:, self.active]
+        self._xn = xnorm[people]
+        self._n = n[people].astype(float)
+        self._n_people = float(people.sum())
+
+    def __call__(self, v: np.ndarray) -> tuple[float, np.ndarray]:
+        p = expit(v)
+        mp = (self._o @ p) / self._n
+        pc = self._o * (p[None, :] - mp[:, None])
+        pn2 = np.maximum(np.einsum("ij,ij->i", pc, pc), 1e-300)
+        pn = np.sqrt(pn2)
+        r = (self._xc @ p) / (pn * self._xn)
+        grad_p = (1.0 / (pn * self._xn)) @ self._xc - (r / pn2) @ pc
+        return -r.sum() / self._n_people, -(grad_p * p * (1.0 - p)) / self._n_people
+
+
 def upper_bound_optimized(
     ratings: RatingArray | np.ndarray,
     init: str | np.ndarray = "closed_form",
@@ -147,39 +184,14 @@ def upper_bound_optimized(
 ) -> UpperBound:
     """max over v of mean_i r(sigmoid(v), x_i) over each participant's observed entries (L-BFGS-B).
 
-    The gradient is analytic: for centred vectors pc_i, xc_i on i's observed entries,
-    d r_i / d p = xc_i / (|pc_i| |xc_i|) - r_i pc_i / |pc_i|^2, chained through dp/dv = p (1 - p).
-    Participants whose observed ratings are constant (undefined r) are left out of the mean; entries
-    nobody rated are not optimised (NaN in ``prediction``). ``init`` is 'closed_form' (the consensus
-    of z-scores), 'mean' (the mean rating) or a logit vector.
+    scipy's L-BFGS-B with the analytic gradient of :class:`NegativeMeanR`. Participants with
+    constant ratings are left out of the mean; entries nobody rated are not optimised (NaN in
+    ``prediction``). ``init`` is 'closed_form' (the consensus of z-scores; converges in a few
+    dozen iterations), 'mean' (the mean rating) or a logit vector over all entries.
     """
     x = rating_matrix(ratings)
-    observed = np.isfinite(x)
-    n = observed.sum(1)
-    mean = np.where(observed, x, 0.0).sum(1) / np.maximum(n, 1)
-    xc_full = np.where(observed, x - mean[:, None], 0.0)
-    xnorm = np.sqrt((xc_full**2).sum(1))
-    people = (n >= 2) & (xnorm > 1e-12)
-    if not people.any():
-        raise ValueError("no participant has at least two different observed ratings")
-    active = observed[people].any(0)
-    o = observed[people][:, active].astype(float)
-    xc = xc_full[people][:, active]
-    xn = xnorm[people]
-    n_p = n[people].astype(float)
-    n_people = float(people.sum())
-
-    def objective(v: np.ndarray) -> tuple[float, np.ndarray]:
-        p = expit(v)
-        mp = (o @ p) / n_p
-        pc = o * (p[None, :] - mp[:, None])
-        pn2 = np.einsum("ij,ij->i", pc, pc)
-        pn = np.sqrt(np.maximum(pn2, 1e-300))
-        r = (xc @ p) / (pn * xn)
-        grad_p = (1.0 / (pn * xn)) @ xc - (r / np.maximum(pn2, 1e-300)) @ pc
-        return -r.sum() / n_people, -(grad_p * p * (1.0 - p)) / n_people
-
-    v0 = _initial_logits(x, active, init)
+    objective = NegativeMeanR(x)
+    v0 = _initial_logits(x, objective.active, init)
     # Matrix-vector products this small run fastest single-threaded inside BLAS.
     with threadpool_limits(limits=1, user_api="blas"):
         res = minimize(
@@ -190,7 +202,7 @@ def upper_bound_optimized(
             options={"maxiter": maxiter, "gtol": gtol, "ftol": 1e-15, "maxcor": 20},
         )
     prediction = np.full(x.shape[1], np.nan)
-    prediction[active] = expit(res.x)
+    prediction[objective.active] = expit(res.x)
     per_participant = masked_r(x, prediction)
     return UpperBound(
         value=float(np.nanmean(per_participant)),

@@ -452,7 +452,8 @@ def holm_sidak(p_values: Sequence[float], alpha: float = 0.05) -> tuple[np.ndarr
     reject = np.zeros(p.shape, dtype=bool)
     ok = np.isfinite(p)
     if ok.any():
-        reject[ok], adjusted[ok], _, _ = multipletests(p[ok], alpha=alpha, method="holm-sidak")
+        with np.errstate(divide="ignore"):  # p = 1 makes statsmodels take log(0); result is fine
+            reject[ok], adjusted[ok], _, _ = multipletests(p[ok], alpha=alpha, method="holm-sidak")
     return adjusted, reject
 
 

@@ -108,6 +108,7 @@ def _brackets(ax: plt.Axes, scores: pd.DataFrame, tests: pd.DataFrame, x: np.nda
             [y - step / 3, y, y, y - step / 3],
             color="0.2",
             linewidth=0.8,
+            gid="significance-bracket",
         )
 
 
