@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 DEMO_SLUG = "demo"
+DEMO_VERSION = "3"  # bump when the demo content changes: `humanlike demo` then rebuilds it
 PROLIFIC_CODE = "C1HLDEMO"
 
 SPEC_TEMPLATE = """\
@@ -129,4 +130,13 @@ def build_demo(dest: Path, *, controversial: bool = True, mlds: bool = True, see
     (dest / "experiment.toml").write_text(spec)
     (dest / "consent.md").write_text(CONSENT)
     (dest / "instructions.md").write_text(INSTRUCTIONS)
+    (dest / "VERSION").write_text(f"{DEMO_VERSION} controversial={controversial} mlds={mlds}\n")
     return dest / "experiment.toml"
+
+
+def demo_is_current(dest: Path) -> bool:
+    """True when ``dest`` holds a complete demo of the current version."""
+    stamp = dest / "VERSION"
+    return (dest / "experiment.toml").is_file() and stamp.is_file() and (
+        stamp.read_text().split()[0] == DEMO_VERSION
+    )

@@ -21,14 +21,14 @@ def command(host: str, port: int, prepare_only: bool, rebuild: bool, database_ur
     import sqlalchemy as sa
 
     from humanlike.server import database, experiments
-    from humanlike.server.demo import DEMO_SLUG, build_demo
+    from humanlike.server.demo import DEMO_SLUG, build_demo, demo_is_current
     from humanlike.server.extensions import db
     from humanlike.server.models import AdminUser
 
     probe = make_app(database_url=database_url)
     demo_dir = Path(probe.instance_path) / "demo"
     spec_path = demo_dir / "experiment.toml"
-    if rebuild or not spec_path.is_file():
+    if rebuild or not demo_is_current(demo_dir):
         click.echo(f"building the demo experiment in {demo_dir} ...")
         build_demo(demo_dir)
     app = make_app([str(spec_path)], database_url)
