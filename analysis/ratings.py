@@ -185,12 +185,12 @@ def validate_ratings(frame: pd.DataFrame) -> pd.DataFrame:
         out["rt_ms"] = np.nan
     for column in STIMULUS_METADATA:
         if column in out.columns:
-            out[column] = out[column].map(_as_label)
-    if "stimulus_kind" not in out.columns or out["stimulus_kind"].isna().all():
-        targeted = out.get("targeted_model_1")
-        is_controversial = targeted.notna() if targeted is not None else False
-        out["stimulus_kind"] = np.where(is_controversial, "controversial", "natural")
-    out["stimulus_kind"] = out["stimulus_kind"].astype(str).str.lower()
+            out[column] = _as_labels(out[column])
+    # Missing kinds: controversial when a targeted model is named, else natural.
+    targeted = out["targeted_model_1"].notna() if "targeted_model_1" in out.columns else False
+    inferred = pd.Series(np.where(targeted, "controversial", "natural"), index=out.index)
+    kind = out.get("stimulus_kind", pd.Series(np.nan, index=out.index, dtype=object))
+    out["stimulus_kind"] = kind.fillna(inferred).astype(str).str.lower()
     key = ["participant", "stimulus", "category", "is_repeat"]
     if "trial_index" in out.columns and out["trial_index"].notna().all():
         key = ["participant", "trial_index", "category"]
@@ -213,6 +213,12 @@ def _as_bool(series: pd.Series) -> pd.Series:
             f"ratings column 'is_repeat' must be boolean; found {series[unknown].iloc[0]!r}"
         )
     return text.map(mapping).astype(bool)
+
+
+def _as_labels(series: pd.Series) -> pd.Series:
+    """:func:`_as_label` applied once per distinct value."""
+    values = series.dropna().unique()
+    return series.map(dict(zip(values, map(_as_label, values))))
 
 
 def _as_label(value: object) -> object:

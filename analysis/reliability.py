@@ -67,7 +67,9 @@ def spearman_brown(r: float | np.ndarray, factor: float = 2.0) -> float | np.nda
 _SPLIT_CHUNK = 64
 
 
-def _half_correlations(half_a: np.ndarray, half_b: np.ndarray, x0: np.ndarray, o: np.ndarray):
+def _half_correlations(
+    half_a: np.ndarray, half_b: np.ndarray, x0: np.ndarray, o: np.ndarray
+) -> np.ndarray:
     """r between the two halves' mean ratings for a block of splits (rows of ``half_a/half_b``)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_a = (half_a @ x0) / (half_a @ o)
@@ -98,8 +100,9 @@ def split_half_reliability(
     """Random halves of the participants; r between the halves' mean ratings; r_SB = 2r / (1 + r).
 
     Each split's half means are averages over the participants who rated an entry (missing ratings
-    are skipped); r uses entries rated in both halves. All splits are evaluated at once with matrix
-    products. The mean r over splits is corrected with the Spearman-Brown formula for doubling.
+    are skipped); r uses entries rated in both halves. The split memberships are drawn as one array
+    and evaluated with matrix products in blocks of 64 splits. The mean r over splits is corrected
+    with the Spearman-Brown formula for doubling.
     """
     values = np.asarray(getattr(ratings, "values", ratings), dtype=float)
     if values.ndim < 2:

@@ -88,16 +88,6 @@ class ModelPredictions:
     stimuli: tuple[str, ...]
     categories: tuple[str, ...]
 
-    def select_stimuli(self, mask: np.ndarray) -> ModelPredictions:
-        """The same models on the stimuli where ``mask`` is true."""
-        idx = np.flatnonzero(np.asarray(mask, dtype=bool))
-        return replace(
-            self,
-            probabilities=self.probabilities[:, idx],
-            logits=self.logits[:, idx],
-            stimuli=tuple(self.stimuli[i] for i in idx),
-        )
-
 
 def model_predictions(
     frame: pd.DataFrame, ratings: RatingArray, eps: float = 1e-6

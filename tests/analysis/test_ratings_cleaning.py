@@ -69,6 +69,7 @@ def test_rating_array_holds_first_presentations_with_nan_where_unrated(frame):
     assert ratings.shape == (3, 3, 3)
     assert ratings.stimuli == ("nat_a", "nat_b", "con_x")  # natural first, catch left out
     assert ratings.kinds == ("natural", "natural", "controversial")
+    assert ratings.subset("controversial").stimuli == ("con_x",)
     np.testing.assert_array_equal(ratings.values[0, 1], [0, 0.75, 0.25])  # not the repeat
     assert np.isnan(ratings.values[2, 0]).all()  # p3's too-fast trial
 
@@ -165,3 +166,21 @@ def test_export_folder_joins_stimulus_metadata(tmp_path, frame):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="no ratings.csv"):
         load_ratings(tmp_path / "empty")
+
+
+def test_missing_stimulus_kinds_are_inferred_from_the_targeted_models():
+    frame = pd.DataFrame(
+        {
+            "participant": "a",
+            "stimulus": ["x", "y", "z"],
+            "category": "0",
+            "rating": [0.5, 1.0, 0.0],
+            "targeted_model_1": [None, "m1", None],
+            "stimulus_kind": [None, None, "catch"],
+        }
+    )
+    assert validate_ratings(frame)["stimulus_kind"].tolist() == [
+        "natural",
+        "controversial",
+        "catch",
+    ]
