@@ -72,13 +72,15 @@ def analyze_ratings(
     n_jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
     respect_export_exclusions: bool = True,
+    bias_correct_bounds: bool = True,
 ) -> RatingsAnalysis:
     """Clean trials, QC and exclude participants, then reliability, noise ceiling, scores, bootstrap.
 
     Trials faster than ``rules.min_trial_rt_ms`` become missing; excluded participants (reasons in
     ``qc``, including those the export's ``participants`` table already excluded unless
     ``respect_export_exclusions`` is false) are left out of everything after QC. Natural and
-    controversial first presentations are scored.
+    controversial first presentations are scored. ``bias_correct_bounds`` is passed to
+    :func:`~humanlike.analysis.ratings_bootstrap.bootstrap_ratings`.
     """
     rules = as_rules(rules)
     rng = np.random.default_rng(random_state)
@@ -104,5 +106,6 @@ def analyze_ratings(
         random_state=rng,
         n_jobs=n_jobs,
         progress=progress,
+        bias_correct_bounds=bias_correct_bounds,
     )
     return RatingsAnalysis(cleaned, qc, ratings, split_half, bootstrap, rules)

@@ -101,6 +101,12 @@ def _rules(rules_file: Path | None, overrides: tuple[str, ...]) -> ExclusionRule
     help="Threads for the bootstrap (default: all available CPUs).",
 )
 @click.option(
+    "--bias-correct-bounds/--no-bias-correct-bounds",
+    default=True,
+    show_default=True,
+    help="Re-centre the noise-ceiling bounds' bootstrap distributions on their estimates.",
+)
+@click.option(
     "--ignore-export-exclusions",
     is_flag=True,
     help="Re-include participants that participants.csv marks as excluded.",
@@ -117,6 +123,7 @@ def command(
     rules_file: Path | None,
     rule_overrides: tuple[str, ...],
     n_jobs: int | None,
+    bias_correct_bounds: bool,
     ignore_export_exclusions: bool,
 ) -> None:
     """Score models against human ratings in EXPORT with a noise ceiling and bootstrap CIs."""
@@ -142,6 +149,7 @@ def command(
                 n_jobs=n_jobs,
                 progress=bar.update,
                 respect_export_exclusions=not ignore_export_exclusions,
+                bias_correct_bounds=bias_correct_bounds,
             )
         except ValueError as error:
             raise click.ClickException(str(error)) from None
@@ -180,6 +188,7 @@ def command(
         "confidence_level": confidence,
         "seed": seed,
         "calibrate": calibrate,
+        "bias_correct_bounds": bias_correct_bounds,
         "rules": {k: v for k, v in vars(rules).items() if v is not None},
         "split_half_spearman_brown": result.split_half.spearman_brown,
         "upper_bound_shift": result.bootstrap.upper_bound_shift,

@@ -132,6 +132,25 @@ def test_unit_counts_reproduce_the_full_sample_point_estimates():
     )
 
 
+def test_bound_distributions_are_recentred_on_their_estimates_and_the_bias_reported():
+    ratings, predictions = _experiment(np.random.default_rng(26), n_people=8, missing=0.1)
+    raw = bootstrap_ratings(
+        ratings, predictions, n_resamples=300, random_state=1, bias_correct_bounds=False
+    )
+    fixed = bootstrap_ratings(ratings, predictions, n_resamples=300, random_state=1)
+    for (subset, metric), dist in fixed.distributions.items():
+        table = fixed.ceilings.query("subset == @subset and metric == @metric").set_index("bound")
+        for bound in ("lower", "upper"):
+            assert dist[bound].mean() == pytest.approx(table.loc[bound, "estimate"], abs=1e-12)
+            raw_mean = raw.distributions[subset, metric][bound].mean()
+            bias = raw_mean - table.loc[bound, "estimate"]
+            assert table.loc[bound, "bootstrap_bias"] == pytest.approx(bias, abs=1e-12)
+    # With fewer distinct participants per resample the leave-one-out r drops on average.
+    lower = raw.ceilings.query("metric == 'pearson_r' and bound == 'lower'")["bootstrap_bias"]
+    assert (lower < 0).all()
+    assert fixed.scores.equals(raw.scores)  # model scores are untouched
+
+
 def test_stratified_resampling_keeps_every_stratum_size():
     strata = ["natural"] * 5 + ["a vs b"] * 3 + ["a vs c"] * 4
     people, stimuli = draw_resample_counts(strata, 7, 200, random_state=1)
@@ -191,15 +210,20 @@ def test_percentile_intervals_cover_the_true_score_in_about_95_percent_of_experi
 
     x_isk = t_sk + sd_i e_isk with sd_i drawn from {0.5, 1, 1.5}; model a = t + N(0, 1), model
     b = t + N(0, 0.5^2), both fresh per stimulus. True scores r_i = 1 / sqrt((1 + su^2)(1 + sd_i^2))
-    averaged over sd_i. Coverage must lie in the central 99.9% binomial range around 0.95 widened
-    for the conservative two-way bootstrap: below 0.87 or at 100% the test fails.
+    averaged over sd_i; the leave-one-out bound's truth is the mean over sd draws of
+    1 / sqrt((1 + sd_i^2)(1 + sum_{j != i} sd_j^2 / (P - 1)^2)). Coverage must lie in the central
+    99.9% binomial range around 0.95 widened for the conservative two-way bootstrap: below 0.87 or
+    at 100% the test fails.
     """
     rng = np.random.default_rng(25)
     sds, n_people, n_strata, per, n_cat = (0.5, 1.0, 1.5), 10, 4, 8, 4
     n_stim = n_strata * per
     true = {su: np.mean([1 / np.sqrt((1 + su**2) * (1 + s**2)) for s in sds]) for su in (1.0, 0.5)}
     strata = tuple(f"m{g} vs m{g + 1}" for g in range(n_strata) for _ in range(per))
-    hits = {"a": 0, "b": 0, "a - b": 0}
+    draws = rng.choice(sds, size=(100_000, n_people)) ** 2
+    others = (draws.sum(1, keepdims=True) - draws) / (n_people - 1) ** 2
+    true_lower = float(np.mean(1 / np.sqrt((1 + draws) * (1 + others))))
+    hits = {"a": 0, "b": 0, "a - b": 0, "lower bound": 0}
     n_experiments = 120
     for _ in range(n_experiments):
         t = rng.normal(size=(n_stim, n_cat))
@@ -223,6 +247,8 @@ def test_percentile_intervals_cover_the_true_score_in_about_95_percent_of_experi
             hits[name] += scores.loc[name, "ci_low"] <= true[su] <= scores.loc[name, "ci_high"]
         diff = result.comparisons.query("metric == 'pearson_r' and comparison == 'model vs model'")
         hits["a - b"] += diff["ci_low"].iloc[0] <= true[1.0] - true[0.5] <= diff["ci_high"].iloc[0]
+        lower = result.ceilings.query("metric == 'pearson_r' and bound == 'lower'").iloc[0]
+        hits["lower bound"] += lower["ci_low"] <= true_lower <= lower["ci_high"]
     for name, count in hits.items():
         coverage = count / n_experiments
         assert 0.87 <= coverage < 1.0, f"{name}: coverage {coverage:.3f}"
