@@ -12,6 +12,7 @@ import pandas as pd
 from humanlike.analysis.ratings_bootstrap import RatingsBootstrap
 from humanlike.analysis.reliability import repeat_pairs, repeat_reliability
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 _LABELS = {"pearson_r": "mean Pearson r with each participant", "mse": "mean squared error"}
 _SUBSET_TITLES = {
@@ -32,8 +33,8 @@ def plot_model_scores(
     Bars: each model's mean score with its bootstrap CI, best model first. Grey bar at the right: the
     leave-one-out lower bound with its CI and one dot per participant (that participant's r with the
     others' mean). Dashed line: the upper bound; shaded band: the noise ceiling (lower to upper).
-    Brackets join model pairs that differ significantly (Holm-Sidak); models significantly below
-    the lower bound are drawn in a lighter colour.
+    Brackets join model pairs that differ significantly (Holm-Sidak); models significantly worse
+    than the lower bound are drawn in a lighter colour.
     """
     scores = result.scores.query("subset == @subset and metric == @metric")
     if scores.empty:
@@ -43,7 +44,7 @@ def plot_model_scores(
     higher_is_better = metric != "mse"
     scores = scores.sort_values("estimate", ascending=not higher_is_better).reset_index(drop=True)
     if ax is None:
-        fig, ax = plt.subplots(figsize=(max(5.0, 0.7 * len(scores) + 2.5), 4.5))
+        fig, ax = plt.subplots(figsize=(max(6.5, 0.7 * len(scores) + 4.5), 4.5))
     else:
         fig = ax.figure
     x = np.arange(len(scores))
@@ -72,7 +73,8 @@ def plot_model_scores(
     dots = people["loo_r" if metric == "pearson_r" else "loo_mse"].dropna().to_numpy()
     jitter = np.random.default_rng(0).uniform(-0.25, 0.25, dots.size)
     ax.scatter(xl + jitter, dots, s=10, color="black", alpha=0.6, zorder=3)
-    _brackets(ax, scores, tests, x)
+    floor = float(np.nanmax([*scores["ci_high"], upper["estimate"], lower["ci_high"]]))
+    _brackets(ax, scores, tests, x, floor)
     ax.set_xticks([*x, xl], [*scores["model"], "humans\n(LOO)"], rotation=45, ha="right")
     ax.set_ylabel(_LABELS.get(metric, metric))
     ax.set_title(
@@ -80,29 +82,49 @@ def plot_model_scores(
         f"{result.n_resamples} resamples)",
         fontsize=10,
     )
+    handles, labels = ax.get_legend_handles_labels()
     if len(below):
-        ax.bar([0], [0], color="#9ecae1", label="significantly below lower bound")
-    ax.legend(loc="lower left", fontsize=8, frameon=False)
+        handles.append(Patch(color="#9ecae1"))
+        labels.append("significantly worse than\nthe lower bound")
+    ax.legend(
+        handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False
+    )
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
     return fig
 
 
-def _brackets(ax: plt.Axes, scores: pd.DataFrame, tests: pd.DataFrame, x: np.ndarray) -> None:
-    """Stacked brackets over significantly different model pairs."""
+def _brackets(
+    ax: plt.Axes, scores: pd.DataFrame, tests: pd.DataFrame, x: np.ndarray, floor: float
+) -> None:
+    """Brackets over significantly different model pairs, packed into as few rows as possible.
+
+    Shortest spans go lowest; a bracket takes the lowest row where it overlaps no other bracket.
+    The rows share a band above ``floor`` whose height is at most 40% of the plotted range.
+    """
     position = dict(zip(scores["model"], x))
     pairs = tests.query("comparison == 'model vs model' and significant")
     if pairs.empty:
         return
-    top = float(np.nanmax(scores["ci_high"]))
-    span = float(np.nanmax(scores["ci_high"]) - min(0.0, np.nanmin(scores["ci_low"]))) or 1.0
-    step = 0.05 * span
     spans = sorted(
         (sorted((position[a], position[b])) for a, b in zip(pairs["a"], pairs["b"])),
         key=lambda ab: (ab[1] - ab[0], ab[0]),
     )
-    for level, (left, right) in enumerate(spans, start=1):
-        y = top + level * step
+    rows: list[list[tuple[float, float]]] = []
+    placed = []
+    for left, right in spans:
+        level = next(
+            (i for i, row in enumerate(rows) if all(right < l0 or left > r0 for l0, r0 in row)),
+            len(rows),
+        )
+        if level == len(rows):
+            rows.append([])
+        rows[level].append((left - 0.1, right + 0.1))
+        placed.append((level, left, right))
+    data_range = floor - min(0.0, float(np.nanmin(scores["ci_low"])))
+    step = min(0.05, 0.4 / len(rows)) * (data_range or 1.0)
+    for level, left, right in placed:
+        y = floor + (level + 1) * step
         ax.plot(
             [left, left, right, right],
             [y - step / 3, y, y, y - step / 3],
