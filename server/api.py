@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from flask import Blueprint, jsonify, request, url_for
+from flask import Blueprint, current_app, jsonify, request, url_for
 from pydantic import ValidationError
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -105,11 +105,17 @@ def authorize(public_id: str) -> _Auth:
     return auth
 
 
-def _json_body() -> Any:
+def _raw_body() -> bytes:
+    """The request body, refused with 413 when over the limit."""
     if request.content_length is not None and request.content_length > request.max_content_length:
         api_abort(413, "body_too_large", f"at most {request.max_content_length} bytes")
+    return request.get_data(cache=False)
+
+
+def _json_body() -> Any:
+    raw = _raw_body()
     try:
-        return json.loads(request.get_data(cache=False))
+        return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         api_abort(400, "malformed_json", str(exc))
 
@@ -231,10 +237,12 @@ def _insert_trial(values: dict[str, Any], status_update: bool) -> bool:
 def post_trial(pid: str):
     """Store one trial; 201 when new, 200 when this index was already stored (idempotent)."""
     auth = authorize(pid)
-    body = _json_body()
+    raw = _raw_body()
     try:
-        trial = TrialIn.model_validate(body)
+        trial = TrialIn.model_validate_json(raw)
     except ValidationError as exc:
+        if any(e["type"] == "json_invalid" for e in exc.errors()):
+            api_abort(400, "malformed_json", exc.errors()[0]["msg"])
         api_abort(422, "invalid_trial", _validation_detail(exc))
     if trial.trial_index >= auth.n_trials:
         api_abort(422, "trial_index_out_of_range",
@@ -270,7 +278,9 @@ def post_trial(pid: str):
     )
     if created:
         auth.status = "started"
-    return jsonify(trial_index=trial.trial_index), (201 if created else 200)
+    ack = b'{"trial_index":%d}\n' % trial.trial_index
+    return current_app.response_class(ack, status=201 if created else 200,
+                                      mimetype="application/json")
 
 
 @bp.post("/api/v1/participants/<pid>/events")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import markdown
@@ -31,8 +32,16 @@ class LoadedExperiment:
 
     def markdown_html(self, field: str) -> str:
         """The consent or instructions Markdown file rendered to HTML (raw HTML in it is escaped)."""
-        text = (self.root / getattr(self.spec, field)).read_text(encoding="utf-8")
-        return markdown.markdown(text.replace("<", "&lt;"), extensions=["extra"])
+        return self._rendered[field]
+
+    @cached_property
+    def _rendered(self) -> dict[str, str]:
+        """Consent and instructions rendered once per process (the files are part of the spec)."""
+        out = {}
+        for field in ("consent", "instructions"):
+            text = (self.root / getattr(self.spec, field)).read_text(encoding="utf-8")
+            out[field] = markdown.markdown(text.replace("<", "&lt;"), extensions=["extra"])
+        return out
 
     def stimulus_keys(self) -> set[str]:
         """Keys of every file this experiment may serve (stimuli and mask)."""
