@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from humanlike.stimuli.controversial import (
 )
 from humanlike.stimuli.model_responses import model_responses
 from humanlike.stimuli.models import CandidateModel
-from humanlike.stimuli.selection import select_balanced
+from humanlike.stimuli.selection import Selection, select_balanced
 from PIL import Image
 
 MANIFEST_COLUMNS = [
@@ -86,7 +87,18 @@ def _pair_seed(seed: int, position: int) -> int:
     return int(np.random.SeedSequence([seed, position]).generate_state(1)[0] % (2**31))
 
 
-def build_controversial_manifest(
+@dataclass(frozen=True)
+class ControversialSet:
+    """What ``build_controversial_set`` wrote: manifest rows, model responses, and per model pair
+    the full synthesis (every class pair) and the chosen subset."""
+
+    manifest: pd.DataFrame
+    responses: pd.DataFrame
+    stimuli: tuple[ControversialStimuli, ...]
+    selections: tuple[Selection, ...]
+
+
+def build_controversial_set(
     models: Mapping[str, CandidateModel],
     model_pairs: Sequence[tuple[str, str]],
     out_dir: str | Path,
@@ -97,10 +109,10 @@ def build_controversial_manifest(
     response_models: Mapping[str, CandidateModel] | None = None,
     display_scale: int = 8,
     progress: bool = True,
-) -> pd.DataFrame:
+) -> ControversialSet:
     """For each model pair: synthesise all K(K-1) class pairs, keep ``per_pair`` by the balanced
-    integer program, write PNGs and return manifest rows; also writes ``model_responses.csv``
-    (every model in ``response_models``, default ``models``, on every written stimulus)."""
+    integer program, write PNGs and manifest rows; also writes ``model_responses.csv`` (every model
+    in ``response_models``, default ``models``, on every written stimulus)."""
     out_dir = Path(out_dir)
     pairs = [tuple(p) for p in model_pairs]
     if not pairs:
@@ -117,14 +129,15 @@ def build_controversial_manifest(
         raise ValueError(
             "model_pairs lists the same pair twice ((i, j) and (j, i) are the same pair)"
         )
-    rows = []
-    for position, (name_1, name_2) in enumerate(pairs):
+    for name_1, _ in pairs:
         n_classes = len(models[name_1].classes)
         if per_pair % n_classes or per_pair < n_classes:
             raise ValueError(
-                f"per_pair must be a positive multiple of the number of classes ({n_classes}) so every "
-                f"class is targeted equally often; got {per_pair}"
+                f"per_pair must be a positive multiple of the number of classes ({n_classes}) so "
+                f"every class is targeted equally often; got {per_pair}"
             )
+    rows, synthesised, selections = [], [], []
+    for position, (name_1, name_2) in enumerate(pairs):
         stimuli = synthesize_controversial(
             models[name_1],
             models[name_2],
@@ -132,6 +145,7 @@ def build_controversial_manifest(
             random_state=_pair_seed(seed, position),
             progress=progress,
         )
+        n_classes = len(stimuli.classes)
         chosen = select_balanced(
             stimuli.class_1,
             stimuli.class_2,
@@ -142,7 +156,9 @@ def build_controversial_manifest(
         rows.append(
             write_controversial_stimuli(stimuli, chosen.index, out_dir, display_scale=display_scale)
         )
+        synthesised.append(stimuli)
+        selections.append(chosen)
     manifest = pd.concat(rows, ignore_index=True)
     responses = model_responses(response_models or models, manifest, out_dir)
     responses.to_csv(out_dir / "model_responses.csv", index=False)
-    return manifest
+    return ControversialSet(manifest, responses, tuple(synthesised), tuple(selections))

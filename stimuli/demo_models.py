@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from humanlike.stimuli.models import CandidateModel
+from humanlike.stimuli.models import CandidateModel, torch_threads
 from threadpoolctl import threadpool_limits
 from torch import nn
 
@@ -27,19 +27,23 @@ DIGIT_CLASSES = tuple(str(d) for d in range(10))
 IMAGE_SIZE = 28
 DEMO_MODEL_NAMES = ("cnn", "logreg", "kde", "adv_cnn")
 # Bump when training changes, so stale cached weights are not reused.
-TRAINING_VERSION = 1
+TRAINING_VERSION = 2
 
 
 @dataclass(frozen=True)
 class DigitSplits:
-    """Stratified train / calibration / test splits of the upsampled digits: float32 (N, 1, 28, 28)."""
+    """Stratified train / calibration / test splits of the upsampled digits: float32 (N, 1, 28, 28)
+    images, integer labels and ``*_index`` positions in ``sklearn.datasets.load_digits()``."""
 
     train_images: np.ndarray
     train_labels: np.ndarray
+    train_index: np.ndarray
     calibration_images: np.ndarray
     calibration_labels: np.ndarray
+    calibration_index: np.ndarray
     test_images: np.ndarray
     test_labels: np.ndarray
+    test_index: np.ndarray
 
 
 def digit_images(size: int = IMAGE_SIZE) -> tuple[np.ndarray, np.ndarray]:
@@ -53,17 +57,25 @@ def digit_images(size: int = IMAGE_SIZE) -> tuple[np.ndarray, np.ndarray]:
 
 
 def digit_splits(random_state: int = 0) -> DigitSplits:
-    """60 / 20 / 20 stratified split (train / calibration / test) of the upsampled digits."""
+    """60 / 20 / 20 stratified split (train / calibration / test) of the upsampled digits.
+
+    Natural stimuli shown beside controversial ones should come from ``test_index`` (images no
+    demo model was trained or calibrated on).
+    """
     from sklearn.model_selection import train_test_split
 
     images, labels = digit_images()
-    x_train, x_rest, y_train, y_rest = train_test_split(
-        images, labels, test_size=0.4, stratify=labels, random_state=random_state
+    train, rest = train_test_split(
+        np.arange(len(labels)), test_size=0.4, stratify=labels, random_state=random_state
     )
-    x_cal, x_test, y_cal, y_test = train_test_split(
-        x_rest, y_rest, test_size=0.5, stratify=y_rest, random_state=random_state
+    calibration, test = train_test_split(
+        rest, test_size=0.5, stratify=labels[rest], random_state=random_state
     )
-    return DigitSplits(x_train, y_train, x_cal, y_cal, x_test, y_test)
+    return DigitSplits(
+        images[train], labels[train], train,
+        images[calibration], labels[calibration], calibration,
+        images[test], labels[test], test,
+    )  # fmt: skip
 
 
 class SmallCNN(nn.Module):
@@ -166,19 +178,19 @@ def loo_bandwidth(
 def pgd_linf(
     net: nn.Module,
     images: torch.Tensor,
-    targets: torch.Tensor,
+    labels: torch.Tensor,
     *,
     epsilon: float,
     steps: int,
     step_size: float,
     generator: torch.Generator,
 ) -> torch.Tensor:
-    """L-inf projected gradient ascent on the multi-label BCE from a random start (Madry et al. 2018)."""
+    """L-inf projected gradient ascent on the cross-entropy from a random start (Madry et al. 2018)."""
     noise = (torch.rand(images.shape, generator=generator) * 2 - 1) * epsilon
     adv = (images + noise).clamp(0, 1)
     for _ in range(steps):
         adv.requires_grad_(True)
-        loss = F.binary_cross_entropy_with_logits(net(adv), targets)
+        loss = F.cross_entropy(net(adv), labels)
         (grad,) = torch.autograd.grad(loss, adv)
         adv = adv.detach() + step_size * grad.sign()
         adv = (images + (adv - images).clamp(-epsilon, epsilon)).clamp(0, 1)
@@ -195,33 +207,34 @@ def train_cnn(
     adversarial_epsilon: float | None = None,
     pgd_steps: int = 5,
 ) -> SmallCNN:
-    """Train ``SmallCNN`` with Adam on the multi-label BCE; with ``adversarial_epsilon`` on PGD images."""
+    """Train ``SmallCNN`` with Adam on the softmax cross-entropy (the usual way: its logits then need
+    calibrating for a sigmoid readout); with ``adversarial_epsilon``, on L-inf PGD images."""
     with torch.random.fork_rng():
         torch.manual_seed(random_state)
         net = SmallCNN(len(DIGIT_CLASSES))
     generator = torch.Generator().manual_seed(random_state)
     x = torch.from_numpy(splits.train_images)
-    targets = F.one_hot(torch.from_numpy(splits.train_labels), len(DIGIT_CLASSES)).float()
+    labels = torch.from_numpy(splits.train_labels)
     optimiser = torch.optim.Adam(net.parameters(), lr=lr)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, epochs)
     for _ in range(epochs):
         order = torch.randperm(len(x), generator=generator)
         for start in range(0, len(x), batch_size):
             idx = order[start : start + batch_size]
-            batch, batch_targets = x[idx], targets[idx]
+            batch, batch_labels = x[idx], labels[idx]
             if adversarial_epsilon:
                 net.eval()
                 batch = pgd_linf(
                     net,
                     batch,
-                    batch_targets,
+                    batch_labels,
                     epsilon=adversarial_epsilon,
                     steps=pgd_steps,
                     step_size=2.5 * adversarial_epsilon / pgd_steps,
                     generator=generator,
                 )
                 net.train()
-            loss = F.binary_cross_entropy_with_logits(net(batch), batch_targets)
+            loss = F.cross_entropy(net(batch), batch_labels)
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
@@ -268,7 +281,11 @@ def _empty_kde() -> GaussianKDEClassifier:
 
 # name -> (trainer, architecture factory for a weights-only reload, description)
 _TRAINERS: dict[str, tuple[Callable[..., nn.Module], Callable[[], nn.Module], str]] = {
-    "cnn": (train_cnn, SmallCNN, "small CNN (2 conv layers), BCE training"),
+    "cnn": (
+        train_cnn,
+        SmallCNN,
+        "small CNN (2 strided conv layers), softmax cross-entropy training",
+    ),
     "logreg": (train_logreg, PixelLinear, "one-vs-rest logistic regression on pixels"),
     "kde": (train_kde, _empty_kde, "class-conditional Gaussian KDE in pixel space"),
     "adv_cnn": (
@@ -323,14 +340,9 @@ def demo_models(
             models[name] = CandidateModel.load(path, net=architecture())
             continue
         splits = splits or digit_splits(random_state)
-        threads = torch.get_num_threads()
         # Batches of 64 tiny images: extra threads (torch's or BLAS's) only add overhead.
-        torch.set_num_threads(1)
-        try:
-            with threadpool_limits(limits=1):
-                net = trainer(splits, random_state=random_state)
-        finally:
-            torch.set_num_threads(threads)
+        with torch_threads(1), threadpool_limits(limits=1):
+            net = trainer(splits, random_state=random_state)
         model = CandidateModel(
             net,
             DIGIT_CLASSES,

@@ -9,7 +9,8 @@ images (Golan, Raju & Kriegeskorte 2020, Methods "calibration").
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,17 @@ from scipy import optimize, special
 from torch import nn
 
 FORMAT_VERSION = 1
+
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run a block with ``n`` torch intra-op threads, restoring the previous number afterwards."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def multilabel_cross_entropy(logits: np.ndarray, labels: np.ndarray) -> float:
