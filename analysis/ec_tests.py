@@ -394,7 +394,7 @@ def compare_models(
                 if m1 not in t.observers or m2 not in t.observers:
                     continue
                 humans = [i for i, g in enumerate(t.groups) if g == HUMAN]
-                cols = humans + [t.observers.index(m1), t.observers.index(m2)]
+                cols = [*humans, t.observers.index(m1), t.observers.index(m2)]
                 table = t.correct[:, cols]
                 table = table[~np.isnan(table).any(axis=1)]
                 if humans and len(table):

@@ -94,7 +94,7 @@ def scales_from_coef(coef: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     """(scale, scale_std, sigma) from GLM coefficients (..., N - 1): psi = (0, beta),
     standard scale psi / psi_N, sigma = 1 / psi_N (Knoblauch & Maloney 2008)."""
     coef = np.asarray(coef, dtype=float)
-    scale = np.concatenate([np.zeros(coef.shape[:-1] + (1,)), coef], axis=-1)
+    scale = np.concatenate([np.zeros((*coef.shape[:-1], 1)), coef], axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         top = scale[..., -1:]
         return scale, scale / top, 1.0 / top[..., 0]

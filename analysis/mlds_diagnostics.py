@@ -198,7 +198,7 @@ def _simulate(model: MLDS, n_sim: int, random_state, statistic) -> np.ndarray:
         eta = np.nan_to_num(fit.coef) @ X_trials.T
         values = np.asarray(statistic(y_sim, eta), dtype=float)
         if out is None:
-            out = np.full((n_sim,) + values.shape[1:], np.nan)
+            out = np.full((n_sim, *values.shape[1:]), np.nan)
         failed = ~fit.converged.reshape((-1,) + (1,) * (values.ndim - 1))
         out[start : start + m] = np.where(failed, np.nan, values)
     return out

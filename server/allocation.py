@@ -8,13 +8,12 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 from flask import Request
-
 from humanlike.server.experiments import LoadedExperiment
 from humanlike.server.extensions import db
 from humanlike.server.models import Experiment, Participant, Stimulus
 from humanlike.server.timeline import generate_timeline
 
-MOBILE_UA = re.compile(r"Mobi|Android|iPhone|iPad|iPod|Windows Phone|Opera Mini", re.I)
+MOBILE_UA = re.compile(r"Mobi|Android|iPhone|iPad|iPod|Windows Phone|Opera Mini", re.IGNORECASE)
 FILLED_STATUSES = ("started", "completed", "submitted", "approved")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 

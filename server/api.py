@@ -13,15 +13,14 @@ from typing import Any
 
 import sqlalchemy as sa
 from flask import Blueprint, current_app, jsonify, request, url_for
-from pydantic import ValidationError
-from sqlalchemy.dialects import postgresql, sqlite
-
 from humanlike.server import experiments
+from humanlike.server.database import autocommit_engine, ping
 from humanlike.server.errors import api_abort
 from humanlike.server.extensions import csrf, db
 from humanlike.server.models import Event, Participant, Trial, utcnow
 from humanlike.server.payloads import EventIn, TrialIn, validate_response
-from humanlike.server.database import autocommit_engine, ping
+from pydantic import ValidationError
+from sqlalchemy.dialects import postgresql, sqlite
 
 bp = Blueprint("api", __name__)
 csrf.exempt(bp)
@@ -328,9 +327,10 @@ def complete(pid: str):
     """Mark the participant completed once every trial is stored; returns where to go next."""
     auth = authorize(pid)
     participant = db.session.get(Participant, auth.id)
-    if participant.status not in ("started", "completed", "submitted", "approved"):
-        if participant.status not in PRE_TRIAL_STATUSES or auth.n_trials > 0:
-            api_abort(409, "not_started", f"participant status is {participant.status!r}")
+    finished = ("started", "completed", "submitted", "approved")
+    empty_timeline = participant.status in PRE_TRIAL_STATUSES and auth.n_trials == 0
+    if participant.status not in finished and not empty_timeline:
+        api_abort(409, "not_started", f"participant status is {participant.status!r}")
     stored = set(db.session.execute(
         sa.select(Trial.trial_index).where(Trial.participant_id == auth.id)
     ).scalars())

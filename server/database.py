@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from flask import Flask, current_app
-from sqlalchemy.engine import Engine
-
 from humanlike.server.extensions import db
+from sqlalchemy.engine import Engine
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import sqlalchemy as sa
-
 from humanlike.server.codebook import codebook
 from humanlike.server.extensions import db
 from humanlike.server.models import Event, Experiment, Participant, Stimulus, Trial
@@ -46,7 +45,7 @@ def trial_frame(exp: Experiment) -> pd.DataFrame:
     ).mappings().all()
     frame = pd.DataFrame([dict(r) for r in rows])
     if frame.empty:
-        return pd.DataFrame(columns=TRIAL_COLUMNS + ["response", "entry"])
+        return pd.DataFrame(columns=[*TRIAL_COLUMNS, "response", "entry"])
     frame["entry"] = [tl["trials"][i] for tl, i in zip(frame["timeline"], frame["trial_index"])]
     frame["practice"] = [bool(e.get("practice")) for e in frame["entry"]]
     frame["experiment"] = exp.slug
@@ -55,7 +54,7 @@ def trial_frame(exp: Experiment) -> pd.DataFrame:
     )
     frame["repeat_of"] = frame["repeat_of"].astype("Int64")
     frame["frames"] = frame["frames"].astype("Int64")
-    return frame.drop(columns="timeline")[TRIAL_COLUMNS + ["response", "entry"]]
+    return frame.drop(columns="timeline")[[*TRIAL_COLUMNS, "response", "entry"]]
 
 
 def rating_frame(trials: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
@@ -107,68 +106,23 @@ def stimulus_frame(exp: Experiment) -> pd.DataFrame:
     )
 
 
-def participant_qc(ratings: pd.DataFrame, stimuli: pd.DataFrame, trials: pd.DataFrame,
-                   min_rt_ms: float) -> pd.DataFrame:
-    """Per-participant QC: catch/natural accuracy, median RT, repeat reliability, all-zero share."""
-    qc = pd.DataFrame(index=pd.Index(trials["participant"].unique(), name="participant"))
-    main = trials[~trials["practice"] & trials["trial_type"].isin(["rating", "triad"])]
-    qc["median_rt_ms"] = main.groupby("participant")["rt_ms"].median()
-    if ratings.empty:
-        return qc.reset_index()
-    r = ratings[~ratings["practice"]].copy()
-    r.loc[r["rt_ms"] < min_rt_ms, "rating"] = np.nan
-    truth = stimuli.set_index("stimulus")["true_class"]
-    wide = r.pivot_table(index=["participant", "trial_index", "stimulus", "stimulus_kind",
-                                "is_repeat"], columns="category", values="rating", dropna=False)
-    wide = wide.dropna(how="all")
-    values = wide.to_numpy(float)
-    top = np.nanmax(values, axis=1, keepdims=True)
-    unique_top = (values == top).sum(axis=1) == 1
-    argmax = wide.columns.to_numpy()[np.nanargmax(np.nan_to_num(values, nan=-1), axis=1)]
-    idx = wide.index.to_frame(index=False)
-    idx["correct"] = unique_top & (argmax == idx["stimulus"].map(truth).to_numpy())
-    idx["all_zero"] = np.nansum(values, axis=1) == 0
-    first = idx[~idx["is_repeat"]]
-    for kind, col in (("catch", "catch_accuracy"), ("natural", "natural_accuracy")):
-        qc[col] = first[first["stimulus_kind"] == kind].groupby("participant")["correct"].mean()
-    nat = first[first["stimulus_kind"] == "natural"]
-    qc["all_zero_share"] = nat.groupby("participant")["all_zero"].mean()
-    rep = r[r["is_repeat"]]
-    orig = r[~r["is_repeat"]]
-    pairs = rep.merge(orig, on=["participant", "stimulus", "category"], suffixes=("_rep", "_first"))
-    pairs = pairs.dropna(subset=["rating_rep", "rating_first"])
-    if not pairs.empty:
-        g = pairs.groupby("participant")
-        qc["repeat_reliability"] = g[["rating_rep", "rating_first"]].apply(
-            lambda d: d["rating_rep"].corr(d["rating_first"]) if len(d) > 2 else np.nan
-        )
-        qc["repeat_n"] = g.size()
-    return qc.reset_index()
+def exclusion_rules(spec_exclusion: dict) -> dict:
+    """The spec's ``[exclusion]`` table as ``humanlike.analysis.ratings.ExclusionRules`` fields."""
+    rules = dict(spec_exclusion)
+    rules["min_trial_rt_ms"] = rules.pop("min_rt_ms", 100.0)
+    return rules
 
 
-def apply_exclusions(participants: pd.DataFrame, rules: dict) -> pd.DataFrame:
-    """Mark exclusions from the spec's thresholds; every exclusion carries its reason."""
-    checks = [
-        ("min_catch_accuracy", "catch_accuracy", lambda v, t: v < t, "catch accuracy {v:.2f} < {t}"),
-        ("min_natural_accuracy", "natural_accuracy", lambda v, t: v < t,
-         "natural accuracy {v:.2f} < {t}"),
-        ("min_repeat_reliability", "repeat_reliability", lambda v, t: v < t,
-         "repeat reliability {v:.2f} < {t}"),
-        ("max_all_zero_share", "all_zero_share", lambda v, t: v > t,
-         "all-zero share {v:.2f} > {t}"),
-        ("min_median_rt_ms", "median_rt_ms", lambda v, t: v < t, "median RT {v:.0f} ms < {t} ms"),
-    ]
-    reasons: list[list[str]] = [[] for _ in range(len(participants))]
-    for rule, column, fails, text in checks:
-        threshold = rules.get(rule)
-        if threshold is None or column not in participants:
-            continue
-        for i, value in enumerate(participants[column]):
-            if pd.notna(value) and fails(value, threshold):
-                reasons[i].append(text.format(v=value, t=threshold))
-    participants["excluded"] = [bool(r) for r in reasons]
-    participants["exclusion_reasons"] = [";".join(r) for r in reasons]
-    return participants
+def rating_qc(ratings: pd.DataFrame, stimuli: pd.DataFrame, participants: pd.DataFrame,
+              rules: dict) -> pd.DataFrame:
+    """Per-participant QC and exclusions, computed by the analysis package (one implementation)."""
+    from humanlike.analysis.ratings import attach_stimuli, clean_ratings, participant_qc
+
+    main = ratings[~ratings["practice"]].drop(columns=["stimulus_kind"])
+    frame = attach_stimuli(main, stimuli)
+    frame = clean_ratings(frame, rules["min_trial_rt_ms"])
+    qc = participant_qc(frame, participants, rules, respect_export_exclusions=False)
+    return qc.rename(columns={"repeat_r": "repeat_reliability", "n_trials": "n_rating_trials"})
 
 
 def participant_frame(exp: Experiment, trials: pd.DataFrame, ratings: pd.DataFrame,
@@ -195,13 +149,16 @@ def participant_frame(exp: Experiment, trials: pd.DataFrame, ratings: pd.DataFra
     frame["duration_s"] = (frame["completed_at"] - frame["created_at"]).dt.total_seconds()
     stored = trials.groupby("participant").size() if not trials.empty else pd.Series(dtype=int)
     frame["n_stored"] = frame["participant"].map(stored).fillna(0).astype(int)
-    rules = exp.spec.get("exclusion", {})
-    if not trials.empty:
-        qc = participant_qc(ratings, stimuli, trials, float(rules.get("min_rt_ms", 100.0)))
-        frame = frame.merge(qc, on="participant", how="left")
+    frame["excluded"], frame["exclusion_reasons"] = False, ""
+    if not ratings.empty:
+        qc = rating_qc(ratings, stimuli, frame, exclusion_rules(exp.spec.get("exclusion", {})))
+        frame = frame.drop(columns=["excluded", "exclusion_reasons"]).merge(
+            qc, on="participant", how="left")
+        frame["excluded"] = frame["excluded"].fillna(False).astype(bool)
+        frame["exclusion_reasons"] = frame["exclusion_reasons"].fillna("")
     for col in ("created_at", "started_at", "completed_at"):
         frame[col] = frame[col].dt.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return apply_exclusions(frame, rules)
+    return frame
 
 
 def event_frame(exp: Experiment) -> pd.DataFrame:

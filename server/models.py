@@ -7,11 +7,10 @@ from typing import Any
 
 import sqlalchemy as sa
 from flask_login import UserMixin
+from humanlike.server.extensions import db
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 from werkzeug.security import check_password_hash, generate_password_hash
-
-from humanlike.server.extensions import db
 
 JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
 
@@ -33,7 +32,7 @@ STIMULUS_KINDS = ("natural", "controversial", "mlds", "catch")
 
 def utcnow() -> dt.datetime:
     """Timezone-aware current UTC time (stored as such on PostgreSQL, naive UTC on SQLite)."""
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 class Experiment(db.Model):

@@ -89,6 +89,9 @@ class Exclusion(_Strict):
     min_repeat_reliability: Annotated[float, Field(ge=-1, le=1)] | None = None
     max_all_zero_share: Annotated[float, Field(ge=0, le=1)] | None = None
     min_median_rt_ms: Annotated[float, Field(ge=0)] | None = None
+    max_median_rt_ms: Annotated[float, Field(ge=0)] | None = None
+    min_completion_s: Annotated[float, Field(ge=0)] | None = None
+    max_completion_s: Annotated[float, Field(ge=0)] | None = None
     min_rt_ms: Annotated[float, Field(ge=0)] = 100.0
 
 

@@ -21,7 +21,7 @@ def _pg_reachable() -> str | None:
         with psycopg.connect(dsn, connect_timeout=3) as conn:
             conn.execute("SELECT 1")
         return None
-    except Exception as exc:  # noqa: BLE001 - any failure means "not reachable"
+    except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
 
 

@@ -35,7 +35,7 @@ def _load_torch_model(spec: str):
         try:
             obj = getattr(importlib.import_module(module_name), attr)
         except (ImportError, AttributeError) as exc:
-            raise click.BadParameter(f"cannot import {spec!r}: {exc}", param_hint="--model")
+            raise click.BadParameter(f"cannot import {spec!r}: {exc}", param_hint="--model") from exc
         model = obj if isinstance(obj, torch.nn.Module) else obj()
     elif Path(spec).is_file():
         try:
@@ -204,7 +204,7 @@ def command(
     except ValueError:
         raise click.BadParameter(
             f"{quantiles!r} is not a comma-separated list", param_hint="--quantiles"
-        )
+        ) from None
     if names and len(names) != len(features):
         raise click.BadParameter("give one --name per FEATURES file", param_hint="--name")
     if bool(model_spec) != bool(manifest):
@@ -236,7 +236,7 @@ def command(
             for t in tqdm(tables, desc="kernel analysis", unit="representation")
         }
     except ValueError as exc:
-        raise click.ClickException(str(exc))
+        raise click.ClickException(str(exc)) from exc
     table = _write_outputs(out_dir, results, tables[0].ids, labels, subsets)
     click.echo(auc_table_markdown(table), nl=False)
     click.echo(f"wrote {', '.join(OUTPUTS)} to {out_dir}")

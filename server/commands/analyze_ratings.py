@@ -31,7 +31,9 @@ def _rules(rules_file: Path | None, overrides: tuple[str, ...]) -> ExclusionRule
         try:
             loaded = tomllib.loads(text) if rules_file.suffix == ".toml" else json.loads(text)
         except (ValueError, tomllib.TOMLDecodeError) as error:
-            raise click.BadParameter(f"cannot parse {rules_file}: {error}", param_hint="--rules")
+            raise click.BadParameter(
+                f"cannot parse {rules_file}: {error}", param_hint="--rules"
+            ) from error
         mapping.update(loaded.get("exclusion", loaded) if isinstance(loaded, dict) else {})
     for item in overrides:
         key, sep, value = item.partition("=")

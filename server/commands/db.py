@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import click
-
 from humanlike.server.commands.app_context import database_option, make_app
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import click
-
 from humanlike.server.commands.app_context import database_option, make_app
 
 
@@ -15,7 +14,8 @@ from humanlike.server.commands.app_context import database_option, make_app
 @database_option
 def command(experiments: tuple[str, ...], host: str, port: int, database_url: str | None) -> None:
     """Serve the experiments at http://HOST:PORT/start/<slug>."""
-    from humanlike.server import database, experiments as registry
+    from humanlike.server import database
+    from humanlike.server import experiments as registry
 
     app = make_app(experiments, database_url)
     database.upgrade(app)

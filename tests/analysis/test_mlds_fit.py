@@ -41,7 +41,7 @@ def test_direct_likelihood_maximisation_gives_the_published_optim_sigma_region()
     assert 0.174 < fit.sigma_ < 0.180
 
 
-@pytest.mark.parametrize("name", QUADRUPLE_SETS + ["kktriad"])
+@pytest.mark.parametrize("name", [*QUADRUPLE_SETS, "kktriad"])
 def test_glm_and_direct_likelihood_maximisation_agree_to_1e6(name):
     glm = MLDS(design_of(name), method="glm").fit(load(name))
     optim = MLDS(design_of(name), method="optim").fit(load(name))
@@ -50,7 +50,7 @@ def test_glm_and_direct_likelihood_maximisation_agree_to_1e6(name):
     assert optim.loglik_ == pytest.approx(glm.loglik_, abs=1e-9)
 
 
-@pytest.mark.parametrize("name", QUADRUPLE_SETS + ["kktriad"])
+@pytest.mark.parametrize("name", [*QUADRUPLE_SETS, "kktriad"])
 def test_fit_equals_statsmodels_probit_glm_on_the_raw_trials(name):
     """Independent route: one Bernoulli row per trial, design built here from the README rules."""
     df = load(name)

@@ -8,9 +8,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from werkzeug.serving import make_server
-
 from humanlike.server import create_app, database, experiments
+from werkzeug.serving import make_server
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import sqlalchemy as sa
-
 from humanlike.server.export import write_export
 from humanlike.server.extensions import db
 from humanlike.server.models import Participant, Trial
+
 from tests.e2e.participant_driver import Played, play
 
 pytestmark = pytest.mark.browser
@@ -73,7 +73,7 @@ def test_prolific_participant_completes_the_demo_with_the_keyboard_only(
     page.goto(link)
     played = play(page, Played(), until=PROLIFIC_DONE)
     assert page.url == f"{PROLIFIC_DONE}?cc=C1HLDEMO"
-    p, trials = check_complete(demo_server.app, "kbd-only-1", played)
+    _p, trials = check_complete(demo_server.app, "kbd-only-1", played)
     n_rows = len(trials)
 
     # the same link again: "already taken part", and no new rows

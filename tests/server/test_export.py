@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 from click.testing import CliRunner
-
 from humanlike.server.export import write_export
 from humanlike.server.extensions import db
 from humanlike.server.models import Trial
+
 from tests.server.conftest import auth, enter
 
 
@@ -86,7 +86,7 @@ def test_failing_catch_trials_excludes_with_the_reason(app, tmp_path):
         write_export("small", tmp_path)
     row = pd.read_csv(tmp_path / "participants.csv").iloc[0]
     assert row["excluded"] and row["catch_accuracy"] == 0.0
-    assert "catch accuracy 0.00 < 0.5" in row["exclusion_reasons"]
+    assert "catch_accuracy 0 < 0.5" in row["exclusion_reasons"]
 
 
 def test_export_cli_names_an_unknown_experiment(app, database_url, tmp_path, monkeypatch):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sqlalchemy as sa
-
 from humanlike.server.extensions import db
 from humanlike.server.models import AdminUser, Experiment, Participant
+
 from tests.server.conftest import auth, enter
 
 MOBILE_UA = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Mobile/15E148"
@@ -48,7 +48,7 @@ def test_mturk_preview_shows_only_a_preview_and_creates_nobody(app, client):
 
 
 def test_mturk_completion_posts_to_the_sandbox_external_submit(app, client):
-    pid, token = enter(client, "workerId=W1&assignmentId=A1&hitId=H1"
+    _pid, _token = enter(client, "workerId=W1&assignmentId=A1&hitId=H1"
                                "&turkSubmitTo=https://workersandbox.mturk.com")
     with app.app_context():
         from humanlike.server.api import completion_target

@@ -35,7 +35,7 @@ def test_demo_builds_two_seven_level_sequences_quickly_and_identically(tmp_path)
 def test_demo_files_are_relative_paths_to_grey_pngs_that_blend_between_two_sources(tmp_path):
     manifest = build_demo_mlds(tmp_path, n_sequences=3)
     assert manifest["sequence"].nunique() == 3
-    for seq, rows in manifest.groupby("sequence"):
+    for _seq, rows in manifest.groupby("sequence"):
         assert not any(f.startswith("/") for f in rows["file"])
         frames = np.stack([np.asarray(Image.open(tmp_path / f), float) for f in rows["file"]])
         assert frames.shape[1:] == (128, 128)
