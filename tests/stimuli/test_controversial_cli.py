@@ -1,0 +1,67 @@
+"""``humanlike stimuli controversial``: writes PNGs, manifest.csv and model_responses.csv, loads
+saved candidate models by path, and rejects malformed pairs."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from humanlike.server.commands.stimuli_controversial import command
+from humanlike.stimuli.demo_models import demo_models
+
+
+@pytest.fixture(scope="session")
+def cache(tmp_path_factory):
+    path = tmp_path_factory.getbasetemp() / "demo-models"
+    demo_models(cache_dir=path)
+    return path
+
+
+def test_cli_writes_manifest_and_responses_for_a_saved_and_a_demo_model(cache, tmp_path):
+    saved = demo_models(["cnn"], cache_dir=cache)["cnn"].save(tmp_path / "my_cnn.pt")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        command,
+        [
+            "--models", f"logreg,mine={saved}",
+            "--pairs", "mine:logreg",
+            "--out", str(out),
+            "--cache-dir", str(cache),
+            "--max-steps", "60",
+            "--max-attempts", "1",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "mine vs logreg:" in result.output and "class pairs reached c >= 0.85" in result.output
+    manifest = pd.read_csv(out / "manifest.csv")
+    assert len(manifest) == 20
+    assert set(manifest.targeted_model_1) == {"mine"}
+    assert all((out / f).is_file() for f in manifest.file)
+    responses = pd.read_csv(out / "model_responses.csv")
+    assert set(responses.model) == {"mine", "logreg"} and len(responses) == 2 * 20 * 10
+
+
+def test_cli_rejects_a_pair_that_is_not_a_colon_b(cache, tmp_path):
+    result = CliRunner().invoke(
+        command,
+        [
+            "--models",
+            "cnn,kde",
+            "--pairs",
+            "cnn-kde",
+            "--out",
+            str(tmp_path),
+            "--cache-dir",
+            str(cache),
+        ],
+    )
+    assert result.exit_code == 2
+    assert "is not A:B" in result.output
+
+
+def test_cli_rejects_an_unknown_model_name(cache, tmp_path):
+    result = CliRunner().invoke(
+        command, ["--models", "cnn,resnet", "--out", str(tmp_path), "--cache-dir", str(cache)]
+    )
+    assert result.exit_code == 2
+    assert "resnet" in result.output
