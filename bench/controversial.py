@@ -44,7 +44,7 @@ def main() -> None:
                 "n": len(result.controversiality),
                 "pair": args.pair,
                 "threads": args.threads,
-                "image_steps": result.steps,
+                "image_steps": result.image_steps,
             }
         )
     )

@@ -98,7 +98,8 @@ class ControversialStimuli:
 
     ``images``: float32 (N, C, H, W) in [0, 1], quantised to 8 bits (what a PNG stores);
     ``controversiality``: eq. 2 on the quantised image; ``attempts``: noise restarts used (1-based);
-    ``probabilities_1`` / ``_2``: (N, K) calibrated probabilities of each model.
+    ``probabilities_1`` / ``_2``: (N, K) calibrated probabilities of each model;
+    ``image_steps``: optimiser steps summed over stimuli (the work done).
     """
 
     model_1: str
@@ -111,7 +112,7 @@ class ControversialStimuli:
     attempts: np.ndarray
     probabilities_1: np.ndarray
     probabilities_2: np.ndarray
-    steps: int
+    image_steps: int
 
     def share_at_least(self, threshold: float = 0.85) -> float:
         """Share of class pairs whose stimulus reaches controversiality >= threshold."""
@@ -229,7 +230,12 @@ def synthesize_controversial(
     _check_pair(model_1, model_2)
     n_classes = len(model_1.classes)
     pairs = all_class_pairs(n_classes) if class_pairs is None else np.asarray(class_pairs)
-    if pairs.ndim != 2 or pairs.shape[1] != 2 or len(pairs) == 0:
+    if (
+        pairs.ndim != 2
+        or pairs.shape[1] != 2
+        or len(pairs) == 0
+        or not np.issubdtype(pairs.dtype, np.integer)
+    ):
         raise ValueError("class_pairs must be a non-empty (M, 2) array of class indices")
     if pairs.min() < 0 or pairs.max() >= n_classes or np.any(pairs[:, 0] == pairs[:, 1]):
         raise ValueError(f"class_pairs must hold distinct class indices in [0, {n_classes - 1}]")
@@ -243,7 +249,7 @@ def synthesize_controversial(
     best_x = np.zeros((n, *shape), dtype=np.float32)
     attempts = np.zeros(n, dtype=np.int64)
     todo = np.arange(n)
-    steps = 0
+    image_steps = 0
     desc = f"{model_1.name} vs {model_2.name}"
     with tqdm(desc=desc, unit="image-step", disable=not progress, leave=False) as bar:
         for attempt in range(1, settings.max_attempts + 1):
@@ -253,7 +259,7 @@ def synthesize_controversial(
             ) * settings.init_range
             idx = torch.from_numpy(todo)
             x, used = _optimise(model_1, model_2, a_all[idx], b_all[idx], z0, settings, bar)
-            steps += used
+            image_steps += used
             x = quantise(x.numpy())
             c = _controversiality_of(model_1, model_2, x, pairs[todo, 0], pairs[todo, 1])
             better = c > best_c[todo]
@@ -275,7 +281,7 @@ def synthesize_controversial(
         attempts=attempts,
         probabilities_1=p_1,
         probabilities_2=p_2,
-        steps=steps,
+        image_steps=image_steps,
     )
 
 
