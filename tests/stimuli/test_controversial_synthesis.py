@@ -12,6 +12,9 @@ from humanlike.stimuli.demo_models import demo_models
 from humanlike.stimuli.model_responses import model_responses
 from humanlike.stimuli.models import torch_threads
 
+# About 25 s on one core (demo training plus synthesis with restarts): marked slow, runs in make test.
+pytestmark = pytest.mark.slow
+
 # 20 ordered class pairs, every digit targeted twice by each model: (k, k+1) and (k, k+4) mod 10.
 CLASS_PAIRS = np.array([(k, (k + d) % 10) for d in (1, 4) for k in range(10)])
 
