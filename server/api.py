@@ -14,7 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 from flask import Blueprint, current_app, jsonify, request, url_for
 from humanlike.server import experiments
-from humanlike.server.database import autocommit_engine, ping
+from humanlike.server.database import autocommit_engine, ping, write_lock
 from humanlike.server.errors import api_abort
 from humanlike.server.extensions import csrf, db
 from humanlike.server.models import Event, Participant, Trial, utcnow
@@ -218,9 +218,9 @@ def _insert_trial(values: dict[str, Any], status_update: bool) -> bool:
     engine = db.engine
     stmt = _insert_statement(engine.dialect.name)
     if not status_update:
-        with autocommit_engine().connect() as conn:
+        with autocommit_engine().connect() as conn, write_lock():
             return conn.execute(stmt, values).first() is not None
-    with engine.begin() as conn:
+    with write_lock(), engine.begin() as conn:
         created = conn.execute(stmt, values).first() is not None
         if created:
             conn.execute(

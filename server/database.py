@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
+import threading
+
 import sqlalchemy as sa
 from flask import Flask, current_app
 from humanlike.server.extensions import db
@@ -24,6 +29,42 @@ def init_app(app: Flask) -> None:
         with app.app_context():
             engine: Engine = db.engine
             sa.event.listen(engine, "connect", _sqlite_pragmas)
+
+
+class _SQLiteWriteLock:
+    """Serialise SQLite writers of all server processes on an OS file lock next to the database.
+
+    SQLite lets one writer in at a time; the others poll with growing sleeps (its busy handler),
+    which shows up as 10-100 ms latency spikes when two gunicorn workers write at once. A blocking
+    flock wakes the next writer the moment the lock is free. PostgreSQL needs none of this."""
+
+    def __init__(self, database_path: str):
+        self.path = database_path + ".writelock"
+        self.local = threading.local()
+
+    def __enter__(self):
+        fd = getattr(self.local, "fd", None)
+        if fd is None:
+            fd = self.local.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.local.fd, fcntl.LOCK_UN)
+
+
+def write_lock():
+    """A context manager around a short write: the SQLite file lock, or nothing on PostgreSQL."""
+    app = current_app
+    lock = app.extensions.get("humanlike_write_lock")
+    if lock is None:
+        url = sa.engine.make_url(app.config["SQLALCHEMY_DATABASE_URI"])
+        if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+            lock = _SQLiteWriteLock(url.database)
+        else:
+            lock = contextlib.nullcontext()
+        app.extensions["humanlike_write_lock"] = lock
+    return lock
 
 
 def autocommit_engine() -> Engine:
