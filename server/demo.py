@@ -5,10 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 DEMO_SLUG = "demo"
-DEMO_VERSION = "3"  # bump when the demo content changes: `humanlike demo` then rebuilds it
+DEMO_VERSION = "4"  # bump when the demo content changes: `humanlike demo` then rebuilds it
 PROLIFIC_CODE = "C1HLDEMO"
 
 SPEC_TEMPLATE = """\
@@ -100,28 +101,39 @@ def build_demo(dest: Path, *, controversial: bool = True, mlds: bool = True, see
         shutil.rmtree(dest)
     stim_dir = dest / "stimuli"
     stim_dir.mkdir(parents=True)
-    frames = [build_digit_stimuli(stim_dir, per_class=2, catch_per_class=1, seed=seed)]
-    noise_mask(stim_dir / "mask.png", seed=seed)
-    rating_kinds = ["natural"]
+    controversial_demo = None
     if controversial:
-        try:
-            from humanlike.stimuli.controversial_demo import build_demo_controversial
+        try:  # torch is an optional extra: without it the demo has natural digits only
+            from humanlike.stimuli import controversial_demo
         except ImportError:
             controversial = False
-        else:
-            frames.append(build_demo_controversial(stim_dir / "controversial_set", seed=seed)
-                          .assign(file=lambda d: "controversial_set/" + d["file"]))
-            rating_kinds.append("controversial")
+    exclude = None
+    if controversial_demo is not None:
+        # natural digits from the demo models' held-out split, so model scores are not on training data
+        exclude = np.setdiff1d(np.arange(1797), controversial_demo.demo_heldout_digit_indices(seed))
+    frames = [build_digit_stimuli(stim_dir, per_class=2, catch_per_class=1, seed=seed,
+                                  exclude=exclude)]
+    noise_mask(stim_dir / "mask.png", seed=seed)
+    rating_kinds = ["natural"]
+    if controversial_demo is not None:
+        frames.append(controversial_demo.build_demo_controversial(stim_dir, seed=seed))
+        rating_kinds.append("controversial")
     mlds_block = ""
     if mlds:
-        try:
-            from humanlike.stimuli.mlds_demo import build_demo_mlds
-        except ImportError:
-            mlds = False
-        else:
-            frames.append(build_demo_mlds(stim_dir, n_sequences=2))
-            mlds_block = MLDS_BLOCK.format(repeats=4)
-    pd.concat(frames, ignore_index=True).to_csv(stim_dir / "manifest.csv", index=False)
+        from humanlike.stimuli.mlds_demo import build_demo_mlds
+
+        frames.append(build_demo_mlds(stim_dir, n_sequences=2))
+        mlds_block = MLDS_BLOCK.format(repeats=4)
+    manifest = pd.concat(frames, ignore_index=True)
+    for column in ("dataset_index", "targeted_class_1", "targeted_class_2", "attempts", "level"):
+        if column in manifest:  # integers stay integers next to other kinds' empty cells
+            manifest[column] = manifest[column].astype("Int64")
+    manifest.to_csv(stim_dir / "manifest.csv", index=False)
+    if controversial_demo is not None:
+        # every demo model's responses to every rating stimulus, for `humanlike analyze ratings`
+        rated = manifest[manifest["kind"].isin(["natural", "controversial", "catch"])]
+        controversial_demo.demo_model_responses(rated, stim_dir, seed=seed).to_csv(
+            stim_dir / "model_responses.csv", index=False)
     categories = "".join(f'[[categories]]\nlabel = "{d}"\nkey = "{d}"\n\n' for d in range(10))
     spec = SPEC_TEMPLATE.format(
         slug=DEMO_SLUG, code=PROLIFIC_CODE, categories=categories,
