@@ -9,7 +9,6 @@ and checks the trial data the plugin hands to jsPsych.finishTrial.
 from __future__ import annotations
 
 import http.server
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import ClassVar
 
 import pytest
 from PIL import Image
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page
 
 pytestmark = pytest.mark.browser
 
@@ -87,15 +86,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{CHROMIUM} is missing (apt-get install chromium)")
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+def browser(chromium) -> Iterator[Browser]:
+    """The session's one headless Chromium (tests/e2e/conftest.py): Playwright's sync API allows a
+    single running instance per process."""
+    yield chromium
 
 
 @pytest.fixture(scope="module")
