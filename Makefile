@@ -42,6 +42,7 @@ demo: setup
 	$(HUMANLIKE) demo
 
 test: setup chromium
+	$(VENV)/bin/ruff check analysis server stimuli deploy tests bench
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: setup
