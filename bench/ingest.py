@@ -3,7 +3,7 @@
     python bench/ingest.py --participants 50 --trials 200 --concurrency 25 [--url URL] [--database-url URL]
 
 Without --url it builds a bench experiment, prepares the database (a temporary SQLite file, or
---database-url) and starts gunicorn (2 gthread workers, 4 threads each) on a free port, then stops it afterwards.
+--database-url) and starts gunicorn (2 gthread workers, 2 threads each) on a free port, then stops it afterwards.
 Every participant follows a browser's path: entry link -> task page (token) -> consent -> timeline ->
 one POST per trial, sequentially -> complete. At the end every trial is checked to be stored exactly
 once, and one JSON line is printed: trials_per_s, p50_ms, p99_ms, bytes_sent, stored_ok.
@@ -82,7 +82,7 @@ def start_server(spec: Path, database_url: str, instance: Path) -> tuple[subproc
     port = free_port()
     gunicorn = Path(sys.executable).with_name("gunicorn")
     proc = subprocess.Popen(
-        [str(gunicorn), "--workers", "2", "--worker-class", "gthread", "--threads", "4",
+        [str(gunicorn), "--workers", "2", "--worker-class", "gthread", "--threads", "2",
          "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "--keep-alive", "30",
          "humanlike.server:create_app()"],
         env=env,
