@@ -8,9 +8,10 @@ the bounds of kappa given two accuracies follow Klein, Meyen, Brendel, Wichmann 
 from __future__ import annotations
 
 import numpy as np
-from humanlike.analysis.ec_kappa import Degenerate, expected_consistency, kappa_from_rates
 from numpy.typing import ArrayLike
 from scipy import stats
+
+from humanlike.analysis.ec_kappa import Degenerate, expected_consistency, kappa_from_rates
 
 
 def _check_unit(x: ArrayLike, name: str) -> np.ndarray:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
 from humanlike.analysis.ec_bootstrap import (
     as_rng,
     batch_size,

@@ -12,6 +12,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
+from numpy.typing import ArrayLike
+from scipy import stats
+
 from humanlike.analysis.copy_model import (
     kappa_standard_error,
     simulated_ci_halfwidth,
@@ -24,9 +28,6 @@ from humanlike.analysis.ec_matrix import (
     STAT_MODEL_HUMAN,
     KappaMatrix,
 )
-from matplotlib.figure import Figure
-from numpy.typing import ArrayLike
-from scipy import stats
 
 _PAIR_COLOURS = {"human-human": "#d62728", "model-human": "#7f7f7f", "model-model": "#1f77b4"}
 

@@ -22,6 +22,9 @@ from itertools import combinations
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
+from statsmodels.stats.multitest import multipletests
+
 from humanlike.analysis.ec_bootstrap import (
     ConfidenceInterval,
     as_rng,
@@ -41,8 +44,6 @@ from humanlike.analysis.ec_kappa import (
     kappa_from_rates,
 )
 from humanlike.analysis.ec_matrix import HUMAN, MODEL, condition_tables
-from numpy.typing import ArrayLike
-from statsmodels.stats.multitest import multipletests
 
 #: Upper bound on pairs x simulations held in memory at once by the independence test.
 _MAX_SIM_ELEMENTS = 2**22

@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
+
 from humanlike.analysis.copy_model import (
     CopyModelParams,
     copy_model_params,
@@ -69,7 +71,6 @@ from humanlike.analysis.ec_tests import (
     independence_pvalues,
     independence_test,
 )
-from numpy.typing import ArrayLike
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from humanlike.analysis.ka_protocol import KAProtocolResult
 from matplotlib.figure import Figure
+
+from humanlike.analysis.ka_protocol import KAProtocolResult
 
 
 def curves_table(results: Mapping[str, KAProtocolResult]) -> pd.DataFrame:

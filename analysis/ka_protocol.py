@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+
 from humanlike.analysis.kernel_analysis import (
     DEFAULT_QUANTILES,
     _check_quantiles,

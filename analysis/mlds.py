@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy import optimize, special
+
 from humanlike.analysis.mlds_batch import bootstrap_coefs, percentile_limits, scales_from_coef
 from humanlike.analysis.mlds_data import (
     DESIGN_WEIGHTS,
@@ -28,7 +30,6 @@ from humanlike.analysis.mlds_data import (
     infer_n_levels,
 )
 from humanlike.analysis.probit_irls import fit_probit_batch, probit_loglik, score_and_information
-from scipy import optimize, special
 
 METHODS = ("glm", "optim", "irls")
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import special
+
 from humanlike.analysis.mlds_data import (
     Design,
     canonical_trials,
@@ -22,7 +24,6 @@ from humanlike.analysis.mlds_data import (
     infer_n_levels,
 )
 from humanlike.analysis.probit_irls import fit_probit_batch
-from scipy import special
 
 #: Bootstrap problems (replicates x groups x distinct rows x parameters) held in memory at once.
 _BOOT_CHUNK_ELEMENTS = 4_000_000

@@ -9,8 +9,9 @@ quadruple (a, b; c, d) when (psi_d - psi_c) - (psi_b - psi_a) + eps > 0, eps ~ N
 from __future__ import annotations
 
 import numpy as np
-from humanlike.analysis.mlds_data import DESIGN_WEIGHTS, Design, check_design
 from scipy import special
+
+from humanlike.analysis.mlds_data import DESIGN_WEIGHTS, Design, check_design
 
 
 def decision_means(levels: np.ndarray, psi: np.ndarray, *, design: Design = "triads",

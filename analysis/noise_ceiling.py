@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from humanlike.analysis.pearson_sums import mse_from_sums, pearson_from_sums
-from humanlike.analysis.rating_calibration import RatingCalibration, clipped_logit
 from scipy.optimize import minimize
 from scipy.special import expit, logit
 from threadpoolctl import threadpool_limits
+
+from humanlike.analysis.pearson_sums import mse_from_sums, pearson_from_sums
+from humanlike.analysis.rating_calibration import RatingCalibration, clipped_logit
 
 if TYPE_CHECKING:
     from humanlike.analysis.ratings import RatingArray

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from humanlike.analysis.mlds_batch import ScaleFits, fit_many
 from scipy import stats
+
+from humanlike.analysis.mlds_batch import ScaleFits, fit_many
 
 
 @dataclass(frozen=True)

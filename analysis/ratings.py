@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from humanlike.analysis.reliability import repeat_reliability
 
 REQUIRED_COLUMNS = ("participant", "stimulus", "category", "rating")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
 from humanlike.analysis.ratings import (
     ExclusionRules,
     RatingArray,

@@ -42,6 +42,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
+from statsmodels.stats.multitest import multipletests
+from threadpoolctl import threadpool_limits
+
 from humanlike.analysis.noise_ceiling import (
     leave_one_out_calibration,
     noise_ceiling,
@@ -50,9 +54,6 @@ from humanlike.analysis.noise_ceiling import (
 from humanlike.analysis.pearson_sums import mse_from_sums, pearson_from_sums
 from humanlike.analysis.rating_calibration import clipped_logit
 from humanlike.analysis.scores import ModelPredictions, calibrate_predictions, participant_scores
-from scipy.special import expit
-from statsmodels.stats.multitest import multipletests
-from threadpoolctl import threadpool_limits
 
 if TYPE_CHECKING:
     from humanlike.analysis.ratings import RatingArray

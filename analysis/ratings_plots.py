@@ -9,10 +9,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from humanlike.analysis.ratings_bootstrap import RatingsBootstrap
-from humanlike.analysis.reliability import repeat_pairs, repeat_reliability
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+
+from humanlike.analysis.ratings_bootstrap import RatingsBootstrap
+from humanlike.analysis.reliability import repeat_pairs, repeat_reliability
 
 _LABELS = {"pearson_r": "mean Pearson r with each participant", "mse": "mean squared error"}
 _SUBSET_TITLES = {

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
 from humanlike.analysis.pearson_sums import pearson_from_sums
 
 if TYPE_CHECKING:

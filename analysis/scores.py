@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
+
 from humanlike.analysis.noise_ceiling import rating_matrix
 from humanlike.analysis.pearson_sums import mse_from_sums, pearson_from_sums
 from humanlike.analysis.rating_calibration import RatingCalibration, clipped_logit
-from scipy.special import expit
 
 if TYPE_CHECKING:
     from humanlike.analysis.ratings import RatingArray

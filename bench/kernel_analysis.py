@@ -14,6 +14,7 @@ import sys
 import time
 
 import numpy as np
+
 from humanlike.analysis.ka_protocol import kernel_analysis_protocol
 
 

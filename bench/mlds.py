@@ -17,6 +17,7 @@ import tracemalloc
 
 import numpy as np
 import pandas as pd
+
 from humanlike.analysis.mlds import MLDS
 from humanlike.analysis.mlds_batch import fit_many
 from humanlike.analysis.mlds_simulate import simulate_responses

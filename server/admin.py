@@ -6,10 +6,11 @@ import sqlalchemy as sa
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 from flask_wtf import FlaskForm
-from humanlike.server.extensions import db, login_manager
-from humanlike.server.models import PARTICIPANT_STATUSES, AdminUser, Experiment, Participant
 from wtforms import PasswordField, StringField
 from wtforms.validators import DataRequired, Length
+
+from humanlike.server.extensions import db, login_manager
+from humanlike.server.models import PARTICIPANT_STATUSES, AdminUser, Experiment, Participant
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 

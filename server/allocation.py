@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 from flask import Request
+
 from humanlike.server.experiments import LoadedExperiment
 from humanlike.server.extensions import db
 from humanlike.server.models import Experiment, Participant, Stimulus

@@ -13,14 +13,15 @@ from typing import Any
 
 import sqlalchemy as sa
 from flask import Blueprint, current_app, jsonify, request, url_for
+from pydantic import ValidationError
+from sqlalchemy.dialects import postgresql, sqlite
+
 from humanlike.server import experiments
 from humanlike.server.database import autocommit_engine, ping, write_lock
 from humanlike.server.errors import api_abort
 from humanlike.server.extensions import csrf, db
 from humanlike.server.models import Event, Participant, Trial, utcnow
 from humanlike.server.payloads import EventIn, TrialIn, validate_response
-from pydantic import ValidationError
-from sqlalchemy.dialects import postgresql, sqlite
 
 bp = Blueprint("api", __name__)
 csrf.exempt(bp)

@@ -9,8 +9,9 @@ import threading
 
 import sqlalchemy as sa
 from flask import Flask, current_app
-from humanlike.server.extensions import db
 from sqlalchemy.engine import Engine
+
+from humanlike.server.extensions import db
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:

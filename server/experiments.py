@@ -9,6 +9,7 @@ from pathlib import Path
 import markdown
 import sqlalchemy as sa
 from flask import Flask, current_app
+
 from humanlike.server.extensions import db
 from humanlike.server.manifest import StimulusRecord, read_manifest
 from humanlike.server.models import Experiment, Stimulus

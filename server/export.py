@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import sqlalchemy as sa
+
 from humanlike.server.codebook import codebook
 from humanlike.server.extensions import db
 from humanlike.server.models import Event, Experiment, Participant, Stimulus, Trial

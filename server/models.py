@@ -7,10 +7,11 @@ from typing import Any
 
 import sqlalchemy as sa
 from flask_login import UserMixin
-from humanlike.server.extensions import db
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 from werkzeug.security import check_password_hash, generate_password_hash
+
+from humanlike.server.extensions import db
 
 JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
 

@@ -14,11 +14,12 @@ from flask import (
     session,
     url_for,
 )
+from sqlalchemy.exc import IntegrityError
+
 from humanlike.server import allocation, experiments
 from humanlike.server.api import completion_target
 from humanlike.server.extensions import db
 from humanlike.server.models import Experiment, Participant
-from sqlalchemy.exc import IntegrityError
 
 bp = Blueprint("participant", __name__)
 

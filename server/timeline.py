@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import Any
 
 import numpy as np
+
 from humanlike.server.manifest import StimulusRecord
 from humanlike.server.spec import Block, ExperimentSpec
 

@@ -24,8 +24,9 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from humanlike.stimuli.models import CandidateModel
 from tqdm.auto import tqdm
+
+from humanlike.stimuli.models import CandidateModel
 
 
 def controversiality(

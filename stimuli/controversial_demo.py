@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from humanlike.stimuli.controversial import SynthesisSettings
 from humanlike.stimuli.controversial_manifest import build_controversial_set
 from humanlike.stimuli.demo_models import DEMO_MODEL_NAMES, demo_models, digit_splits

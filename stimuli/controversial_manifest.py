@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from PIL import Image
+
 from humanlike.stimuli.controversial import (
     ControversialStimuli,
     SynthesisSettings,
@@ -22,7 +24,6 @@ from humanlike.stimuli.controversial import (
 from humanlike.stimuli.model_responses import model_responses
 from humanlike.stimuli.models import CandidateModel
 from humanlike.stimuli.selection import Selection, select_balanced
-from PIL import Image
 
 MANIFEST_COLUMNS = [
     "file",

@@ -19,9 +19,10 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from humanlike.stimuli.models import CandidateModel, torch_threads
 from threadpoolctl import threadpool_limits
 from torch import nn
+
+from humanlike.stimuli.models import CandidateModel, torch_threads
 
 DIGIT_CLASSES = tuple(str(d) for d in range(10))
 IMAGE_SIZE = 28

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from humanlike.stimuli.mlds import fit_square, object_mask, select_pairs, write_sequences
 
 DEMO_IMAGES = ("camera", "astronaut", "chelsea", "coffee", "rocket", "horse")

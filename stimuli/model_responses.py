@@ -12,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from humanlike.stimuli.models import CandidateModel
 from PIL import Image
 from scipy import special
+
+from humanlike.stimuli.models import CandidateModel
 
 RESPONSE_COLUMNS = ["model", "stimulus", "category", "probability", "logit"]
 

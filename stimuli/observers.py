@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
 from humanlike.stimuli.features import extract_features, load_manifest_images
 
 if TYPE_CHECKING:

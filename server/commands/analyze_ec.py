@@ -12,6 +12,8 @@ from pathlib import Path
 import click
 import numpy as np
 import pandas as pd
+from tqdm import tqdm
+
 from humanlike.analysis.error_consistency import (
     compare_models,
     holm_sidak,
@@ -19,7 +21,6 @@ from humanlike.analysis.error_consistency import (
     kappa_matrix,
 )
 from humanlike.analysis.io.model_vs_human import MVH_COLUMNS, read_model_vs_human
-from tqdm import tqdm
 
 _EXPORT_NAMES = ("classifications.parquet", "classifications.csv")
 _STANDARD = ["experiment", "condition", "observer", "group", "stimulus", "correct"]

@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 import numpy as np
 import pandas as pd
+from tqdm import tqdm
+
 from humanlike.analysis.ka_inputs import (
     FeatureTable,
     attach_labels,
@@ -22,7 +24,6 @@ from humanlike.analysis.ka_plots import (
     save_ka_figure,
 )
 from humanlike.analysis.ka_protocol import balanced_subsets, kernel_analysis_protocol
-from tqdm import tqdm
 
 
 def _load_torch_model(spec: str):

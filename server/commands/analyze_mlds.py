@@ -7,9 +7,10 @@ from pathlib import Path
 import click
 import numpy as np
 import pandas as pd
+from tqdm import tqdm
+
 from humanlike.analysis.mlds_batch import fit_many
 from humanlike.analysis.psychophysical_score import scale_skewness
-from tqdm import tqdm
 
 
 def _read(path: Path) -> pd.DataFrame:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import click
 import matplotlib.pyplot as plt
+from tqdm import tqdm
+
 from humanlike.analysis.ratings import ExclusionRules, load_participants, load_ratings
 from humanlike.analysis.ratings_analysis import analyze_ratings
 from humanlike.analysis.ratings_plots import (
@@ -21,7 +23,6 @@ from humanlike.analysis.ratings_plots import (
     plot_rt_histograms,
 )
 from humanlike.analysis.scores import load_model_responses
-from tqdm import tqdm
 
 
 def _rules(rules_file: Path | None, overrides: tuple[str, ...]) -> ExclusionRules:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+
 from humanlike.server.commands.app_context import database_option, make_app
 
 
@@ -14,6 +15,7 @@ from humanlike.server.commands.app_context import database_option, make_app
 def command(username: str, password: str, database_url: str | None) -> None:
     """Create an admin user with a hashed password (or reset an existing user's password)."""
     import sqlalchemy as sa
+
     from humanlike.server import database
     from humanlike.server.extensions import db
     from humanlike.server.models import AdminUser

@@ -6,6 +6,7 @@ import secrets
 from pathlib import Path
 
 import click
+
 from humanlike.server.commands.app_context import database_option, make_app
 
 
@@ -18,6 +19,7 @@ from humanlike.server.commands.app_context import database_option, make_app
 def command(host: str, port: int, prepare_only: bool, rebuild: bool, database_url: str | None) -> None:
     """Serve the demo experiment with participant links for every platform."""
     import sqlalchemy as sa
+
     from humanlike.server import database, experiments
     from humanlike.server.demo import DEMO_SLUG, build_demo, demo_is_current
     from humanlike.server.extensions import db

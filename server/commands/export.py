@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+
 from humanlike.server.commands.app_context import database_option, make_app
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+
 from humanlike.server.commands.app_context import database_option, make_app
 
 

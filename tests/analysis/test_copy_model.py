@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from humanlike.analysis.error_consistency import (
     copy_model_params,
     joint_table,
@@ -16,8 +19,6 @@ from humanlike.analysis.error_consistency import (
     simulated_ci_halfwidth,
     trials_needed,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 def test_copy_probability_is_kappa_when_accuracies_are_equal():

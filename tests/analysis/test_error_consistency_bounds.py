@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from humanlike.analysis.error_consistency import (
     c_obs_bounds,
     kappa,
@@ -12,8 +15,6 @@ from humanlike.analysis.error_consistency import (
     kappa_min,
     null_band,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 inner = st.floats(min_value=0.01, max_value=0.99, allow_nan=False)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import cohen_kappa_score
+
 from humanlike.analysis.error_consistency import (
     error_consistency,
     kappa,
@@ -12,9 +16,6 @@ from humanlike.analysis.error_consistency import (
     kappa_max,
     kappa_min,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from sklearn.metrics import cohen_kappa_score
 
 binary_pairs = st.integers(min_value=2, max_value=60).flatmap(
     lambda n: st.tuples(

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from humanlike.analysis.data_paths import shared_data_dir
 from humanlike.analysis.error_consistency import kappa, kappa_matrix
 from humanlike.analysis.io import read_model_vs_human
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 
 @pytest.fixture(scope="module")

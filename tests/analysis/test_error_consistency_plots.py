@@ -8,10 +8,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from humanlike.analysis import ec_plots
-from humanlike.analysis.error_consistency import kappa_matrix
 from matplotlib.collections import PathCollection
 from matplotlib.image import imread
+
+from humanlike.analysis import ec_plots
+from humanlike.analysis.error_consistency import kappa_matrix
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
 from humanlike.analysis.error_consistency import (
     compare_models,
     equal_ec_test,
@@ -13,10 +18,6 @@ from humanlike.analysis.error_consistency import (
     independence_test,
     kappa_from_rates,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
 
 def _independent_pairs(rng, p_a, p_b, n, reps):

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from humanlike.analysis.kernel_analysis import (
-    kernel_analysis,
-    one_vs_all_targets,
-    squared_distances,
-)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import pdist
 from scipy.stats import ortho_group
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.preprocessing import KernelCenterer
+
+from humanlike.analysis.kernel_analysis import (
+    kernel_analysis,
+    one_vs_all_targets,
+    squared_distances,
+)
 
 
 def clustered(n_classes: int, per_class: int, noise: float, seed: int = 0):

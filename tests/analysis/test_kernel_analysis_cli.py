@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+
 from humanlike.analysis.ka_protocol import balanced_subsets, kernel_analysis_protocol
 from humanlike.server.cli import main
 

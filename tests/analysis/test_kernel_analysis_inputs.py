@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+
 from humanlike.analysis.ka_inputs import (
     attach_labels,
     normalise_sites,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from matplotlib.collections import PolyCollection
+
 from humanlike.analysis.ka_plots import (
     auc_table,
     auc_table_markdown,
@@ -12,7 +14,6 @@ from humanlike.analysis.ka_plots import (
     save_ka_figure,
 )
 from humanlike.analysis.ka_protocol import kernel_analysis_protocol
-from matplotlib.collections import PolyCollection
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from humanlike.analysis.ka_protocol import balanced_subsets, kernel_analysis_protocol
-from humanlike.analysis.kernel_analysis import kernel_analysis
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from humanlike.analysis.ka_protocol import balanced_subsets, kernel_analysis_protocol
+from humanlike.analysis.kernel_analysis import kernel_analysis
 
 
 def data(seed: int = 0, per_class=(30, 30, 30, 30)):

@@ -5,14 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
 from humanlike.analysis.data_paths import shared_data_dir
 from humanlike.analysis.mlds import MLDS
 from humanlike.analysis.mlds_batch import fit_many
 from humanlike.analysis.mlds_simulate import simulate_responses
 from humanlike.analysis.probit_irls import fit_probit_batch
 from humanlike.stimuli.mlds_design import all_quadruples, all_triads
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
 
 
 def simulated_sequences(n_seq: int, n_trials: int, seed: int, design: str = "triads"):

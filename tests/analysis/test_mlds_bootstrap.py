@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+
 from humanlike.analysis.data_paths import shared_data_dir
 from humanlike.analysis.mlds import MLDS
 from humanlike.analysis.mlds_batch import fit_many

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import special
+
 from humanlike.analysis.data_paths import shared_data_dir
 from humanlike.analysis.mlds import MLDS
 from humanlike.analysis.mlds_diagnostics import runs_test, six_point_conditions, six_point_test
 from humanlike.analysis.mlds_simulate import simulate_responses
 from humanlike.stimuli.mlds_design import quadruple_design
-from scipy import special
 
 
 @pytest.fixture(scope="module")

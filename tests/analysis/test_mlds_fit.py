@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.api as sm
+
 from humanlike.analysis.data_paths import shared_data_dir
 from humanlike.analysis.mlds import MLDS
 from humanlike.analysis.mlds_data import design_matrix

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
+
 from humanlike.analysis.mlds_batch import fit_many
 from humanlike.analysis.mlds_simulate import simulate_responses
 from humanlike.analysis.psychophysical_score import (
@@ -17,7 +19,6 @@ from humanlike.analysis.psychophysical_score import (
     skewness_variance,
 )
 from humanlike.stimuli.mlds_design import all_triads
-from scipy import stats
 
 
 def test_skewness_is_zero_for_a_linear_scale_and_plus_minus_one_at_the_extremes():

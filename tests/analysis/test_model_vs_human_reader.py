@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from humanlike.analysis.data_paths import shared_data_dir
 from humanlike.analysis.io import read_model_vs_human
 

@@ -12,6 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from scipy.optimize import check_grad
+from scipy.stats import binom
+
 from humanlike.analysis.noise_ceiling import (
     NegativeMeanR,
     leave_one_out_predictions,
@@ -20,11 +26,6 @@ from humanlike.analysis.noise_ceiling import (
     upper_bound_closed_form,
     upper_bound_optimized,
 )
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
-from scipy.optimize import check_grad
-from scipy.stats import binom
 
 P, N_ENTRIES, NOISE_SD, TOL = 20, 3000, 1.0, 0.008
 

@@ -6,6 +6,9 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy.special import expit
+from statsmodels.stats.multitest import multipletests
+
 from humanlike.analysis.noise_ceiling import (
     leave_one_out_calibration,
     masked_mse,
@@ -23,8 +26,6 @@ from humanlike.analysis.ratings_bootstrap import (
     holm_sidak,
 )
 from humanlike.analysis.scores import ModelPredictions, participant_scores
-from scipy.special import expit
-from statsmodels.stats.multitest import multipletests
 
 
 def _experiment(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+
 from humanlike.analysis.io.golan import golan_models_to_tidy, golan_to_tidy
 from humanlike.analysis.ratings import load_ratings
 from humanlike.analysis.ratings_analysis import analyze_ratings

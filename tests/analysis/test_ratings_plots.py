@@ -5,6 +5,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from matplotlib.container import BarContainer
+
 from humanlike.analysis.ratings import clean_ratings, rating_array
 from humanlike.analysis.ratings_bootstrap import bootstrap_ratings
 from humanlike.analysis.ratings_plots import (
@@ -14,7 +16,6 @@ from humanlike.analysis.ratings_plots import (
 )
 from humanlike.analysis.ratings_simulation import simulate_rating_experiment
 from humanlike.analysis.scores import model_predictions
-from matplotlib.container import BarContainer
 
 
 @pytest.fixture(scope="module")

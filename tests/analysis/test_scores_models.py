@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.optimize import minimize
+from scipy.special import expit
+
 from humanlike.analysis.noise_ceiling import noise_ceiling
 from humanlike.analysis.rating_calibration import RatingCalibration
 from humanlike.analysis.ratings import RatingArray
@@ -14,8 +17,6 @@ from humanlike.analysis.scores import (
     model_scores,
     participant_scores,
 )
-from scipy.optimize import minimize
-from scipy.special import expit
 
 
 def _array(values: np.ndarray) -> RatingArray:

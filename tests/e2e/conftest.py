@@ -8,8 +8,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from humanlike.server import create_app, database, experiments
 from werkzeug.serving import make_server
+
+from humanlike.server import create_app, database, experiments
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from humanlike.server import create_app, database, experiments
 
 SMALL_SPEC = """\

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+
 from humanlike.analysis.data_paths import shared_data_dir
 from humanlike.server.cli import main
 

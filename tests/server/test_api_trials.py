@@ -6,9 +6,9 @@ import json
 
 import pytest
 import sqlalchemy as sa
+
 from humanlike.server.extensions import db
 from humanlike.server.models import Event, Participant, Trial
-
 from tests.server.conftest import auth, enter
 
 LABELS = [str(d) for d in range(10)]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sqlalchemy as sa
+
 from humanlike.server.extensions import db
 from humanlike.server.models import AdminUser, Experiment, Participant
-
 from tests.server.conftest import auth, enter
 
 MOBILE_UA = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Mobile/15E148"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+
 from humanlike.server.config import ConfigError
 from humanlike.server.experiments import load_experiment
 from humanlike.server.spec import SpecError, load_spec

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+
 from humanlike.server.commands.stimuli_controversial import command
 from humanlike.stimuli.demo_models import demo_models
 

@@ -7,6 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from PIL import Image
+from torch import nn
+
 from humanlike.stimuli.controversial import SynthesisSettings
 from humanlike.stimuli.controversial_demo import (
     build_demo_controversial,
@@ -16,8 +19,6 @@ from humanlike.stimuli.controversial_manifest import MANIFEST_COLUMNS, build_con
 from humanlike.stimuli.demo_models import DEMO_MODEL_NAMES, digit_splits
 from humanlike.stimuli.model_responses import RESPONSE_COLUMNS
 from humanlike.stimuli.models import CandidateModel
-from PIL import Image
-from torch import nn
 
 FAST = SynthesisSettings(max_steps=60, window=20, max_attempts=1)
 

@@ -8,6 +8,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from scipy.special import expit
+from torch import nn
+
 from humanlike.stimuli.controversial import (
     SynthesisSettings,
     controversiality,
@@ -16,11 +22,6 @@ from humanlike.stimuli.controversial import (
     synthesize_controversial,
 )
 from humanlike.stimuli.models import CandidateModel
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
-from scipy.special import expit
-from torch import nn
 
 
 def linear_model(name: str, weight: list[list[float]], bias: list[float]) -> CandidateModel:

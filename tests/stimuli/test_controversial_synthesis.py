@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+
 from humanlike.stimuli.controversial import synthesize_controversial
 from humanlike.stimuli.controversial_manifest import write_controversial_stimuli
 from humanlike.stimuli.demo_models import demo_models

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from humanlike.stimuli.features import extract_features, load_manifest_images
 from PIL import Image
+
+from humanlike.stimuli.features import extract_features, load_manifest_images
 
 torch = pytest.importorskip("torch")
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from click.testing import CliRunner
-from humanlike.server.cli import main
 from PIL import Image
+
+from humanlike.server.cli import main
 
 
 def test_cli_makes_sequences_from_a_folder_with_mask_files(tmp_path):

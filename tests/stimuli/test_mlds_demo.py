@@ -7,9 +7,10 @@ import time
 
 import numpy as np
 import pytest
+from PIL import Image
+
 from humanlike.stimuli.mlds import MANIFEST_COLUMNS
 from humanlike.stimuli.mlds_demo import build_demo_mlds
-from PIL import Image
 
 
 def digest(folder, files):

@@ -6,14 +6,15 @@ from math import comb
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from humanlike.stimuli.mlds_design import (
     all_quadruples,
     all_triads,
     quadruple_design,
     triad_design,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 def test_seven_levels_give_the_35_triads_each_once():

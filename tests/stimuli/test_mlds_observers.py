@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from PIL import Image
+
 from humanlike.analysis.mlds_batch import fit_many
 from humanlike.stimuli.mlds_design import triad_design
 from humanlike.stimuli.observers import model_observer_triads, observer_triads
-from PIL import Image
 
 
 def manifest_for(features_by_sequence: dict[str, np.ndarray]) -> pd.DataFrame:

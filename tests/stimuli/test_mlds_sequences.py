@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from PIL import Image
+from scipy import ndimage
+
 from humanlike.stimuli.mlds import (
     MANIFEST_COLUMNS,
     blend_levels,
@@ -17,8 +20,6 @@ from humanlike.stimuli.mlds import (
     to_grey,
     write_sequences,
 )
-from PIL import Image
-from scipy import ndimage
 
 
 def test_grey_is_the_plain_mean_of_red_green_and_blue():

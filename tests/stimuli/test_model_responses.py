@@ -7,6 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from torch import nn
+
 from humanlike.stimuli.controversial_manifest import save_png
 from humanlike.stimuli.model_responses import (
     RESPONSE_COLUMNS,
@@ -14,7 +16,6 @@ from humanlike.stimuli.model_responses import (
     model_responses,
 )
 from humanlike.stimuli.models import CandidateModel
-from torch import nn
 
 
 @pytest.fixture

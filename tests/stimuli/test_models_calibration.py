@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from humanlike.stimuli.demo_models import DEMO_MODEL_NAMES, SmallCNN, demo_models, digit_splits
-from humanlike.stimuli.models import CandidateModel, LogitCalibration, multilabel_cross_entropy
 from sklearn.linear_model import LogisticRegression
 from torch import nn
+
+from humanlike.stimuli.demo_models import DEMO_MODEL_NAMES, SmallCNN, demo_models, digit_splits
+from humanlike.stimuli.models import CandidateModel, LogitCalibration, multilabel_cross_entropy
 
 
 @pytest.fixture(scope="session")

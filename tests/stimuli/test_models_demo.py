@@ -6,6 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from PIL import Image
+from scipy import special, stats
+from sklearn.datasets import load_digits
+
 from humanlike.stimuli.demo_models import (
     DEMO_MODEL_NAMES,
     demo_accuracy,
@@ -14,9 +18,6 @@ from humanlike.stimuli.demo_models import (
     digit_splits,
     pgd_linf,
 )
-from PIL import Image
-from scipy import special, stats
-from sklearn.datasets import load_digits
 
 
 @pytest.fixture(scope="session")

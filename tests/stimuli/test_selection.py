@@ -7,10 +7,11 @@ import itertools
 
 import numpy as np
 import pytest
-from humanlike.stimuli.controversial import all_class_pairs
-from humanlike.stimuli.selection import select_balanced, select_greedy
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from humanlike.stimuli.controversial import all_class_pairs
+from humanlike.stimuli.selection import select_balanced, select_greedy
 
 
 def random_candidates(seed: int, n_classes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
