@@ -309,7 +309,7 @@ def post_event(pid: str):
 def completion_target(participant: Participant) -> dict[str, Any]:
     """Where a finished participant goes: Prolific's completion URL, MTurk's form, or our page."""
     spec = participant.experiment.spec
-    if participant.platform == "prolific":
+    if participant.platform == "prolific" and spec.get("completion", {}).get("prolific_code"):
         code = participant.completion_code
         return {"kind": "redirect",
                 "url": f"https://app.prolific.com/submissions/complete?cc={code}"}
@@ -342,9 +342,8 @@ def complete(pid: str):
         spec = participant.experiment.spec
         participant.status, participant.completed_at = "completed", utcnow()
         participant.completion_code = (
-            spec.get("completion", {}).get("prolific_code")
-            if participant.platform == "prolific"
-            else participant.public_id[:8].upper()
-        )
+            spec.get("completion", {}).get("prolific_code") if participant.platform == "prolific"
+            else None
+        ) or participant.public_id[:8].upper()
         db.session.commit()
     return jsonify(status=participant.status, next=completion_target(participant))
