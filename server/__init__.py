@@ -16,6 +16,7 @@ def _package_dir(name: str) -> str:
     import importlib
 
     module = importlib.import_module(f"humanlike.{name}")
+    assert module.__file__ is not None
     return str(Path(module.__file__).resolve().parent)
 
 

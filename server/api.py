@@ -9,7 +9,7 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from flask import Blueprint, current_app, jsonify, request, url_for
@@ -52,7 +52,8 @@ class _AuthCache:
     """A small per-process LRU of participants' immutable data, so a trial costs one insert."""
 
     def __init__(self, size: int = 4096):
-        self.size, self.items, self.lock = size, OrderedDict(), threading.Lock()
+        self.size, self.lock = size, threading.Lock()
+        self.items: OrderedDict[str, _Auth] = OrderedDict()
 
     def get(self, key: str) -> _Auth | None:
         with self.lock:
@@ -107,8 +108,9 @@ def authorize(public_id: str) -> _Auth:
 
 def _raw_body() -> bytes:
     """The request body, refused with 413 when over the limit."""
-    if request.content_length is not None and request.content_length > request.max_content_length:
-        api_abort(413, "body_too_large", f"at most {request.max_content_length} bytes")
+    limit = cast(int, request.max_content_length)  # MAX_CONTENT_LENGTH is always set (config.py)
+    if request.content_length is not None and request.content_length > limit:
+        api_abort(413, "body_too_large", f"at most {limit} bytes")
     return request.get_data(cache=False)
 
 
@@ -151,6 +153,7 @@ def timeline(pid: str):
     if loaded is None:
         api_abort(410, "experiment_not_served", f"experiment {auth.slug!r} is not served here")
     participant = db.session.get(Participant, auth.id)
+    assert participant is not None  # authorize() found it
     acknowledged = db.session.execute(
         sa.select(Trial.trial_index).where(Trial.participant_id == auth.id).order_by(Trial.trial_index)
     ).scalars().all()
@@ -192,6 +195,7 @@ def consent(pid: str):
     if not isinstance(body, dict) or not isinstance(body.get("agree"), bool):
         api_abort(400, "invalid_body", "send {\"agree\": true} or {\"agree\": false}")
     participant = db.session.get(Participant, auth.id)
+    assert participant is not None  # authorize() found it
     if body["agree"]:
         if participant.status == "allocated":
             participant.status, participant.consented_at = "consented", utcnow()
@@ -298,6 +302,7 @@ def post_event(pid: str):
                          client_time=event.client_time, server_time=utcnow()))
     if event.type == "environment" and isinstance(value, dict):
         participant = db.session.get(Participant, auth.id)
+        assert participant is not None  # authorize() found it
         participant.screen = {k: value[k] for k in list(value)[:20]}
         refresh = value.get("refresh_hz")
         if isinstance(refresh, (int, float)) and 1 <= refresh <= 1000:
@@ -328,6 +333,7 @@ def complete(pid: str):
     """Mark the participant completed once every trial is stored; returns where to go next."""
     auth = authorize(pid)
     participant = db.session.get(Participant, auth.id)
+    assert participant is not None  # authorize() found it
     finished = ("started", "completed", "submitted", "approved")
     empty_timeline = participant.status in PRE_TRIAL_STATUSES and auth.n_trials == 0
     if participant.status not in finished and not empty_timeline:

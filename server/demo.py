@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import types
 from pathlib import Path
 
 import numpy as np
@@ -101,7 +102,7 @@ def build_demo(dest: Path, *, controversial: bool = True, mlds: bool = True, see
         shutil.rmtree(dest)
     stim_dir = dest / "stimuli"
     stim_dir.mkdir(parents=True)
-    controversial_demo = None
+    controversial_demo: types.ModuleType | None = None
     if controversial:
         try:  # torch is an optional extra: without it the demo has natural digits only
             from humanlike.stimuli import controversial_demo

@@ -36,7 +36,7 @@ def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-class Experiment(db.Model):
+class Experiment(db.Model):  # type: ignore[name-defined]  # dynamic base
     """One experiment: its validated spec (JSON), the spec's hash and where its files live."""
 
     __tablename__ = "experiment"
@@ -54,7 +54,7 @@ class Experiment(db.Model):
     participants: Mapped[list[Participant]] = relationship(back_populates="experiment")
 
 
-class Stimulus(db.Model):
+class Stimulus(db.Model):  # type: ignore[name-defined]  # dynamic base
     """One stimulus file of an experiment, identified by its path relative to the manifest."""
 
     __tablename__ = "stimulus"
@@ -70,7 +70,7 @@ class Stimulus(db.Model):
     experiment: Mapped[Experiment] = relationship(back_populates="stimuli")
 
 
-class Participant(db.Model):
+class Participant(db.Model):  # type: ignore[name-defined]  # dynamic base
     """One participant session in one experiment; (experiment, platform, platform_id) is unique."""
 
     __tablename__ = "participant"
@@ -115,7 +115,7 @@ class Participant(db.Model):
     trials: Mapped[list[Trial]] = relationship(back_populates="participant")
 
 
-class Trial(db.Model):
+class Trial(db.Model):  # type: ignore[name-defined]  # dynamic base
     """One finished trial; (participant, trial_index) is the idempotency key."""
 
     __tablename__ = "trial"
@@ -142,7 +142,7 @@ class Trial(db.Model):
     participant: Mapped[Participant] = relationship(back_populates="trials")
 
 
-class Event(db.Model):
+class Event(db.Model):  # type: ignore[name-defined]  # dynamic base
     """A browser event during the task: blur, focus, fullscreen_exit, resize, error, environment."""
 
     __tablename__ = "event"
@@ -154,7 +154,7 @@ class Event(db.Model):
     server_time: Mapped[dt.datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
 
 
-class AdminUser(UserMixin, db.Model):
+class AdminUser(UserMixin, db.Model):  # type: ignore[name-defined]  # dynamic base
     """A dashboard login; only a salted hash of the password is stored (werkzeug scrypt)."""
 
     __tablename__ = "admin_user"

@@ -30,7 +30,7 @@ def _message(title: str, message: str, status: int = 200):
     return render_template("message.html", title=title, message=message), status
 
 
-def _owned() -> dict[str, dict[str, str]]:
+def _owned() -> dict[str, str]:
     """Participants this browser holds (public id -> token), kept in the signed session cookie."""
     return session.setdefault("participants", {})
 

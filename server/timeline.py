@@ -112,7 +112,9 @@ def generate_timeline(
                 f"block {block.name!r} asks for {block.repeats} repeats but has only "
                 f"{len(candidates)} trials"
             )
-        chosen = rng.choice(candidates, size=block.repeats, replace=False) if block.repeats else []
+        chosen: np.ndarray | list[int] = (
+            rng.choice(candidates, size=block.repeats, replace=False) if block.repeats else []
+        )
         for idx in chosen:
             repeats.append(dict(entries[int(idx)], is_repeat=True, repeat_of=int(idx)))
     for i in rng.permutation(len(repeats)):

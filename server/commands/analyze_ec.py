@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any, Literal, cast
 
 import click
 import numpy as np
@@ -185,7 +186,7 @@ def command(
     n_sim: int,
     confidence: float,
     alpha: float,
-    degenerate: str,
+    degenerate: Literal["mvh", "strict"],
     unbiased: bool,
     include_excluded: bool,
     seed: int,
@@ -204,7 +205,7 @@ def command(
         raise click.ClickException("no classification trials left to analyse")
     out_dir.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
-    columns = {
+    columns: dict[str, Any] = {
         c: c for c in ("observer", "stimulus", "correct", "group", "condition", "experiment")
     }
     steps = tqdm(total=4, desc="error consistency", unit="step")
@@ -223,7 +224,7 @@ def command(
     steps.update()
 
     pairs = result.pairs.copy()
-    pairs["p_independence"] = independence_pvalues(
+    pairs["p_independence"] = cast(np.ndarray, independence_pvalues(  # return_null=False
         pairs["kappa"].to_numpy(),
         np.rint(pairs["acc_a"] * pairs["n"]),
         np.rint(pairs["acc_b"] * pairs["n"]),
@@ -232,7 +233,7 @@ def command(
         degenerate=degenerate,
         unbiased=unbiased,
         random_state=rng,
-    )
+    ))
     adjusted = holm_sidak(pairs["p_independence"].to_numpy(), alpha=alpha)
     pairs["p_holm_sidak"] = adjusted.p_adjusted
     pairs["significant"] = adjusted.reject

@@ -59,8 +59,8 @@ def _model_tables(
     from humanlike.stimuli.features import extract_features, load_manifest_images
 
     model = _load_torch_model(spec)
-    ids, images = load_manifest_images(manifest, size=size)
-    ids = np.asarray([str(i) for i in ids])
+    id_list, images = load_manifest_images(manifest, size=size)
+    ids = np.asarray([str(i) for i in id_list])
     stem = spec.rsplit(":", 1)[-1] if ":" in spec else Path(spec).stem
     tables = []
     for layer in layers or (None,):
@@ -106,10 +106,15 @@ def _labelled_and_aligned(
                 "compares representations of the same images"
             )
         pos = pd.Index(t.ids).get_indexer(order)
+        assert t.labels is not None  # attach_labels() above labelled every table
         out.append(FeatureTable(t.name, t.ids[pos], t.X[pos], t.labels[pos]))
-        if not np.array_equal(out[-1].labels.astype(str), out[0].labels.astype(str)):
+        first, last = out[0].labels, out[-1].labels
+        assert first is not None and last is not None
+        if not np.array_equal(last.astype(str), first.astype(str)):
             raise click.UsageError(f"{t.name} and {ref.name} disagree on image labels")
-    return out, out[0].labels
+    labels = out[0].labels
+    assert labels is not None
+    return out, labels
 
 
 @click.command("ka")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import click
 import numpy as np
@@ -30,8 +31,8 @@ def _read(path: Path) -> pd.DataFrame:
 @click.option("--confidence", default=0.95, show_default=True, help="Confidence level of CIs.")
 @click.option("--seed", default=0, show_default=True, help="Random seed of the bootstrap.")
 @click.option("--max-panels", default=12, show_default=True, help="Sequences shown in the figure.")
-def command(triads: Path, out_dir: Path, design: str, n_boot: int, confidence: float, seed: int,
-            max_panels: int) -> None:
+def command(triads: Path, out_dir: Path, design: Literal["triads", "quadruples"], n_boot: int,
+            confidence: float, seed: int, max_panels: int) -> None:
     """Fit MLDS scales to TRIADS (the export's triads.csv/.parquet, or R's resp,S1,S2,S3[,S4]).
 
     Writes scales_by_sequence.csv (long: level, scale, standard scale, SE, CI),

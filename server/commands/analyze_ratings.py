@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
+from typing import cast
 
 import click
 import matplotlib.pyplot as plt
+import pandas as pd
 from tqdm import tqdm
 
 from humanlike.analysis.ratings import ExclusionRules, load_participants, load_ratings
@@ -203,9 +205,11 @@ def command(
         f"({summary['excluded']} excluded); split-half reliability (Spearman-Brown) "
         f"{result.split_half.spearman_brown:.3f}"
     )
-    for subset, rows in scores.groupby("subset", sort=False):
-        low = ceilings.loc[(subset, "lower")]
-        high = ceilings.loc[(subset, "upper")]
+    for key, rows in scores.groupby("subset", sort=False):
+        subset = cast(str, key)
+        # one row each of the (subset, bound) index: a Series, not the scalar the stubs assume
+        low = cast(pd.Series, ceilings.loc[(subset, "lower")])
+        high = cast(pd.Series, ceilings.loc[(subset, "upper")])
         click.echo(
             f"[{subset}] noise ceiling r: lower {low['estimate']:.3f} "
             f"[{low['ci_low']:.3f}, {low['ci_high']:.3f}], upper {high['estimate']:.3f}"

@@ -32,6 +32,7 @@ def command(username: str, password: str, database_url: str | None) -> None:
         if created:
             user = AdminUser(username=username)
             db.session.add(user)
+        assert user is not None
         user.set_password(password)
         db.session.commit()
     click.echo(f"admin {username!r} {'created' if created else 'password reset'}")
