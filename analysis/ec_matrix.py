@@ -16,8 +16,9 @@ stimuli-by-observers correctness matrix. No Python loop runs per resample.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -139,7 +140,8 @@ class KappaMatrix:
             if o in set(mean.index.get_level_values(0)) | set(mean.index.get_level_values(1))
         ]
         out = pd.DataFrame(np.nan, index=names, columns=names)
-        for (a, b), value in mean.items():
+        pair_means = cast("Iterable[tuple[tuple[str, str], float]]", mean.items())
+        for (a, b), value in pair_means:
             out.loc[a, b] = value
             out.loc[b, a] = value
         for name in names:

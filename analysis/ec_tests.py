@@ -131,8 +131,8 @@ def independence_pvalues(
     if np.any(nn < 1) or np.any((ka < 0) | (ka > nn)) or np.any((kb < 0) | (kb > nn)):
         raise ValueError("need n >= 1 and 0 <= n_correct <= n for every pair")
     nn = nn.astype(np.int64)
-    p_values = np.empty(kap.size)
-    null_all = np.empty((kap.size, n_sim)) if return_null else None
+    p_values: np.ndarray = np.empty(kap.size)
+    null_all: np.ndarray | None = np.empty((kap.size, n_sim)) if return_null else None
     step = max(1, _MAX_SIM_ELEMENTS // n_sim)
     for sl in iter_batches(kap.size, step):
         m = sl.stop - sl.start
@@ -154,6 +154,7 @@ def independence_pvalues(
             null_all[sl] = null
     p_values = p_values.reshape(shape)
     if return_null:
+        assert null_all is not None
         return p_values, null_all.reshape(*shape, n_sim)
     return p_values
 
@@ -215,7 +216,7 @@ class _Stratum:
 
 
 def _stratum_kappas(
-    sums: np.ndarray, n: np.ndarray, r: int, degenerate: str, unbiased: bool
+    sums: np.ndarray, n: np.ndarray, r: int, degenerate: Degenerate, unbiased: bool
 ) -> tuple[np.ndarray, np.ndarray]:
     """Return mean-over-references kappas of candidates a and b from summed design columns."""
     acc_a, acc_b = sums[:, 0:1] / n, sums[:, 1:2] / n
@@ -232,7 +233,7 @@ def _equal_ec(
     *,
     n_boot: int,
     confidence_level: float,
-    degenerate: str,
+    degenerate: Degenerate,
     unbiased: bool,
     rng: np.random.Generator,
     batch: int | None = None,
@@ -244,7 +245,10 @@ def _equal_ec(
     widths = [2 + 3 * s.reference.shape[1] for s in strata]
 
     def deltas(count_rows: list[np.ndarray]) -> tuple[np.ndarray, ...]:
-        null_a, null_b, boot_a, boot_b = [], [], [], []
+        null_a: list[np.ndarray] = []
+        null_b: list[np.ndarray] = []
+        boot_a: list[np.ndarray] = []
+        boot_b: list[np.ndarray] = []
         for w, d, k, s in zip(count_rows, designs, widths, strata, strict=True):
             sums = (w @ d).astype(np.float64)
             n = np.full((w.shape[0], 1), float(s.a.size))

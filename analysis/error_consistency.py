@@ -20,6 +20,7 @@ public entry point; the pieces live in small modules it re-exports:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -132,15 +133,18 @@ def error_consistency(
         )
     low, high = percentile_interval(dist, confidence_level)
     p_value = float(
-        independence_pvalues(
-            kap,
-            a.sum(),
-            b.sum(),
-            n,
-            n_sim=n_sim,
-            degenerate=degenerate,
-            unbiased=unbiased,
-            random_state=rng,
+        cast(
+            np.ndarray,  # return_null=False: p-values only
+            independence_pvalues(
+                kap,
+                a.sum(),
+                b.sum(),
+                n,
+                n_sim=n_sim,
+                degenerate=degenerate,
+                unbiased=unbiased,
+                random_state=rng,
+            ),
         )
     )
     return ErrorConsistencyResult(

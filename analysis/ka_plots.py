@@ -8,6 +8,7 @@ KA-AUC as mean (SD) over subsets.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import cast
 
 import matplotlib
 
@@ -84,7 +85,7 @@ def plot_ka_curves(
     if ax is None:
         fig, ax = plt.subplots(figsize=(5.5, 4.0), dpi=150)
     else:
-        fig = ax.figure
+        fig = cast(Figure, ax.figure)  # stubs: Figure | SubFigure
     colours = plt.get_cmap("tab10")
     for i, (name, r) in enumerate(results.items()):
         x = r.complexity[1:] if log_x else r.complexity  # d = 0 has no place on a log axis

@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import scipy.linalg
@@ -187,7 +187,10 @@ def ka_loss(
     with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
         s = np.array(list(pool.map(lambda r: width_quantiles(_submatrix(D2, r), quantiles), rows)))
         spectra = pool.map(
-            lambda bw: _label_energy(D2, rows[bw[0]], s[bw], Y[bw[0]], dtype, null_rtol), jobs
+            lambda bw: _label_energy(
+                D2, rows[bw[0]], cast(float, s[bw]), Y[bw[0]], dtype, null_rtol
+            ),
+            jobs,
         )
         if progress:
             from tqdm import tqdm

@@ -86,6 +86,7 @@ class ScaleFits:
         out["scale_std"] = self.scale_std.ravel()
         out["se"] = self.se.ravel()
         if self.ci_low is not None:
+            assert self.ci_high is not None
             out["ci_low"] = self.ci_low.ravel()
             out["ci_high"] = self.ci_high.ravel()
         return out
@@ -239,7 +240,7 @@ def _group_codes(df: pd.DataFrame, by_cols: list[str]) -> tuple[np.ndarray | Non
     if len(by_cols) == 1:
         codes, uniques = pd.factorize(df[by_cols[0]], sort=True)
         return codes, pd.DataFrame({by_cols[0]: uniques})
-    codes = df.groupby(by_cols, sort=True, observed=True).ngroup().to_numpy()
-    first = np.unique(codes, return_index=True)[1]
+    group_codes = df.groupby(by_cols, sort=True, observed=True).ngroup().to_numpy()
+    first = np.unique(group_codes, return_index=True)[1]
     keys = df[by_cols].iloc[first].reset_index(drop=True)
-    return codes, keys
+    return group_codes, keys

@@ -202,6 +202,7 @@ def _simulate(model: MLDS, n_sim: int, random_state, statistic) -> np.ndarray:
             out = np.full((n_sim, *values.shape[1:]), np.nan)
         failed = ~fit.converged.reshape((-1,) + (1,) * (values.ndim - 1))
         out[start : start + m] = np.where(failed, np.nan, values)
+    assert out is not None  # n_sim >= 1, so the loop ran at least once
     return out
 
 

@@ -45,6 +45,7 @@ def plot_scales(
                 ax.plot(levels, curve, color="0.75", lw=0.7, zorder=1)
         y = fits.scale_std[i]
         if fits.ci_low is not None:
+            assert fits.ci_high is not None
             err = np.vstack([y - fits.ci_low[i], fits.ci_high[i] - y])
             ax.errorbar(levels, y, yerr=np.clip(err, 0, None), fmt="o-", color="C0", ms=4,
                         capsize=2, zorder=3)

@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -309,7 +310,7 @@ def _strata(table: pd.DataFrame) -> pd.Series:
         b = table["targeted_model_2"]
         has_pair = (kind == "controversial") & a.notna() & b.notna()
         pairs = [" vs ".join(sorted((str(x), str(y)))) for x, y in zip(a[has_pair], b[has_pair])]
-        stratum.loc[has_pair] = pairs
+        stratum.loc[has_pair] = pairs  # type: ignore[call-overload]  # stubs reject a list value
     return stratum
 
 
@@ -336,7 +337,9 @@ def rating_array(
     if rows.empty:
         raise ValueError(f"no first-presentation ratings of stimulus kind(s) {sorted(wanted)}")
     stimuli = stimulus_table(rows)
-    order = sorted(stimuli.index, key=lambda s: (_KIND_ORDER.get(stimuli.at[s, "kind"], 9), s))
+    order = sorted(
+        stimuli.index, key=lambda s: (_KIND_ORDER.get(cast(str, stimuli.at[s, "kind"]), 9), s)
+    )
     stimuli = stimuli.loc[order]
     people = sorted(rows["participant"].unique())
     categories = _category_order(rows["category"])
@@ -434,8 +437,8 @@ def participant_qc(
     qc["repeat_n"] = rel["n"]
     qc["completion_s"] = np.nan
     if participants is not None and "duration_s" in participants.columns:
-        duration = participants.assign(participant=participants["participant"].astype(str))
-        duration = duration.drop_duplicates("participant").set_index("participant")["duration_s"]
+        people = participants.assign(participant=participants["participant"].astype(str))
+        duration = people.drop_duplicates("participant").set_index("participant")["duration_s"]
         qc["completion_s"] = pd.to_numeric(duration, errors="coerce").reindex(qc.index)
     qc["n_natural"] = qc["n_natural"].fillna(0).astype(int)
     qc["repeat_n"] = qc["repeat_n"].fillna(0).astype(int)
@@ -450,7 +453,7 @@ def participant_qc(
         ("completion_s", rules.min_completion_s, "<"),
         ("completion_s", rules.max_completion_s, ">"),
     ]
-    reasons = pd.Series([[] for _ in range(len(qc))], index=qc.index, dtype=object)
+    reasons: pd.Series = pd.Series([[] for _ in range(len(qc))], index=qc.index, dtype=object)
     for column, threshold, op in checks:
         if threshold is None:
             continue

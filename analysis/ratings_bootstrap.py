@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import combinations
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
@@ -80,13 +80,13 @@ def draw_resample_counts(
     if n_resamples < 1:
         raise ValueError("n_resamples must be at least 1")
     rng = np.random.default_rng(random_state)
-    strata = np.asarray(strata, dtype=object)
+    labels = np.asarray(strata, dtype=object)
     people = rng.multinomial(
         n_participants, np.full(n_participants, 1.0 / n_participants), size=n_resamples
     ).astype(np.int32)
-    stimuli = np.zeros((n_resamples, strata.size), dtype=np.int32)
-    for label in sorted(set(strata.tolist())):
-        idx = np.flatnonzero(strata == label)
+    stimuli = np.zeros((n_resamples, labels.size), dtype=np.int32)
+    for label in sorted(set(labels.tolist())):
+        idx = np.flatnonzero(labels == label)
         stimuli[:, idx] = rng.multinomial(
             idx.size, np.full(idx.size, 1.0 / idx.size), size=n_resamples
         )
@@ -125,10 +125,12 @@ class _Prepared:
     ) -> None:
         n_people, n_stimuli, n_cat = x.shape
         self.n_people, self.n_stimuli, self.n_cat = n_people, n_stimuli, n_cat
-        kinds = np.asarray(kinds, dtype=object)
+        kind_of = np.asarray(kinds, dtype=object)
         # Blocks of stimuli of one kind are made contiguous (stimuli reordered by kind).
-        names = sorted(set(kinds.tolist()), key=lambda k: (k != "natural", k != "controversial", k))
-        block_of = np.array([names.index(k) for k in kinds])
+        names = sorted(
+            set(kind_of.tolist()), key=lambda k: (k != "natural", k != "controversial", k)
+        )
+        block_of = np.array([names.index(k) for k in kind_of])
         self.order = np.argsort(block_of, kind="stable")
         edges = np.searchsorted(block_of[self.order], np.arange(len(names) + 1))
         self.blocks = {name: (int(edges[g]), int(edges[g + 1])) for g, name in enumerate(names)}
@@ -371,7 +373,7 @@ def _statistics_block(
         lo, hi = prep.stimulus_range(subset)
         model_r, model_mse = _model_block(prep, w, c, lo, hi)
         upper_r, best_mse = _upper_block(prep, w, c, subset)
-        n, sx, sxx, sq, sqq, sxq = sum(lower[m] for m in members)
+        n, sx, sxx, sq, sqq, sxq = cast(np.ndarray, sum(lower[m] for m in members))
         lower_r = _weighted_mean(pearson_from_sums(n, sx, sq, sxx, sqq, sxq), w)
         lower_mse = _weighted_mean(mse_from_sums(n, sxx, sqq, sxq), w)
         out[subset, "pearson_r"] = np.column_stack([model_r, lower_r, upper_r])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -47,18 +49,19 @@ def plot_model_scores(
     if ax is None:
         fig, ax = plt.subplots(figsize=(max(6.5, 0.7 * len(scores) + 4.5), 4.5))
     else:
-        fig = ax.figure
+        fig = cast(Figure, ax.figure)  # stubs: Figure | SubFigure
     x = np.arange(len(scores))
-    below = tests.query("comparison == 'model vs lower bound' and significant")
-    below = below[(below["difference"] < 0) == higher_is_better]["a"]
+    worse = tests.query("comparison == 'model vs lower bound' and significant")
+    below = worse[(worse["difference"] < 0) == higher_is_better]["a"]
     colors = ["#9ecae1" if m in set(below) else "#3182bd" for m in scores["model"]]
     err = np.vstack([scores["estimate"] - scores["ci_low"], scores["ci_high"] - scores["estimate"]])
     ax.bar(x, scores["estimate"], color=colors, yerr=err, capsize=3, ecolor="black", zorder=2)
     lower, upper = bounds.loc["lower"], bounds.loc["upper"]
     xl = len(scores) + 0.3
-    ax.axhspan(lower["estimate"], upper["estimate"], color="0.85", zorder=0, label="noise ceiling")
+    lower_estimate, upper_estimate = cast(float, lower["estimate"]), cast(float, upper["estimate"])
+    ax.axhspan(lower_estimate, upper_estimate, color="0.85", zorder=0, label="noise ceiling")
     ax.axhline(
-        upper["estimate"], color="0.3", linestyle="--", linewidth=1, zorder=1, label="upper bound"
+        upper_estimate, color="0.3", linestyle="--", linewidth=1, zorder=1, label="upper bound"
     )
     ax.bar(
         [xl],

@@ -48,7 +48,7 @@ def simulate_rating_experiment(
     categories = [str(k) for k in range(n_categories)]
     model_names = [f"model_{m}" for m in range(n_models)]
     noise = {name: 0.4 + 0.5 * m for m, name in enumerate(model_names)}
-    rows = []
+    rows: list[dict[str, object]] = []
     for index in range(n_natural):
         true_class = int(rng.integers(n_categories))
         rows.append(

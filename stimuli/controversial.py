@@ -259,9 +259,9 @@ def synthesize_controversial(
                 torch.rand((len(todo), *shape), generator=generator) * 2 - 1
             ) * settings.init_range
             idx = torch.from_numpy(todo)
-            x, used = _optimise(model_1, model_2, a_all[idx], b_all[idx], z0, settings, bar)
+            x_opt, used = _optimise(model_1, model_2, a_all[idx], b_all[idx], z0, settings, bar)
             image_steps += used
-            x = quantise(x.numpy())
+            x = quantise(x_opt.numpy())
             c = _controversiality_of(model_1, model_2, x, pairs[todo, 0], pairs[todo, 1])
             better = c > best_c[todo]
             best_c[todo[better]] = c[better]

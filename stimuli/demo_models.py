@@ -115,6 +115,14 @@ class GaussianKDEClassifier(nn.Module):
                = logsumexp_n(-|x - x_n|^2 / 2h^2) - log N_k - (D/2) log(2 pi h^2).
     """
 
+    # Buffers registered in __init__ (declared for type checkers).
+    points: torch.Tensor
+    sq_norms: torch.Tensor
+    members: torch.Tensor
+    log_pad: torch.Tensor
+    log_counts: torch.Tensor
+    bandwidth: torch.Tensor
+
     def __init__(
         self, points: torch.Tensor, labels: torch.Tensor, bandwidth: float, n_classes: int
     ):

@@ -45,9 +45,9 @@ def load_manifest_images(
         path = root / rel
         if not path.is_file():
             raise ValueError(f"manifest {manifest_csv}: file {rel!r} not found at {path}")
-        with Image.open(path) as im:
-            im = im.convert("L") if im.mode in ("L", "1", "I", "I;16", "F", "LA") else (
-                im.convert("RGB"))
+        with Image.open(path) as opened:
+            im = opened.convert("L") if opened.mode in ("L", "1", "I", "I;16", "F", "LA") else (
+                opened.convert("RGB"))
             if target is not None:
                 im = im.resize((target[1], target[0]), Image.Resampling.BILINEAR)
             pictures.append(np.asarray(im))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -168,13 +169,14 @@ def write_sequences(
     phi = blend_levels(n_levels)
     rows = []
     for name, pair in zip(names, pairs.itertuples(index=False), strict=True):
-        for source in (pair.source_a, pair.source_b):
+        source_a, source_b = cast(str, pair.source_a), cast(str, pair.source_b)
+        for source in (source_a, source_b):
             if source not in images:
                 raise ValueError(f"pairs names image {source!r}, which is not among the images")
         frames = blend_sequence(
-            images[pair.source_a], images[pair.source_b],
-            mask_a=None if masks is None else masks.get(pair.source_a),
-            mask_b=None if masks is None else masks.get(pair.source_b),
+            images[source_a], images[source_b],
+            mask_a=None if masks is None else masks.get(source_a),
+            mask_b=None if masks is None else masks.get(source_b),
             n_levels=n_levels, blur_sigma=blur_sigma, background=background,
         )
         folder = Path(subdir) / name
@@ -184,8 +186,7 @@ def write_sequences(
         for level in range(n_levels):
             rel = (folder / f"level_{level + 1}.png").as_posix()
             Image.fromarray(pixels[level]).save(out_dir / rel)
-            rows.append((rel, "mlds", name, level + 1, float(phi[level]), pair.source_a,
-                         pair.source_b, jac))
+            rows.append((rel, "mlds", name, level + 1, float(phi[level]), source_a, source_b, jac))
     manifest = pd.DataFrame(rows, columns=MANIFEST_COLUMNS)
     if manifest_name is not None:
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -38,8 +38,8 @@ def load_stimulus_images(
         path = root / name
         if not path.is_file():
             raise ValueError(f"manifest column 'file': {name!r} not found under {root}")
-        with Image.open(path) as image:
-            image = image.convert(mode)
+        with Image.open(path) as opened:
+            image = opened.convert(mode)
             if image.size != (width, height):
                 image = image.resize((width, height), Image.Resampling.BOX)
             arrays.append(np.asarray(image, dtype=np.float32).reshape(height, width, channels))

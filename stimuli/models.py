@@ -130,6 +130,11 @@ class CandidateModel(nn.Module):
     sigmoid (multi-label: classes need not sum to one). Parameters of ``net`` are frozen.
     """
 
+    # Buffers registered in __init__ (declared here for type checkers; nn.Module's __getattr__
+    # would otherwise type them as Tensor | Module).
+    slope: torch.Tensor
+    intercept: torch.Tensor
+
     def __init__(
         self,
         net: nn.Module,

@@ -82,10 +82,10 @@ def _fill_conditions(frame: pd.DataFrame) -> pd.Series:
     known = frame.dropna(subset=["condition"])
     lookup = known.drop_duplicates(["experiment", "stimulus", "condition"])
     ambiguous = lookup.duplicated(["experiment", "stimulus"], keep=False)
-    lookup = lookup[~ambiguous].set_index(["experiment", "stimulus"])["condition"]
+    by_key = lookup[~ambiguous].set_index(["experiment", "stimulus"])["condition"]
     keys = pd.MultiIndex.from_frame(frame[["experiment", "stimulus"]])
     filled = frame["condition"].fillna(
-        pd.Series(lookup.reindex(keys).to_numpy(), index=frame.index)
+        pd.Series(by_key.reindex(keys).to_numpy(), index=frame.index)
     )
     only = known.groupby("experiment")["condition"].unique()
     single = {exp: conds[0] for exp, conds in only.items() if len(conds) == 1}
