@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from collections import defaultdict
 from typing import Any
 
@@ -10,6 +9,7 @@ import numpy as np
 
 from humanlike.server.manifest import StimulusRecord
 from humanlike.server.spec import Block, ExperimentSpec
+from humanlike.stimuli.mlds_design import all_triads
 
 TIMELINE_VERSION = 1
 
@@ -29,9 +29,9 @@ def _triad_entries(
         by_seq[str(rec.meta["sequence"])][int(rec.meta["level"])] = rec
     entries = []
     for seq in sorted(by_seq):
-        levels = sorted(by_seq[seq])
-        for s1, s2, s3 in itertools.combinations(levels, 3):
-            recs = by_seq[seq]
+        recs = by_seq[seq]
+        levels = np.array(sorted(recs))
+        for s1, s2, s3 in levels[all_triads(len(levels)) - 1].tolist():
             entries.append(
                 {
                     "type": "triad",
@@ -89,14 +89,9 @@ def generate_timeline(
         ]
         catch_entries = [_rating_entry(block, r) for r in catch]
         positions = np.sort(rng.integers(1, len(main) + 1, size=len(catch_entries)))
-        merged: list[dict[str, Any]] = []
-        c = 0
-        for i, entry in enumerate(main):
-            while c < len(catch_entries) and positions[c] == i:
-                merged.append(catch_entries[c])
-                c += 1
-            merged.append(entry)
-        merged.extend(catch_entries[c:])
+        merged = list(main)
+        for k, (pos, entry) in enumerate(zip(positions.tolist(), catch_entries, strict=True)):
+            merged.insert(pos + k, entry)  # before the trial that stood at ``pos`` in ``main``
         for entry in practice + merged:
             entry.setdefault("practice", False)
             entry.update(is_repeat=False, repeat_of=None, index=len(entries))
