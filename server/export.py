@@ -34,7 +34,7 @@ def trial_frame(exp: Experiment) -> pd.DataFrame:
     rows = db.session.execute(
         sa.select(
             Participant.public_id.label("participant"), Participant.platform_id,
-            Participant.condition, Participant.timeline, Trial.trial_index, Trial.trial_type,
+            Participant.condition, Trial.trial_index, Trial.trial_type,
             Trial.block, Stimulus.key.label("stimulus"), Stimulus.kind.label("stimulus_kind"),
             Trial.is_repeat, Trial.repeat_of, Trial.rt_ms, Trial.first_rt_ms, Trial.presented_ms,
             Trial.frames, Trial.client_time, Trial.server_time, Trial.response,
@@ -47,7 +47,14 @@ def trial_frame(exp: Experiment) -> pd.DataFrame:
     frame = pd.DataFrame([dict(r) for r in rows])
     if frame.empty:
         return pd.DataFrame(columns=[*TRIAL_COLUMNS, "response", "entry"])
-    frame["entry"] = [tl["trials"][i] for tl, i in zip(frame["timeline"], frame["trial_index"])]
+    # each participant's timeline once (not once per trial row) for the design of every trial
+    timelines = dict(db.session.execute(
+        sa.select(Participant.public_id, Participant.timeline)
+        .where(Participant.experiment_id == exp.id)
+    ).tuples().all())
+    frame["entry"] = [
+        timelines[p]["trials"][i] for p, i in zip(frame["participant"], frame["trial_index"])
+    ]
     frame["practice"] = [bool(e.get("practice")) for e in frame["entry"]]
     frame["experiment"] = exp.slug
     frame["server_time"] = pd.to_datetime(frame["server_time"], utc=True).dt.strftime(
@@ -55,7 +62,7 @@ def trial_frame(exp: Experiment) -> pd.DataFrame:
     )
     frame["repeat_of"] = frame["repeat_of"].astype("Int64")
     frame["frames"] = frame["frames"].astype("Int64")
-    return frame.drop(columns="timeline")[[*TRIAL_COLUMNS, "response", "entry"]]
+    return frame[[*TRIAL_COLUMNS, "response", "entry"]]
 
 
 def rating_frame(trials: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
@@ -63,9 +70,8 @@ def rating_frame(trials: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
     rt = trials[trials["trial_type"] == "rating"]
     base = rt[TRIAL_COLUMNS].loc[rt.index.repeat(len(labels))].reset_index(drop=True)
     base["category"] = np.tile(labels, len(rt))
-    base["rating"] = [
-        float(resp["ratings"][label]) for resp in rt["response"] for label in labels
-    ]
+    ratings = pd.DataFrame([resp["ratings"] for resp in rt["response"]], columns=labels)
+    base["rating"] = ratings.to_numpy(dtype=float).ravel()  # row-major: trial, then category
     return base
 
 
@@ -73,14 +79,12 @@ def triad_frame(trials: pd.DataFrame) -> pd.DataFrame:
     """Triad trials normalised to s1 < s2 < s3; response 1 = s1 judged more similar to s2."""
     tr = trials[trials["trial_type"] == "triad"]
     out = tr[TRIAL_COLUMNS].reset_index(drop=True)
-    entries = list(tr["entry"])
-    out["sequence"] = [str(e["sequence"]) for e in entries]
-    for col in ("s1", "s2", "s3"):
-        out[col] = [int(e[col]) for e in entries]
-    swapped = np.array([bool(e["swapped"]) for e in entries], dtype=bool)
-    chose_left = np.array([r["choice"] == "left" for r in tr["response"]], dtype=bool)
-    chose_s1 = chose_left != swapped
-    out["response"] = chose_s1.astype(int)
+    design = pd.DataFrame(list(tr["entry"]), columns=["sequence", "s1", "s2", "s3", "swapped"])
+    out["sequence"] = design["sequence"].astype(str)
+    out[["s1", "s2", "s3"]] = design[["s1", "s2", "s3"]].astype(int)
+    swapped = design["swapped"].astype(bool).to_numpy()
+    chose_left = pd.DataFrame(list(tr["response"]), columns=["choice"])["choice"].eq("left")
+    out["response"] = (chose_left.to_numpy() != swapped).astype(int)  # s1 chosen as more similar
     out["swapped"] = swapped
     return out
 
@@ -196,7 +200,7 @@ def export_frames(slug: str) -> dict[str, pd.DataFrame]:
     labels = [c["label"] for c in exp.spec.get("categories", [])]
     trials = trial_frame(exp)
     stimuli = stimulus_frame(exp)
-    ratings = rating_frame(trials, labels) if labels else trial_frame(exp).iloc[0:0]
+    ratings = rating_frame(trials, labels) if labels else trials.iloc[0:0][TRIAL_COLUMNS]
     frames = {
         "trials": trials[trials["trial_type"] != "debrief"][TRIAL_COLUMNS],
         "ratings": ratings,
