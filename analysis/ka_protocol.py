@@ -18,9 +18,9 @@ from humanlike.analysis.kernel_analysis import (
     _check_quantiles,
     _encode_labels,
     best_width_curves,
+    distance_matrix,
     ka_loss,
     one_vs_all_targets,
-    squared_distances,
 )
 
 
@@ -144,14 +144,7 @@ def kernel_analysis_protocol(
         )
     else:
         index = _as_subsets(subsets, n)
-    if metric == "precomputed":
-        if X.shape != (n, n):
-            raise ValueError(f"precomputed X must be square (n x n distances), got {X.shape}")
-        D2 = np.asarray(X, dtype=np.float64)
-    elif metric == "sqeuclidean":
-        D2 = squared_distances(X)
-    else:
-        raise ValueError(f"metric must be 'sqeuclidean' or 'precomputed', got {metric!r}")
+    D2 = distance_matrix(X, metric)
 
     Y = one_vs_all_targets(codes[index], n_classes)  # (S, m, C)
     loss, s, rank = ka_loss(

@@ -68,6 +68,17 @@ class KAResult:
     n_classes: int
 
 
+def distance_matrix(X: np.ndarray, metric: str) -> np.ndarray:
+    """Squared distances of features X (``"sqeuclidean"``), or X itself (``"precomputed"``)."""
+    if metric == "precomputed":
+        if X.ndim != 2 or X.shape[0] != X.shape[1]:
+            raise ValueError(f"precomputed X must be square (n x n distances), got {X.shape}")
+        return np.asarray(X, dtype=np.float64)
+    if metric == "sqeuclidean":
+        return squared_distances(X)
+    raise ValueError(f"metric must be 'sqeuclidean' or 'precomputed', got {metric!r}")
+
+
 def squared_distances(X: np.ndarray) -> np.ndarray:
     """Pairwise squared Euclidean distances ``||x_i||^2 + ||x_j||^2 - 2 x_i.x_j`` (float64, >= 0)."""
     X = np.asarray(X, dtype=np.float64)
@@ -258,14 +269,7 @@ def kernel_analysis(
         raise ValueError(f"X must be a 2-D array with at least two rows, got shape {X.shape}")
     if not np.issubdtype(X.dtype, np.number) or not np.all(np.isfinite(X)):
         raise ValueError("X must be numeric and finite (found NaN, infinite or non-numeric values)")
-    if metric == "precomputed":
-        if X.shape[0] != X.shape[1]:
-            raise ValueError(f"precomputed X must be square (n x n distances), got {X.shape}")
-        D2 = np.asarray(X, dtype=np.float64)
-    elif metric == "sqeuclidean":
-        D2 = squared_distances(X)
-    else:
-        raise ValueError(f"metric must be 'sqeuclidean' or 'precomputed', got {metric!r}")
+    D2 = distance_matrix(X, metric)
     codes, n_classes = _encode_labels(labels, X.shape[0])
     Y = one_vs_all_targets(codes, n_classes)
     loss, s, rank = ka_loss(D2, Y[None], q, null_rtol=null_rtol, dtype=dtype, n_jobs=n_jobs)

@@ -38,7 +38,7 @@ def build_digit_stimuli(
             digit_png(digits.images[i], out_dir / name)
             rows.append({"file": name, "kind": "natural", "true_class": str(label),
                          "dataset_index": int(i)})
-        if label < 10 and catch_per_class:
+        if catch_per_class:
             proto = digits.images[digits.target == label].mean(axis=0)
             proto = proto / proto.max() * 16
             for j in range(catch_per_class):
