@@ -22,6 +22,7 @@ from humanlike.analysis.error_consistency import (
     kappa_matrix,
 )
 from humanlike.analysis.io.model_vs_human import MVH_COLUMNS, read_model_vs_human
+from humanlike.server.commands.options import alpha_option, confidence_option
 
 _EXPORT_NAMES = ("classifications.parquet", "classifications.csv")
 _STANDARD = ["experiment", "condition", "observer", "group", "stimulus", "correct"]
@@ -148,20 +149,8 @@ def _slug(name: str) -> str:
     type=click.IntRange(min=1),
     help="Simulations per pair for the independence test.",
 )
-@click.option(
-    "--confidence",
-    default=0.95,
-    show_default=True,
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    help="Confidence level of the CIs.",
-)
-@click.option(
-    "--alpha",
-    default=0.05,
-    show_default=True,
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    help="Family-wise error rate for the Holm-Sidak corrections.",
-)
+@confidence_option
+@alpha_option
 @click.option(
     "--degenerate",
     type=click.Choice(["mvh", "strict"]),

@@ -12,6 +12,7 @@ from tqdm import tqdm
 
 from humanlike.analysis.mlds_batch import fit_many
 from humanlike.analysis.psychophysical_score import scale_skewness
+from humanlike.server.commands.options import confidence_option
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -28,7 +29,7 @@ def _read(path: Path) -> pd.DataFrame:
               show_default=True)
 @click.option("--n-boot", default=1000, show_default=True,
               help="Parametric bootstrap replicates per pooled scale (0: no CIs).")
-@click.option("--confidence", default=0.95, show_default=True, help="Confidence level of CIs.")
+@confidence_option
 @click.option("--seed", default=0, show_default=True, help="Random seed of the bootstrap.")
 @click.option("--max-panels", default=12, show_default=True, help="Sequences shown in the figure.")
 def command(triads: Path, out_dir: Path, design: Literal["triads", "quadruples"], n_boot: int,

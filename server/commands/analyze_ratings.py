@@ -25,6 +25,7 @@ from humanlike.analysis.ratings_plots import (
     plot_rt_histograms,
 )
 from humanlike.analysis.scores import load_model_responses
+from humanlike.server.commands.options import alpha_option, confidence_option
 
 
 def _rules(rules_file: Path | None, overrides: tuple[str, ...]) -> ExclusionRules:
@@ -66,19 +67,8 @@ def _rules(rules_file: Path | None, overrides: tuple[str, ...]) -> ExclusionRule
     help="Folder for the tables and figures.",
 )
 @click.option("--n-resamples", default=10_000, show_default=True, type=click.IntRange(min=1))
-@click.option(
-    "--confidence",
-    default=0.95,
-    show_default=True,
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-)
-@click.option(
-    "--alpha",
-    default=0.05,
-    show_default=True,
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    help="Family-wise error rate of the Holm-Sidak corrected tests.",
-)
+@confidence_option
+@alpha_option
 @click.option(
     "--calibrate/--no-calibrate",
     default=False,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from humanlike.server import create_app, database, experiments
 from humanlike.server.extensions import db
-from humanlike.server.models import AdminUser, Experiment, Participant
+from humanlike.server.models import AdminUser, Participant
 from tests.server.conftest import auth, enter
 
 MOBILE_UA = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Mobile/15E148"
@@ -78,19 +79,25 @@ def test_local_links_create_a_new_participant_per_browser(app):
     assert n_participants(app) == 2
 
 
-def test_participants_of_listed_experiments_are_not_eligible(app, client):
-    enter(client, "PROLIFIC_PID=P1")
-    with app.app_context():
-        exp = db.session.execute(sa.select(Experiment)).scalar_one()
-        other = Experiment(slug="followup", title="t", spec={}, spec_hash="x", root="/", status="live")
-        db.session.add(other)
-        db.session.commit()
-        from humanlike.server import allocation
-
-        entry = allocation.Entry("prolific", "P1")
-        assert allocation.took_part_elsewhere(["small"], entry)
-        assert not allocation.took_part_elsewhere(["followup"], entry)
-        assert exp.slug == "small"
+def test_participants_of_listed_experiments_are_not_eligible(database_url, small_experiment):
+    """A follow-up study listing `small` in exclude_participants_from turns its participants away."""
+    followup = small_experiment.parent / "followup.toml"
+    followup.write_text(small_experiment.read_text().replace(
+        'slug = "small"', 'slug = "followup"\nexclude_participants_from = ["small"]'))
+    application = create_app({"TESTING": True, "SECRET_KEY": "t", "SQLALCHEMY_DATABASE_URI": database_url,
+                              "EXPERIMENT_PATHS": [str(small_experiment), str(followup)]})
+    try:
+        database.upgrade(application)
+        experiments.sync_all(application)
+        enter(application.test_client(), "PROLIFIC_PID=P1")
+        refused = application.test_client().get("/start/followup?PROLIFIC_PID=P1")
+        assert refused.status_code == 403 and "Not eligible" in refused.get_data(as_text=True)
+        assert n_participants(application) == 1
+        newcomer = application.test_client().get("/start/followup?PROLIFIC_PID=P2")
+        assert newcomer.status_code == 302 and n_participants(application) == 2
+    finally:
+        database.dispose(application)
+        followup.unlink()
 
 
 def test_conditions_are_filled_least_filled_first(app):
