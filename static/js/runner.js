@@ -29,26 +29,6 @@ var HumanlikeRunner = (function () {
     }
   }
 
-  function getJSON(url, token) {
-    var delay = 500;
-    return new Promise(function (resolve, reject) {
-      var attempt = function () {
-        fetch(url, { headers: { "Authorization": "Bearer " + token }, credentials: "omit" })
-          .then(function (resp) {
-            if (resp.ok) return resp.json().then(resolve);
-            if (resp.status >= 500 || resp.status === 429) throw new Error("retry");
-            return resp.json().then(reject, function () { reject({ error: "http_" + resp.status }); });
-          })
-          .catch(function () {
-            setStatus({ online: false, pending: state.queue ? state.queue.size() : 0 });
-            setTimeout(attempt, delay);
-            delay = Math.min(delay * 2, 15000);
-          });
-      };
-      attempt();
-    });
-  }
-
   function showConsent(tl) {
     return new Promise(function (resolve) {
       var root = document.getElementById("task");
@@ -286,7 +266,7 @@ var HumanlikeRunner = (function () {
       onError: function (err) { console.error("humanlike: trial rejected", err); },
     });
     watchEvents();
-    getJSON(config.api + "/timeline", config.token).then(function (tl) {
+    state.queue.request("/timeline").then(function (tl) {
       setStatus({ online: true, pending: state.queue.size() });
       var consent = tl.status === "allocated" ? showConsent(tl) : Promise.resolve(tl.status);
       return consent.then(function (status) {

@@ -63,17 +63,21 @@ var HumanlikeTrialQueue = (function () {
     this.flush(true);
   };
 
-  TrialQueue.prototype._post = function (path, body) {
+  TrialQueue.prototype._send = function (method, path, body) {
     var controller = window.AbortController ? new AbortController() : null;
     var timer = controller ? setTimeout(function () { controller.abort(); }, 10000) : null;
+    var headers = { "Authorization": "Bearer " + this.token };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
     return fetch(this.api + path, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", "Authorization": "Bearer " + this.token },
-      body: JSON.stringify(body),
+      method: method,
+      headers: headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
       signal: controller ? controller.signal : undefined,
       credentials: "omit",
     }).finally(function () { if (timer) clearTimeout(timer); });
   };
+
+  TrialQueue.prototype._post = function (path, body) { return this._send("POST", path, body); };
 
   TrialQueue.prototype.flush = function (now) {
     var self = this;
@@ -136,13 +140,14 @@ var HumanlikeTrialQueue = (function () {
     attempt(0);
   };
 
-  /* POST with retries until a 2xx (or a permanent 4xx, which rejects). */
+  /* A request retried with backoff until a 2xx (resolves with its JSON) or a permanent 4xx
+   * (rejects with its JSON body); a GET when ``body`` is undefined, else a POST. */
   TrialQueue.prototype.request = function (path, body) {
     var self = this;
     var delay = 500;
     return new Promise(function (resolve, reject) {
       var attempt = function () {
-        self._post(path, body).then(function (resp) {
+        self._send(body === undefined ? "GET" : "POST", path, body).then(function (resp) {
           if (resp.ok) return resp.json().then(resolve);
           if (resp.status >= 500 || resp.status === 408 || resp.status === 429) throw new Error("retry");
           return resp.json().then(reject, function () { reject({ error: "http_" + resp.status }); });

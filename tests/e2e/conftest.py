@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import threading
 from pathlib import Path
 
@@ -64,10 +62,3 @@ def demo_server(database_url, demo_spec, tmp_path):
     live.stop()
     database.dispose(app)
 
-
-def has_chromium() -> bool:
-    return shutil.which("chromium") is not None or Path(CHROMIUM).exists()
-
-
-def chromium_version() -> str:
-    return subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True).stdout.strip()

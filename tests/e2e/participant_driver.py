@@ -40,7 +40,6 @@ class Played:
     ratings: list[dict[str, float]] = field(default_factory=list)
     rating_stimuli: list[str] = field(default_factory=list)
     triads: list[str] = field(default_factory=list)
-    steps: int = 0
 
 
 def rating_plan(k: int) -> tuple[str, int, bool]:
@@ -104,4 +103,3 @@ def play(page, played: Played, *, until: str = "done", max_trials: int | None = 
             page.keyboard.press("Tab")
             page.keyboard.press("Enter")
             page.wait_for_selector("#jspsych-survey-html-form", state="detached")
-        played.steps += 1
