@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -48,7 +49,7 @@ def trial_frame(exp: Experiment) -> pd.DataFrame:
     if frame.empty:
         return pd.DataFrame(columns=[*TRIAL_COLUMNS, "response", "entry"])
     # each participant's timeline once (not once per trial row) for the design of every trial
-    timelines = dict(db.session.execute(
+    timelines: dict[str, dict[str, Any]] = dict(db.session.execute(
         sa.select(Participant.public_id, Participant.timeline)
         .where(Participant.experiment_id == exp.id)
     ).tuples().all())
