@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from humanlike.analysis.data_paths import shared_data_dir
-from humanlike.analysis.error_consistency import kappa_matrix
+from humanlike.analysis.error_consistency.pairwise import kappa_matrix
 from humanlike.analysis.io import read_model_vs_human
 
 N_BOOT = 10_000

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from humanlike.analysis.ka_protocol import kernel_analysis_protocol
+from humanlike.analysis.kernel.protocol import kernel_analysis_protocol
 
 
 def features(n_per_class: int = 280, n_classes: int = 7, dim: int = 4096, seed: int = 0):

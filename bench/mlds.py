@@ -18,9 +18,9 @@ import tracemalloc
 import numpy as np
 import pandas as pd
 
-from humanlike.analysis.mlds import MLDS
-from humanlike.analysis.mlds_batch import fit_many
-from humanlike.analysis.mlds_simulate import simulate_responses
+from humanlike.analysis.mlds.batch import fit_many
+from humanlike.analysis.mlds.estimator import MLDS
+from humanlike.analysis.mlds.simulate import simulate_responses
 from humanlike.stimuli.mlds_design import all_triads
 
 N_SEQUENCES, N_TRIALS, N_LEVELS, SIGMA = 1450, 1860, 7, 0.15

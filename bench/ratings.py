@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import time
 
-from humanlike.analysis.noise_ceiling import upper_bound_optimized
-from humanlike.analysis.ratings import clean_ratings, rating_array
-from humanlike.analysis.ratings_bootstrap import bootstrap_ratings
-from humanlike.analysis.ratings_simulation import simulate_rating_experiment
-from humanlike.analysis.scores import model_predictions
+from humanlike.analysis.ratings.bootstrap import bootstrap_ratings
+from humanlike.analysis.ratings.ceilings import upper_bound_optimized
+from humanlike.analysis.ratings.data import clean_ratings, rating_array
+from humanlike.analysis.ratings.scores import model_predictions
+from humanlike.analysis.ratings.simulation import simulate_rating_experiment
 
 
 def main() -> None:

@@ -122,7 +122,7 @@ def exclusion_rules(spec_exclusion: dict) -> dict:
 def rating_qc(ratings: pd.DataFrame, stimuli: pd.DataFrame, participants: pd.DataFrame,
               rules: dict) -> pd.DataFrame:
     """Per-participant QC and exclusions, computed by the analysis package (one implementation)."""
-    from humanlike.analysis.ratings import attach_stimuli, clean_ratings, participant_qc
+    from humanlike.analysis.ratings.data import attach_stimuli, clean_ratings, participant_qc
 
     main = ratings[~ratings["practice"]].drop(columns=["stimulus_kind"])
     frame = attach_stimuli(main, stimuli)

@@ -43,6 +43,7 @@ def _csv_files(path: Path) -> list[Path]:
 
 def _read_one(path: Path) -> pd.DataFrame:
     raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    raw.columns = [str(c).strip().lower() for c in raw.columns]  # most published files say 'Session'
     missing = [c for c in MVH_COLUMNS if c not in raw.columns]
     if missing:
         raise ValueError(
@@ -66,7 +67,7 @@ def _read_one(path: Path) -> pd.DataFrame:
             "session": raw["session"].str.strip(),
             "trial": pd.to_numeric(raw["trial"], errors="coerce").astype("Int64"),
             "condition": condition,
-            "stimulus": raw["imagename"].str.strip().str.rsplit("_", n=1).str[-1],
+            "stimulus": short_image_name(raw["imagename"].str.strip()),
             "imagename": raw["imagename"].str.strip(),
             "response": response,
             "category": category,
@@ -75,6 +76,19 @@ def _read_one(path: Path) -> pd.DataFrame:
             "source_file": path.name,
         }
     )
+
+
+def short_image_name(imagename: pd.Series) -> pd.Series:
+    """model-vs-human's join key: the name after its last ``_``, keeping an ImageNet synset prefix.
+
+    ``0001_edg_s01_0_oven_00_oven10.png`` -> ``oven10.png``;
+    ``0001_cop_s01_c30_knife_10_n03041632_7380.png`` -> ``n03041632_7380.png`` (the part after the
+    last ``_`` alone is not unique among ImageNet-based names)."""
+    parts = imagename.str.rsplit("_", n=2, expand=True).reindex(columns=[0, 1, 2])
+    last = parts.ffill(axis=1)[2]
+    second = parts[1].where(parts[2].notna(), parts[0].where(parts[1].notna())).fillna("")
+    synset = second.str.startswith("n0")
+    return last.where(~synset, second + "_" + last)
 
 
 def _fill_conditions(frame: pd.DataFrame) -> pd.Series:

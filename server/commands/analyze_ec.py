@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from humanlike.analysis.error_consistency import (
+from humanlike.analysis.error_consistency.pairwise import (
     compare_models,
     holm_sidak,
     independence_pvalues,
@@ -106,7 +106,9 @@ def _draw_figures(
     with_models: bool,
 ) -> list[str]:
     """Save the heatmap, the c_exp/c_obs scatter and (with models) EC per model; return names."""
-    from humanlike.analysis import ec_plots  # matplotlib only when figures are wanted
+    from humanlike.analysis.error_consistency import (
+        plots as ec_plots,  # matplotlib only when figures are wanted
+    )
 
     figures = {
         f"matrix_{slug}.png": ec_plots.plot_kappa_matrix(result, experiment),

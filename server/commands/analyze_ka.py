@@ -10,20 +10,20 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from humanlike.analysis.ka_inputs import (
+from humanlike.analysis.kernel.inputs import (
     FeatureTable,
     attach_labels,
     read_features,
     read_labels,
     read_neural,
 )
-from humanlike.analysis.ka_plots import (
+from humanlike.analysis.kernel.plots import (
     auc_table,
     auc_table_markdown,
     curves_table,
     save_ka_figure,
 )
-from humanlike.analysis.ka_protocol import balanced_subsets, kernel_analysis_protocol
+from humanlike.analysis.kernel.protocol import balanced_subsets, kernel_analysis_protocol
 
 
 def _load_torch_model(spec: str):

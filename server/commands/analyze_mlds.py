@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from humanlike.analysis.mlds_batch import fit_many
-from humanlike.analysis.psychophysical_score import scale_skewness
+from humanlike.analysis.mlds.batch import fit_many
+from humanlike.analysis.mlds.psychophysical import scale_skewness
 from humanlike.server.commands.options import confidence_option
 
 
@@ -40,7 +40,7 @@ def command(triads: Path, out_dir: Path, design: Literal["triads", "quadruples"]
     fits_by_sequence.csv (sigma, log-likelihood, skewness, convergence), the same two files per
     participant when a 'participant' column exists, and mlds_scales.png.
     """
-    from humanlike.analysis.mlds_plot import plot_scales
+    from humanlike.analysis.mlds.plots import plot_scales
 
     df = _read(triads)
     by = "sequence" if "sequence" in df.columns else None

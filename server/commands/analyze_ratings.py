@@ -17,14 +17,14 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from tqdm import tqdm
 
-from humanlike.analysis.ratings import ExclusionRules, load_participants, load_ratings
-from humanlike.analysis.ratings_analysis import analyze_ratings
-from humanlike.analysis.ratings_plots import (
+from humanlike.analysis.ratings.analysis import analyze_ratings
+from humanlike.analysis.ratings.data import ExclusionRules, load_participants, load_ratings
+from humanlike.analysis.ratings.plots import (
     plot_model_scores,
     plot_repeat_reliability,
     plot_rt_histograms,
 )
-from humanlike.analysis.scores import load_model_responses
+from humanlike.analysis.ratings.scores import load_model_responses
 from humanlike.server.commands.options import alpha_option, confidence_option
 
 

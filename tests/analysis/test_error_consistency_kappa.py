@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
-from humanlike.analysis.error_consistency import (
+from humanlike.analysis.error_consistency.pairwise import (
     error_consistency,
     kappa,
     kappa_bounds,
@@ -146,7 +146,7 @@ def test_error_consistency_reports_kappa_agreements_ci_and_p_value():
 
 def test_error_consistency_ci_has_the_normal_theory_width():
     # 95% percentile interval ~ kappa +- 1.96 SE, with SE of Fleiss, Cohen & Everitt (1969)
-    from humanlike.analysis.error_consistency import kappa_standard_error
+    from humanlike.analysis.error_consistency.pairwise import kappa_standard_error
 
     rng = np.random.default_rng(11)
     n = 2000

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from humanlike.analysis.data_paths import shared_data_dir
-from humanlike.analysis.error_consistency import kappa, kappa_matrix
+from humanlike.analysis.error_consistency.pairwise import kappa, kappa_matrix
 from humanlike.analysis.io import read_model_vs_human
 
 

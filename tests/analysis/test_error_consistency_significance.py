@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from humanlike.analysis.error_consistency import (
+from humanlike.analysis.error_consistency.pairwise import (
     compare_models,
     equal_ec_test,
     holm_sidak,
@@ -99,7 +99,7 @@ def test_equal_ec_test_detects_different_copy_rates_and_reports_the_delta():
     x = _copier(rng, ref[:, 0], 0.6, 0.75)
     y = _copier(rng, ref[:, 0], 0.1, 0.75)
     res = equal_ec_test(ref, x, y, n_boot=1000, random_state=0)
-    from humanlike.analysis.error_consistency import kappa
+    from humanlike.analysis.error_consistency.pairwise import kappa
 
     ka = np.mean([kappa(ref[:, j], x) for j in range(3)])
     kb = np.mean([kappa(ref[:, j], y) for j in range(3)])
@@ -117,7 +117,7 @@ def test_equal_ec_test_with_strata_averages_ec_over_strata():
     y = _copier(rng, ref, 0.2, 0.7)
     strata = np.repeat(["a", "b"], 200)
     res = equal_ec_test(ref, x, y, strata=strata, n_boot=300, random_state=0)
-    from humanlike.analysis.error_consistency import kappa
+    from humanlike.analysis.error_consistency.pairwise import kappa
 
     per = [kappa(ref[strata == s], x[strata == s]) for s in "ab"]
     assert res.kappa_a == pytest.approx(np.mean(per))

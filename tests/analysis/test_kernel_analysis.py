@@ -11,7 +11,7 @@ from scipy.stats import ortho_group
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.preprocessing import KernelCenterer
 
-from humanlike.analysis.kernel_analysis import (
+from humanlike.analysis.kernel.curves import (
     kernel_analysis,
     one_vs_all_targets,
     squared_distances,

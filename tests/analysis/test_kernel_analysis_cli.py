@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from humanlike.analysis.ka_protocol import balanced_subsets, kernel_analysis_protocol
+from humanlike.analysis.kernel.protocol import balanced_subsets, kernel_analysis_protocol
 from humanlike.server.cli import main
 
 N_PER_CLASS, CLASSES = 15, ("cat", "dog", "car")

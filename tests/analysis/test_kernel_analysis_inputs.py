@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from humanlike.analysis.ka_inputs import (
+from humanlike.analysis.kernel.inputs import (
     attach_labels,
     normalise_sites,
     read_features,

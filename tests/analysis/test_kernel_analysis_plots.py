@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 from matplotlib.collections import PolyCollection
 
-from humanlike.analysis.ka_plots import (
+from humanlike.analysis.kernel.plots import (
     auc_table,
     auc_table_markdown,
     curves_table,
     plot_ka_curves,
     save_ka_figure,
 )
-from humanlike.analysis.ka_protocol import kernel_analysis_protocol
+from humanlike.analysis.kernel.protocol import kernel_analysis_protocol
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from humanlike.analysis.ka_protocol import balanced_subsets, kernel_analysis_protocol
-from humanlike.analysis.kernel_analysis import kernel_analysis
+from humanlike.analysis.kernel.curves import kernel_analysis
+from humanlike.analysis.kernel.protocol import balanced_subsets, kernel_analysis_protocol
 
 
 def data(seed: int = 0, per_class=(30, 30, 30, 30)):

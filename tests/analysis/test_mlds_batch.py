@@ -9,10 +9,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from humanlike.analysis.data_paths import shared_data_dir
-from humanlike.analysis.mlds import MLDS
-from humanlike.analysis.mlds_batch import fit_many
-from humanlike.analysis.mlds_simulate import simulate_responses
-from humanlike.analysis.probit_irls import fit_probit_batch
+from humanlike.analysis.mlds.batch import fit_many
+from humanlike.analysis.mlds.estimator import MLDS
+from humanlike.analysis.mlds.probit_irls import fit_probit_batch
+from humanlike.analysis.mlds.simulate import simulate_responses
 from humanlike.stimuli.mlds_design import all_quadruples, all_triads
 
 
@@ -163,7 +163,7 @@ def _linear_program_finds_separation(X, y, n) -> bool:
 def test_non_convergence_flags_exactly_the_separated_data_sets():
     """Sparse quadruple data (35 trials, sigma = 0.1) are often (quasi-)separated; the batched
     fit must flag precisely those, as a linear program independently decides."""
-    from humanlike.analysis.mlds_data import canonical_trials, count_trials, design_matrix
+    from humanlike.analysis.mlds.data import canonical_trials, count_trials, design_matrix
 
     quads = all_quadruples(7)
     psi = (np.arange(7) / 6) ** 2

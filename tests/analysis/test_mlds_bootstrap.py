@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from humanlike.analysis.data_paths import shared_data_dir
-from humanlike.analysis.mlds import MLDS
-from humanlike.analysis.mlds_batch import fit_many
-from humanlike.analysis.mlds_simulate import simulate_responses
+from humanlike.analysis.mlds.batch import fit_many
+from humanlike.analysis.mlds.estimator import MLDS
+from humanlike.analysis.mlds.simulate import simulate_responses
 from humanlike.stimuli.mlds_design import all_quadruples, all_triads
 
 TRUE_PSI = (np.arange(7) / 6) ** 2

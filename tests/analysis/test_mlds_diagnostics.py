@@ -8,9 +8,9 @@ import pytest
 from scipy import special
 
 from humanlike.analysis.data_paths import shared_data_dir
-from humanlike.analysis.mlds import MLDS
-from humanlike.analysis.mlds_diagnostics import runs_test, six_point_conditions, six_point_test
-from humanlike.analysis.mlds_simulate import simulate_responses
+from humanlike.analysis.mlds.diagnostics import runs_test, six_point_conditions, six_point_test
+from humanlike.analysis.mlds.estimator import MLDS
+from humanlike.analysis.mlds.simulate import simulate_responses
 from humanlike.stimuli.mlds_design import quadruple_design
 
 

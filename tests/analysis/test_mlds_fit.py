@@ -13,8 +13,8 @@ import pytest
 import statsmodels.api as sm
 
 from humanlike.analysis.data_paths import shared_data_dir
-from humanlike.analysis.mlds import MLDS
-from humanlike.analysis.mlds_data import design_matrix
+from humanlike.analysis.mlds.data import design_matrix
+from humanlike.analysis.mlds.estimator import MLDS
 
 QUADRUPLE_SETS = ["kk1", "kk2", "kk3", "kk_all_swapped", "AutumnLab"]
 

@@ -7,9 +7,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from humanlike.analysis.mlds_batch import fit_many
-from humanlike.analysis.mlds_simulate import simulate_responses
-from humanlike.analysis.psychophysical_score import (
+from humanlike.analysis.mlds.batch import fit_many
+from humanlike.analysis.mlds.psychophysical import (
     psychophysical_score,
     random_observer_skewness,
     random_observer_triads,
@@ -18,6 +17,7 @@ from humanlike.analysis.psychophysical_score import (
     skewness_frame,
     skewness_variance,
 )
+from humanlike.analysis.mlds.simulate import simulate_responses
 from humanlike.stimuli.mlds_design import all_triads
 
 

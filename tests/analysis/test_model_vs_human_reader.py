@@ -9,6 +9,7 @@ import pytest
 
 from humanlike.analysis.data_paths import shared_data_dir
 from humanlike.analysis.io import read_model_vs_human
+from humanlike.analysis.io.model_vs_human import short_image_name
 
 RAW = shared_data_dir() / "model-vs-human" / "raw-data"
 
@@ -56,10 +57,14 @@ def test_accuracy_of_one_human_matches_a_direct_count_of_the_file():
     assert frame["rt_ms"].iloc[0] == pytest.approx(float(raw["rt"].iloc[0]) * 1000)
 
 
-def test_whole_tree_reads_three_experiments():
+def test_whole_tree_reads_every_experiment():
+    # the shared tree holds edge, silhouette, cue-conflict (13 observers each) and, since
+    # 2026-11, the verbatim contrast files (7 observers x 1,280 trials; shared README manifest)
     frame = read_model_vs_human(RAW.parent)
-    assert sorted(frame["experiment"].unique()) == ["cue-conflict", "edge", "silhouette"]
-    assert len(frame) == 13 * (160 + 160 + 1280)
+    assert sorted(frame["experiment"].unique()) == ["contrast", "cue-conflict", "edge", "silhouette"]
+    three = frame[frame["experiment"] != "contrast"]
+    assert len(three) == 13 * (160 + 160 + 1280)
+    assert (frame["experiment"] == "contrast").sum() == 7 * 1280
 
 
 def test_a_file_without_the_model_vs_human_header_is_rejected(tmp_path: Path):
@@ -74,3 +79,25 @@ def test_missing_paths_and_empty_folders_are_reported(tmp_path: Path):
         read_model_vs_human(tmp_path / "nope")
     with pytest.raises(ValueError, match="no .csv"):
         read_model_vs_human(tmp_path)
+
+
+def test_published_contrast_files_reproduce_brain_scores_ceiling_and_resnet50_score():
+    # the contrast files are published verbatim ('Session' header, ImageNet-based image names);
+    # Brain-Score's geirhos2021 benchmark drops c100, c03 and c01 and reports a ceiling of 0.43703
+    # and a resnet-50 score of 0.22546 (shared/data/model-vs-human/README.md)
+    from humanlike.analysis.error_consistency import kappa_matrix
+
+    frame = read_model_vs_human(shared_data_dir() / "model-vs-human" / "raw-data" / "contrast")
+    assert frame["stimulus"].nunique() == 1280  # the synset prefix keeps the join key unique
+    kept = frame[~frame["condition"].isin(["c100", "c03", "c01"])]
+    result = kappa_matrix(kept, group="group", condition="condition", experiment="experiment")
+    assert round(result.ceiling("contrast"), 5) == 0.43703
+    summary = result.summary
+    resnet = summary[(summary["level"] == "experiment") & (summary["model"] == "resnet50")]
+    assert round(float(resnet["kappa"].iloc[0]), 5) == 0.22546
+
+
+def test_short_image_name_keeps_the_synset_prefix_of_imagenet_names():
+    names = pd.Series(["0001_edg_s01_0_oven_00_oven10.png",
+                       "0001_cop_s01_c30_knife_10_n03041632_7380.png", "oven10.png"])
+    assert short_image_name(names).tolist() == ["oven10.png", "n03041632_7380.png", "oven10.png"]

@@ -18,7 +18,7 @@ from hypothesis.extra.numpy import arrays
 from scipy.optimize import check_grad
 from scipy.stats import binom
 
-from humanlike.analysis.noise_ceiling import (
+from humanlike.analysis.ratings.ceilings import (
     NegativeMeanR,
     leave_one_out_predictions,
     masked_r,

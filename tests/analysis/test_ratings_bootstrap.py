@@ -9,23 +9,23 @@ import pytest
 from scipy.special import expit
 from statsmodels.stats.multitest import multipletests
 
-from humanlike.analysis.noise_ceiling import (
-    leave_one_out_calibration,
-    masked_mse,
-    masked_r,
-    noise_ceiling,
-    upper_bound_closed_form,
-)
-from humanlike.analysis.rating_calibration import clipped_logit
-from humanlike.analysis.ratings import RatingArray
-from humanlike.analysis.ratings_bootstrap import (
+from humanlike.analysis.ratings.bootstrap import (
     bootstrap_p_value,
     bootstrap_ratings,
     bootstrap_statistics,
     draw_resample_counts,
     holm_sidak,
 )
-from humanlike.analysis.scores import ModelPredictions, participant_scores
+from humanlike.analysis.ratings.calibration import clipped_logit
+from humanlike.analysis.ratings.ceilings import (
+    leave_one_out_calibration,
+    masked_mse,
+    masked_r,
+    noise_ceiling,
+    upper_bound_closed_form,
+)
+from humanlike.analysis.ratings.data import RatingArray
+from humanlike.analysis.ratings.scores import ModelPredictions, participant_scores
 
 
 def _experiment(

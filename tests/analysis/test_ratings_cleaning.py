@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from humanlike.analysis.ratings import (
+from humanlike.analysis.ratings.data import (
     ExclusionRules,
     clean_ratings,
     load_ratings,

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from humanlike.analysis.ratings_simulation import simulate_rating_experiment
+from humanlike.analysis.ratings.simulation import simulate_rating_experiment
 from humanlike.server.cli import main
 
 

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from humanlike.analysis.io.golan import golan_models_to_tidy, golan_to_tidy
-from humanlike.analysis.ratings import load_ratings
-from humanlike.analysis.ratings_analysis import analyze_ratings
-from humanlike.analysis.ratings_simulation import simulate_rating_experiment
-from humanlike.analysis.scores import load_model_responses
+from humanlike.analysis.ratings.analysis import analyze_ratings
+from humanlike.analysis.ratings.data import load_ratings
+from humanlike.analysis.ratings.scores import load_model_responses
+from humanlike.analysis.ratings.simulation import simulate_rating_experiment
 
 
 @pytest.fixture(scope="module")

@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 from matplotlib.container import BarContainer
 
-from humanlike.analysis.ratings import clean_ratings, rating_array
-from humanlike.analysis.ratings_bootstrap import bootstrap_ratings
-from humanlike.analysis.ratings_plots import (
+from humanlike.analysis.ratings.bootstrap import bootstrap_ratings
+from humanlike.analysis.ratings.data import clean_ratings, rating_array
+from humanlike.analysis.ratings.plots import (
     plot_model_scores,
     plot_repeat_reliability,
     plot_rt_histograms,
 )
-from humanlike.analysis.ratings_simulation import simulate_rating_experiment
-from humanlike.analysis.scores import model_predictions
+from humanlike.analysis.ratings.scores import model_predictions
+from humanlike.analysis.ratings.simulation import simulate_rating_experiment
 
 
 @pytest.fixture(scope="module")

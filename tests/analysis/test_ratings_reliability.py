@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from humanlike.analysis.reliability import (
+from humanlike.analysis.ratings.reliability import (
     repeat_reliability,
     spearman_brown,
     split_half_reliability,

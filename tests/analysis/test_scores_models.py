@@ -8,10 +8,10 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from humanlike.analysis.noise_ceiling import noise_ceiling
-from humanlike.analysis.rating_calibration import RatingCalibration
-from humanlike.analysis.ratings import RatingArray
-from humanlike.analysis.scores import (
+from humanlike.analysis.ratings.calibration import RatingCalibration
+from humanlike.analysis.ratings.ceilings import noise_ceiling
+from humanlike.analysis.ratings.data import RatingArray
+from humanlike.analysis.ratings.scores import (
     ModelPredictions,
     model_predictions,
     model_scores,

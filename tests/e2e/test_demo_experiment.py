@@ -57,7 +57,7 @@ def check_complete(app, platform_id, played: Played):
 def fit_exported_triads(triads: pd.DataFrame) -> None:
     """The exported MLDS triads fit a scale per sequence that follows the simulated observer's
     psi = ((level - 1) / 6) ** 2 (its standard scale runs 0 -> 1)."""
-    from humanlike.analysis.mlds import MLDS
+    from humanlike.analysis.mlds.estimator import MLDS
 
     truth = (np.arange(7) / 6.0) ** 2
     for sequence, rows in triads.groupby("sequence"):

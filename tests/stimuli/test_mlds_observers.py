@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from humanlike.analysis.mlds_batch import fit_many
+from humanlike.analysis.mlds.batch import fit_many
 from humanlike.stimuli.mlds_design import triad_design
 from humanlike.stimuli.observers import model_observer_triads, observer_triads
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from humanlike.analysis.ratings import (
+from humanlike.analysis.ratings.bootstrap import SUBSETS, RatingsBootstrap, bootstrap_ratings
+from humanlike.analysis.ratings.data import (
     ExclusionRules,
     RatingArray,
     as_rules,
@@ -16,9 +17,8 @@ from humanlike.analysis.ratings import (
     participant_qc,
     rating_array,
 )
-from humanlike.analysis.ratings_bootstrap import SUBSETS, RatingsBootstrap, bootstrap_ratings
-from humanlike.analysis.reliability import SplitHalfReliability, split_half_reliability
-from humanlike.analysis.scores import model_predictions
+from humanlike.analysis.ratings.reliability import SplitHalfReliability, split_half_reliability
+from humanlike.analysis.ratings.scores import model_predictions
 
 
 @dataclass(frozen=True)

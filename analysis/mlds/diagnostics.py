@@ -16,9 +16,9 @@ from itertools import combinations
 import numpy as np
 from scipy import special
 
-from humanlike.analysis.mlds import MLDS
-from humanlike.analysis.mlds_data import row_codes
-from humanlike.analysis.probit_irls import fit_probit_batch
+from humanlike.analysis.mlds.data import row_codes
+from humanlike.analysis.mlds.estimator import MLDS
+from humanlike.analysis.mlds.probit_irls import fit_probit_batch
 
 #: Simulated responses (simulations x trials) held in memory at once.
 _SIM_CHUNK_ELEMENTS = 4_000_000

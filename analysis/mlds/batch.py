@@ -16,14 +16,14 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from humanlike.analysis.mlds_data import (
+from humanlike.analysis.mlds.data import (
     Design,
     canonical_trials,
     count_trials,
     design_matrix,
     infer_n_levels,
 )
-from humanlike.analysis.probit_irls import fit_probit_batch
+from humanlike.analysis.mlds.probit_irls import fit_probit_batch
 
 #: Bootstrap problems (replicates x groups x distinct rows x parameters) held in memory at once.
 _BOOT_CHUNK_ELEMENTS = 4_000_000

@@ -29,9 +29,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from humanlike.analysis.ec_bootstrap import as_rng, check_confidence_level, check_n_boot
-from humanlike.analysis.ec_bounds import kappa_max, kappa_min
-from humanlike.analysis.ec_kappa import expected_consistency, kappa_from_rates
+from humanlike.analysis.error_consistency.bootstrap import (
+    as_rng,
+    check_confidence_level,
+    check_n_boot,
+)
+from humanlike.analysis.error_consistency.bounds import kappa_max, kappa_min
+from humanlike.analysis.error_consistency.kappa import expected_consistency, kappa_from_rates
 
 _TOL = 1e-9
 

@@ -11,7 +11,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from humanlike.analysis.ec_kappa import Degenerate, expected_consistency, kappa_from_rates
+from humanlike.analysis.error_consistency.kappa import (
+    Degenerate,
+    expected_consistency,
+    kappa_from_rates,
+)
 
 
 def _check_unit(x: ArrayLike, name: str) -> np.ndarray:

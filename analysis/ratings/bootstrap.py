@@ -46,17 +46,21 @@ from scipy.special import expit
 from statsmodels.stats.multitest import multipletests
 from threadpoolctl import threadpool_limits
 
-from humanlike.analysis.noise_ceiling import (
+from humanlike.analysis.ratings.calibration import clipped_logit
+from humanlike.analysis.ratings.ceilings import (
     leave_one_out_calibration,
     noise_ceiling,
     upper_bound_closed_form,
 )
-from humanlike.analysis.pearson_sums import mse_from_sums, pearson_from_sums
-from humanlike.analysis.rating_calibration import clipped_logit
-from humanlike.analysis.scores import ModelPredictions, calibrate_predictions, participant_scores
+from humanlike.analysis.ratings.pearson import mse_from_sums, pearson_from_sums
+from humanlike.analysis.ratings.scores import (
+    ModelPredictions,
+    calibrate_predictions,
+    participant_scores,
+)
 
 if TYPE_CHECKING:
-    from humanlike.analysis.ratings import RatingArray
+    from humanlike.analysis.ratings.data import RatingArray
 
 SUBSETS = ("all", "controversial", "natural")
 _CHUNK_ELEMENTS = 2_000_000

@@ -16,12 +16,12 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from humanlike.analysis.noise_ceiling import rating_matrix
-from humanlike.analysis.pearson_sums import mse_from_sums, pearson_from_sums
-from humanlike.analysis.rating_calibration import RatingCalibration, clipped_logit
+from humanlike.analysis.ratings.calibration import RatingCalibration, clipped_logit
+from humanlike.analysis.ratings.ceilings import rating_matrix
+from humanlike.analysis.ratings.pearson import mse_from_sums, pearson_from_sums
 
 if TYPE_CHECKING:
-    from humanlike.analysis.ratings import RatingArray
+    from humanlike.analysis.ratings.data import RatingArray
 
 MODEL_COLUMNS = ("model", "stimulus", "category", "probability")
 

@@ -23,7 +23,7 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from humanlike.analysis.ec_bootstrap import (
+from humanlike.analysis.error_consistency.bootstrap import (
     as_rng,
     batch_size,
     bootstrap_counts,
@@ -34,7 +34,11 @@ from humanlike.analysis.ec_bootstrap import (
     percentile_interval,
     quiet_nan_warnings,
 )
-from humanlike.analysis.ec_kappa import Degenerate, check_degenerate, kappa_from_rates
+from humanlike.analysis.error_consistency.kappa import (
+    Degenerate,
+    check_degenerate,
+    kappa_from_rates,
+)
 
 HUMAN = "human"
 MODEL = "model"

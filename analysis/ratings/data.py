@@ -17,7 +17,7 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from humanlike.analysis.reliability import repeat_reliability
+from humanlike.analysis.ratings.reliability import repeat_reliability
 
 REQUIRED_COLUMNS = ("participant", "stimulus", "category", "rating")
 SCORED_KINDS = ("natural", "controversial")

@@ -6,15 +6,15 @@ Brendel, Wichmann & Meding (2025, "Quantifying uncertainty in error consistency"
 confidence intervals, significance tests and a copy model for planning. This module is the
 public entry point; the pieces live in small modules it re-exports:
 
-* :mod:`~humanlike.analysis.ec_kappa`: :func:`kappa`, :func:`kappa_from_rates` (vectorised);
-* :mod:`~humanlike.analysis.ec_bounds`: :func:`c_obs_bounds`, :func:`kappa_bounds`,
+* :mod:`~humanlike.analysis.error_consistency.kappa`: :func:`kappa`, :func:`kappa_from_rates` (vectorised);
+* :mod:`~humanlike.analysis.error_consistency.bounds`: :func:`c_obs_bounds`, :func:`kappa_bounds`,
   :func:`kappa_max`, :func:`kappa_min`, :func:`null_band`;
-* :mod:`~humanlike.analysis.ec_matrix`: :func:`kappa_matrix` (pairs, hierarchy, bootstrap);
-* :mod:`~humanlike.analysis.ec_tests`: :func:`independence_test`, :func:`equal_ec_test`,
+* :mod:`~humanlike.analysis.error_consistency.matrix`: :func:`kappa_matrix` (pairs, hierarchy, bootstrap);
+* :mod:`~humanlike.analysis.error_consistency.significance`: :func:`independence_test`, :func:`equal_ec_test`,
   :func:`compare_models`, :func:`holm_sidak`;
-* :mod:`~humanlike.analysis.copy_model`: :func:`copy_model_params`,
+* :mod:`~humanlike.analysis.error_consistency.copy_model`: :func:`copy_model_params`,
   :func:`simulate_copy_model`, :func:`trials_needed`;
-* :mod:`~humanlike.analysis.ec_plots`: figures (imported lazily: matplotlib).
+* :mod:`~humanlike.analysis.error_consistency.plots`: figures (imported lazily: matplotlib).
 """
 
 from __future__ import annotations
@@ -25,16 +25,7 @@ from typing import cast
 import numpy as np
 from numpy.typing import ArrayLike
 
-from humanlike.analysis.copy_model import (
-    CopyModelParams,
-    copy_model_params,
-    joint_table,
-    kappa_standard_error,
-    simulate_copy_model,
-    simulated_ci_halfwidth,
-    trials_needed,
-)
-from humanlike.analysis.ec_bootstrap import (
+from humanlike.analysis.error_consistency.bootstrap import (
     ConfidenceInterval,
     as_rng,
     batch_size,
@@ -44,7 +35,7 @@ from humanlike.analysis.ec_bootstrap import (
     iter_batches,
     percentile_interval,
 )
-from humanlike.analysis.ec_bounds import (
+from humanlike.analysis.error_consistency.bounds import (
     c_obs_bounds,
     c_obs_max,
     c_obs_min,
@@ -53,7 +44,16 @@ from humanlike.analysis.ec_bounds import (
     kappa_min,
     null_band,
 )
-from humanlike.analysis.ec_kappa import (
+from humanlike.analysis.error_consistency.copy_model import (
+    CopyModelParams,
+    copy_model_params,
+    joint_table,
+    kappa_standard_error,
+    simulate_copy_model,
+    simulated_ci_halfwidth,
+    trials_needed,
+)
+from humanlike.analysis.error_consistency.kappa import (
     Degenerate,
     as_correctness,
     check_degenerate,
@@ -61,8 +61,8 @@ from humanlike.analysis.ec_kappa import (
     kappa,
     kappa_from_rates,
 )
-from humanlike.analysis.ec_matrix import KappaMatrix, condition_tables, kappa_matrix
-from humanlike.analysis.ec_tests import (
+from humanlike.analysis.error_consistency.matrix import KappaMatrix, condition_tables, kappa_matrix
+from humanlike.analysis.error_consistency.significance import (
     EqualECTestResult,
     IndependenceTestResult,
     MultipleTestResult,

@@ -25,11 +25,11 @@ from scipy.optimize import minimize
 from scipy.special import expit, logit
 from threadpoolctl import threadpool_limits
 
-from humanlike.analysis.pearson_sums import mse_from_sums, pearson_from_sums
-from humanlike.analysis.rating_calibration import RatingCalibration, clipped_logit
+from humanlike.analysis.ratings.calibration import RatingCalibration, clipped_logit
+from humanlike.analysis.ratings.pearson import mse_from_sums, pearson_from_sums
 
 if TYPE_CHECKING:
-    from humanlike.analysis.ratings import RatingArray
+    from humanlike.analysis.ratings.data import RatingArray
 
 
 def rating_matrix(ratings: RatingArray | np.ndarray) -> np.ndarray:

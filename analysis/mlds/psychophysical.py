@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from humanlike.analysis.mlds_batch import ScaleFits, fit_many
+from humanlike.analysis.mlds.batch import ScaleFits, fit_many
 
 
 @dataclass(frozen=True)

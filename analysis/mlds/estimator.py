@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special
 
-from humanlike.analysis.mlds_batch import bootstrap_coefs, percentile_limits, scales_from_coef
-from humanlike.analysis.mlds_data import (
+from humanlike.analysis.mlds.batch import bootstrap_coefs, percentile_limits, scales_from_coef
+from humanlike.analysis.mlds.data import (
     DESIGN_WEIGHTS,
     Design,
     canonical_trials,
@@ -29,7 +29,11 @@ from humanlike.analysis.mlds_data import (
     design_matrix,
     infer_n_levels,
 )
-from humanlike.analysis.probit_irls import fit_probit_batch, probit_loglik, score_and_information
+from humanlike.analysis.mlds.probit_irls import (
+    fit_probit_batch,
+    probit_loglik,
+    score_and_information,
+)
 
 METHODS = ("glm", "optim", "irls")
 

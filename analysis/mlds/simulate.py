@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from humanlike.analysis.mlds_data import DESIGN_WEIGHTS, Design, check_design
+from humanlike.analysis.mlds.data import DESIGN_WEIGHTS, Design, check_design
 
 
 def decision_means(levels: np.ndarray, psi: np.ndarray, *, design: Design = "triads",

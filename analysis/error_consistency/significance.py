@@ -25,7 +25,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from statsmodels.stats.multitest import multipletests
 
-from humanlike.analysis.ec_bootstrap import (
+from humanlike.analysis.error_consistency.bootstrap import (
     ConfidenceInterval,
     as_rng,
     batch_size,
@@ -37,13 +37,13 @@ from humanlike.analysis.ec_bootstrap import (
     quiet_nan_warnings,
     resample_indices,
 )
-from humanlike.analysis.ec_kappa import (
+from humanlike.analysis.error_consistency.kappa import (
     Degenerate,
     as_correctness,
     check_degenerate,
     kappa_from_rates,
 )
-from humanlike.analysis.ec_matrix import HUMAN, MODEL, condition_tables
+from humanlike.analysis.error_consistency.matrix import HUMAN, MODEL, condition_tables
 
 #: Upper bound on pairs x simulations held in memory at once by the independence test.
 _MAX_SIM_ELEMENTS = 2**22

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from humanlike.analysis.pearson_sums import pearson_from_sums
+from humanlike.analysis.ratings.pearson import pearson_from_sums
 
 if TYPE_CHECKING:
-    from humanlike.analysis.ratings import RatingArray
+    from humanlike.analysis.ratings.data import RatingArray
 
 
 def repeat_pairs(frame: pd.DataFrame) -> pd.DataFrame:

@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 
-from humanlike.analysis.kernel_analysis import (
+from humanlike.analysis.kernel.curves import (
     DEFAULT_QUANTILES,
     _check_quantiles,
     _encode_labels,

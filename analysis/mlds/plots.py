@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from humanlike.analysis.mlds_batch import ScaleFits
+from humanlike.analysis.mlds.batch import ScaleFits
 
 
 def plot_scales(

@@ -16,13 +16,13 @@ from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from humanlike.analysis.copy_model import (
+from humanlike.analysis.error_consistency.bounds import c_obs_bounds, null_band
+from humanlike.analysis.error_consistency.copy_model import (
     kappa_standard_error,
     simulated_ci_halfwidth,
     trials_needed,
 )
-from humanlike.analysis.ec_bounds import c_obs_bounds, null_band
-from humanlike.analysis.ec_matrix import (
+from humanlike.analysis.error_consistency.matrix import (
     HUMAN,
     STAT_HUMAN_HUMAN,
     STAT_MODEL_HUMAN,

@@ -14,8 +14,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from humanlike.analysis.ratings_bootstrap import RatingsBootstrap
-from humanlike.analysis.reliability import repeat_pairs, repeat_reliability
+from humanlike.analysis.ratings.bootstrap import RatingsBootstrap
+from humanlike.analysis.ratings.reliability import repeat_pairs, repeat_reliability
 
 _LABELS = {"pearson_r": "mean Pearson r with each participant", "mse": "mean squared error"}
 _SUBSET_TITLES = {

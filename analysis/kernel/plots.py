@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from humanlike.analysis.ka_protocol import KAProtocolResult
+from humanlike.analysis.kernel.protocol import KAProtocolResult
 
 
 def curves_table(results: Mapping[str, KAProtocolResult]) -> pd.DataFrame:
