@@ -5,9 +5,11 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 HUMANLIKE := $(VENV)/bin/humanlike
 VENDOR := static/vendor
+# the official jsPsych plugins a page loads (templates/task.html, the plugin test harness)
+JSPSYCH_PLUGINS := plugin-preload plugin-html-button-response plugin-survey-html-form
 PYTEST_ARGS ?=
 
-.PHONY: demo test setup venv npm chromium demo-data lint bench clean
+.PHONY: demo test js-test setup venv npm chromium demo-data lint bench clean
 
 setup: venv npm
 
@@ -26,8 +28,8 @@ $(VENDOR)/.installed: package.json package-lock.json
 	rm -rf $(VENDOR) && mkdir -p $(VENDOR)/jspsych $(VENDOR)/plugins
 	cp node_modules/jspsych/dist/index.browser.min.js $(VENDOR)/jspsych/jspsych.js
 	cp node_modules/jspsych/css/jspsych.css $(VENDOR)/jspsych/jspsych.css
-	for p in node_modules/@jspsych/plugin-*; do \
-	  cp $$p/dist/index.browser.min.js $(VENDOR)/plugins/$$(basename $$p).js; done
+	for p in $(JSPSYCH_PLUGINS); do \
+	  cp node_modules/@jspsych/$$p/dist/index.browser.min.js $(VENDOR)/plugins/$$p.js; done
 	touch $@
 
 chromium:
@@ -41,9 +43,14 @@ demo-data: setup
 demo: setup
 	$(HUMANLIKE) demo
 
-test: setup chromium
+test: setup chromium js-test
 	$(VENV)/bin/ruff check analysis server stimuli deploy tests bench
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# the browser scripts: JSDoc types checked by TypeScript, unit tests in tests/js/ (vitest, happy-dom)
+js-test: npm
+	npx tsc -p tsconfig.json
+	npx vitest run
 
 lint: setup
 	$(VENV)/bin/ruff check analysis server stimuli deploy tests bench

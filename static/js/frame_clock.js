@@ -1,3 +1,4 @@
+// @ts-check
 /**
  * HumanlikeFrameClock: frame-locked stimulus presentation for the humanlike jsPsych plugins.
  *
@@ -31,7 +32,20 @@ var HumanlikeFrameClock = (function () {
 
   var DEFAULT_FRAME_MS = 1000 / 60;
 
-  /** Number of whole frames for a duration: max(1, round(duration_ms / frame_ms)). */
+  /**
+   * @typedef {object} FrameTiming
+   * @property {number | null} presented_ms
+   * @property {number | null} frames
+   * @property {number | null} requested_frames
+   * @property {number} callbacks
+   */
+
+  /**
+   * Number of whole frames for a duration: max(1, round(duration_ms / frame_ms)).
+   * @param {number} duration_ms
+   * @param {number} frame_ms
+   * @returns {number}
+   */
   function framesFor(duration_ms, frame_ms) {
     if (!(duration_ms > 0)) {
       throw new Error("duration_ms must be a positive number, got " + duration_ms);
@@ -42,6 +56,10 @@ var HumanlikeFrameClock = (function () {
     return Math.max(1, Math.round(duration_ms / frame_ms));
   }
 
+  /**
+   * @param {HTMLElement | HTMLElement[] | null | undefined} elements
+   * @returns {HTMLElement[]}
+   */
   function asList(elements) {
     if (!elements) {
       return [];
@@ -49,12 +67,20 @@ var HumanlikeFrameClock = (function () {
     return Array.isArray(elements) ? elements : [elements];
   }
 
+  /**
+   * @param {HTMLElement[]} elements
+   * @param {boolean} visible
+   */
   function setVisible(elements, visible) {
     elements.forEach(function (element) {
       element.style.visibility = visible ? "visible" : "hidden";
     });
   }
 
+  /**
+   * @param {number} x
+   * @returns {number}
+   */
   function round1(x) {
     return Math.round(x * 10) / 10;
   }
@@ -73,6 +99,11 @@ var HumanlikeFrameClock = (function () {
    * stop(t_end) cancels the loop and returns the timing {presented_ms, frames, requested_frames,
    * callbacks}: the hide-time values if the target was already hidden, else measured to t_end
    * (default performance.now()).
+   * @param {{target: HTMLElement | HTMLElement[], mask?: HTMLElement | HTMLElement[] | null,
+   *   duration_ms?: number | null, frame_ms?: number | null, onShow?: ((t: number) => void) | null,
+   *   onHide?: ((timing: FrameTiming) => void) | null}} options
+   * @returns {{requested_frames: number | null, onset: () => number | null,
+   *   stop: (t_end?: number | null) => FrameTiming}}
    */
   function present(options) {
     var target = asList(options.target);
@@ -86,14 +117,18 @@ var HumanlikeFrameClock = (function () {
     var onShow = options.onShow || null;
     var onHide = options.onHide || null;
 
+    /** @type {number | null} */
     var onset = null;
     var callbacks = 0;
-    var result = null; // set once the target has been hidden or the presentation stopped
+    /** @type {FrameTiming | null} set once the target has been hidden or the presentation stopped */
+    var result = null;
+    /** @type {number | null} */
     var rafId = null;
 
     setVisible(target, false);
     setVisible(mask, false);
 
+    /** @param {number} t */
     function tick(t) {
       rafId = null;
       if (result !== null) {
@@ -167,6 +202,9 @@ var HumanlikeFrameClock = (function () {
    * Median interval between `nFrames` + 1 consecutive rAF timestamps. Resolves early after
    * `timeout_ms` (rAF pauses in background tabs) with the intervals seen so far, or with
    * frame_ms = 1000/60 and n_intervals = 0 if none were seen.
+   * @param {number} [nFrames]
+   * @param {number} [timeout_ms]
+   * @returns {Promise<{frame_ms: number, refresh_hz: number, n_intervals: number}>}
    */
   function measureRefresh(nFrames, timeout_ms) {
     var n = nFrames == null ? 60 : nFrames;
@@ -175,7 +213,9 @@ var HumanlikeFrameClock = (function () {
       throw new Error("measureRefresh needs nFrames >= 1, got " + nFrames);
     }
     return new Promise(function (resolve) {
+      /** @type {number[]} */
       var stamps = [];
+      /** @type {number | null} */
       var rafId = null;
       var done = false;
       var timer = window.setTimeout(finish, timeout);
@@ -209,6 +249,7 @@ var HumanlikeFrameClock = (function () {
         });
       }
 
+      /** @param {number} t */
       function step(t) {
         rafId = null;
         stamps.push(t);

@@ -1,3 +1,4 @@
+// @ts-check
 /* humanlike runner: fetches the participant's timeline, runs it with jsPsych, syncs every trial.
  *
  * Order: consent (plain page, recorded through the API) -> measure the refresh rate -> instructions
@@ -8,15 +9,63 @@
 var HumanlikeRunner = (function () {
   "use strict";
 
-  var state = { config: null, queue: null, timeline: null, frame: null };
+  /**
+   * One trial of the participant's timeline, as the server sends it (design fields included).
+   * @typedef {object} TimelineEntry
+   * @property {number} index
+   * @property {string} type
+   * @property {string} [stimulus]
+   * @property {string[]} [stimuli]
+   * @property {string} [prompt]
+   * @property {string} [sequence]
+   * @property {number} [s1]
+   * @property {number} [s2]
+   * @property {number} [s3]
+   * @property {boolean} [swapped]
+   */
 
+  /**
+   * @typedef {object} Timeline
+   * @property {string} status
+   * @property {string} consent_html
+   * @property {string} instructions_html
+   * @property {string} stimulus_base
+   * @property {number[]} acknowledged
+   * @property {TimelineEntry[]} trials
+   * @property {Array<{label: string, key: string}>} categories
+   * @property {Array<{name: string, text: string}>} debrief
+   * @property {{mode: string, duration_ms: number | null, mask: string | null, image_height_px: number}} presentation
+   */
+
+  /** @typedef {{pid: string, token: string, api: string}} RunnerConfig */
+  /** @typedef {{frame_ms: number, refresh_hz: number}} FrameInfo */
+
+  /**
+   * @typedef {object} RunnerState
+   * @property {RunnerConfig | null} config
+   * @property {InstanceType<typeof HumanlikeTrialQueue.TrialQueue>} queue
+   * @property {Timeline} timeline
+   * @property {FrameInfo} frame
+   */
+
+  /** @type {RunnerState} */
+  var state = /** @type {any} */ ({ config: null, queue: null, timeline: null, frame: null });
+
+  /**
+   * @param {string} tag
+   * @param {Record<string, string>} [attrs]
+   * @param {string} [html]
+   * @returns {HTMLElement}
+   */
   function el(tag, attrs, html) {
     var node = document.createElement(tag);
-    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    var given = attrs || {};
+    Object.keys(given).forEach(function (k) { node.setAttribute(k, given[k]); });
     if (html !== undefined) node.innerHTML = html;
     return node;
   }
 
+  /** @param {{online: boolean, pending: number}} info */
   function setStatus(info) {
     var box = document.getElementById("sync-status");
     if (!box) return;
@@ -29,19 +78,31 @@ var HumanlikeRunner = (function () {
     }
   }
 
+  /** @returns {HTMLElement} the element the study runs in */
+  function taskRoot() {
+    return /** @type {HTMLElement} */ (document.getElementById("task"));
+  }
+
+  /**
+   * Show the consent page; resolves with the participant's new status.
+   * @param {Timeline} tl
+   * @returns {Promise<string>}
+   */
   function showConsent(tl) {
     return new Promise(function (resolve) {
-      var root = document.getElementById("task");
+      var root = taskRoot();
       var page = el("div", { "class": "consent page" });
       page.appendChild(el("section", {}, tl.consent_html));
-      var agree = el("button", { id: "consent-agree", type: "button" }, "I agree");
-      var decline = el("button", { id: "consent-decline", type: "button", "class": "secondary" }, "I do not agree");
+      var agree = /** @type {HTMLButtonElement} */ (el("button", { id: "consent-agree", type: "button" }, "I agree"));
+      var decline = /** @type {HTMLButtonElement} */ (
+        el("button", { id: "consent-decline", type: "button", "class": "secondary" }, "I do not agree"));
       var row = el("p", { "class": "consent-buttons" });
       row.appendChild(agree);
       row.appendChild(decline);
       page.appendChild(row);
       root.appendChild(page);
       agree.focus();
+      /** @param {boolean} yes */
       var choose = function (yes) {
         agree.disabled = decline.disabled = true;
         state.queue.request("/consent", { agree: yes }).then(function (res) {
@@ -54,8 +115,13 @@ var HumanlikeRunner = (function () {
     });
   }
 
+  /**
+   * @param {string} key
+   * @returns {string}
+   */
   function stimulusUrl(key) { return state.timeline.stimulus_base + key; }
 
+  /** The presentation parameters both plugins take, from the timeline and the measured refresh. */
   function presentationParams() {
     var p = state.timeline.presentation;
     return {
@@ -66,11 +132,15 @@ var HumanlikeRunner = (function () {
     };
   }
 
+  /**
+   * @param {TimelineEntry} entry
+   * @returns {object} a jsPsych trial
+   */
   function ratingTrial(entry) {
     var p = presentationParams();
     return {
       type: jsPsychRating,
-      stimulus: stimulusUrl(entry.stimulus),
+      stimulus: stimulusUrl(entry.stimulus || ""),
       categories: state.timeline.categories,
       stimulus_height_px: state.timeline.presentation.image_height_px,
       presentation: p.presentation,
@@ -79,6 +149,7 @@ var HumanlikeRunner = (function () {
       frame_ms: p.frame_ms,
       prompt: entry.prompt || "",
       data: { humanlike_index: entry.index },
+      /** @param {any} data */
       on_finish: function (data) {
         send(entry, {
           ratings: data.ratings,
@@ -90,10 +161,14 @@ var HumanlikeRunner = (function () {
     };
   }
 
+  /**
+   * @param {TimelineEntry} entry
+   * @returns {object} a jsPsych trial
+   */
   function triadTrial(entry) {
     var p = presentationParams();
     var levels = [entry.s1, entry.s2, entry.s3];
-    var keys = entry.stimuli;
+    var keys = entry.stimuli || [];
     var left = entry.swapped ? 2 : 0;
     var right = entry.swapped ? 0 : 2;
     return {
@@ -112,20 +187,30 @@ var HumanlikeRunner = (function () {
       s_ref: levels[1],
       s_right: levels[right],
       data: { humanlike_index: entry.index },
+      /** @param {any} data */
       on_finish: function (data) {
+        // Only what the participant did: the server holds the trial's design (which side was which).
         send(entry, { choice: data.choice, chosen_level: data.chosen_level,
-                      swapped: entry.swapped, input_modality: data.input_modality,
+                      input_modality: data.input_modality,
                       requested_frames: data.requested_frames }, data);
       },
     };
   }
 
+  /**
+   * @param {string} text
+   * @returns {string}
+   */
   function escapeHtml(text) {
     var d = document.createElement("div");
     d.textContent = text;
     return d.innerHTML;
   }
 
+  /**
+   * @param {TimelineEntry} entry
+   * @returns {object} a jsPsych trial
+   */
   function debriefTrial(entry) {
     var html = state.timeline.debrief.map(function (q) {
       return "<p><label for='debrief-" + q.name + "'>" + escapeHtml(q.text) + "</label><br>" +
@@ -138,7 +223,9 @@ var HumanlikeRunner = (function () {
       button_label: "Finish",
       autofocus: state.timeline.debrief.length ? "debrief-" + state.timeline.debrief[0].name : "",
       data: { humanlike_index: entry.index },
+      /** @param {any} data */
       on_finish: function (data) {
+        /** @type {Record<string, string>} */
         var answers = {};
         Object.keys(data.response || {}).forEach(function (k) { answers[k] = String(data.response[k]); });
         send(entry, { answers: answers }, { rt: data.rt });
@@ -146,8 +233,18 @@ var HumanlikeRunner = (function () {
     };
   }
 
+  /**
+   * @param {any} x
+   * @returns {number | null} x if it is a finite number
+   */
   function num(x) { return typeof x === "number" && isFinite(x) ? x : null; }
 
+  /**
+   * Queue a finished trial for the server.
+   * @param {TimelineEntry} entry
+   * @param {object} response what the participant did
+   * @param {any} data the plugin's data (timing)
+   */
   function send(entry, response, data) {
     state.queue.add({
       trial_index: entry.index,
@@ -161,11 +258,42 @@ var HumanlikeRunner = (function () {
     });
   }
 
-  function buildTrial(entry) {
-    if (entry.type === "rating") return ratingTrial(entry);
-    if (entry.type === "triad") return triadTrial(entry);
-    if (entry.type === "debrief") return debriefTrial(entry);
-    throw new Error("unknown trial type " + entry.type);
+  /* The browser half of the trial-type registry: one builder per type the server's registry names
+   * (a server-side test reads this line). A new browser trial type is one entry here. */
+  var TRIAL_BUILDERS = { rating: ratingTrial, triad: triadTrial, debrief: debriefTrial };
+
+  /**
+   * The jsPsych trials for `entries`, or the first entry whose type has no builder.
+   * @param {TimelineEntry[]} entries
+   * @returns {{trials: any[], unknown: TimelineEntry | null}}
+   */
+  function buildTrials(entries) {
+    /** @type {any[]} */
+    var trials = [];
+    for (var i = 0; i < entries.length; i++) {
+      var entry = entries[i];
+      var builder = Object.prototype.hasOwnProperty.call(TRIAL_BUILDERS, entry.type)
+        ? TRIAL_BUILDERS[/** @type {keyof typeof TRIAL_BUILDERS} */ (entry.type)] : null;
+      if (builder === null) return { trials: trials, unknown: entry };
+      trials.push(builder(entry));
+    }
+    return { trials: trials, unknown: null };
+  }
+
+  /**
+   * Report a trial the browser cannot build (an `error` event) and tell the participant, before
+   * any trial runs.
+   * @param {TimelineEntry} entry
+   */
+  function unknownTrialType(entry) {
+    var message = "unknown trial type " + JSON.stringify(entry.type);
+    console.error("humanlike: " + message);
+    state.queue.event("error", { message: message, trial_index: entry.index });
+    var root = /** @type {HTMLElement} */ (document.getElementById("task"));
+    root.innerHTML = "<div class='page'><h2>This study cannot run</h2><p id='start-error'></p></div>";
+    /** @type {HTMLElement} */ (document.getElementById("start-error")).textContent =
+      "This page cannot show one of the study's trials (" + message + "). Please return the study " +
+      "on your recruitment platform and tell the researcher; nothing you did is lost.";
   }
 
   function watchEvents() {
@@ -173,7 +301,8 @@ var HumanlikeRunner = (function () {
     window.addEventListener("blur", function () { q.event("blur"); });
     window.addEventListener("focus", function () { q.event("focus"); });
     document.addEventListener("visibilitychange", function () { q.event("visibility", document.visibilityState); });
-    var resizeTimer = null;
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    var resizeTimer = undefined;
     window.addEventListener("resize", function () {
       clearTimeout(resizeTimer);
       resizeTimer = setTimeout(function () {
@@ -188,15 +317,16 @@ var HumanlikeRunner = (function () {
     });
   }
 
+  /** Wait for every trial to be acknowledged, complete, and leave. */
   function finish() {
-    var root = document.getElementById("task");
+    var root = taskRoot();
     root.innerHTML = "<div class='page'><h2 id='saving'>Saving your responses…</h2><p>Please keep this page open.</p></div>";
     return state.queue.drained().then(function () {
       return state.queue.request("/complete", {});
-    }).then(function (res) {
+    }).then(function (/** @type {any} */ res) {
       var next = res.next;
       if (next.kind === "mturk_form") {
-        var form = el("form", { method: "POST", action: next.action });
+        var form = /** @type {HTMLFormElement} */ (el("form", { method: "POST", action: next.action }));
         Object.keys(next.fields).forEach(function (k) {
           form.appendChild(el("input", { type: "hidden", name: k, value: next.fields[k] }));
         });
@@ -205,13 +335,14 @@ var HumanlikeRunner = (function () {
       } else {
         window.location.assign(next.url);
       }
-    }, function (err) {
+    }, function (/** @type {any} */ err) {
       root.innerHTML = "<div class='page'><h2>Something went wrong</h2><p id='complete-error'></p></div>";
-      document.getElementById("complete-error").textContent =
+      /** @type {HTMLElement} */ (document.getElementById("complete-error")).textContent =
         "Your responses are kept in this browser. Please reload the page. (" + (err.error || "error") + ")";
     });
   }
 
+  /** @returns {Promise<FrameInfo>} */
   function measureRefresh() {
     if (window.HumanlikeFrameClock && HumanlikeFrameClock.measureRefresh) {
       return HumanlikeFrameClock.measureRefresh(60);
@@ -219,18 +350,28 @@ var HumanlikeRunner = (function () {
     return Promise.resolve({ frame_ms: 1000 / 60, refresh_hz: 60 });
   }
 
+  /**
+   * Run the trials not yet acknowledged nor waiting locally, after the instructions (first visit)
+   * and the preload.
+   * @param {Timeline} tl
+   */
   function run(tl) {
     state.timeline = tl;
     state.queue.forget(tl.acknowledged);
     state.queue.flush(true);
+    /** @type {Record<number, boolean>} */
     var done = {};
     tl.acknowledged.forEach(function (i) { done[i] = true; });
     state.queue.indices().forEach(function (i) { done[i] = true; });
     var remaining = tl.trials.filter(function (t) { return !done[t.index]; });
+    var built = buildTrials(remaining);
+    if (built.unknown !== null) { unknownTrialType(built.unknown); return; }
+    if (remaining.length === 0) { finish(); return; }
     var jsPsych = initJsPsych({
       display_element: "task",
       on_finish: function () { finish(); },
     });
+    /** @type {any[]} */
     var timeline = [];
     if (tl.acknowledged.length === 0 && state.queue.size() === 0) {
       timeline.push({
@@ -238,11 +379,13 @@ var HumanlikeRunner = (function () {
         stimulus: "<div class='instructions'>" + tl.instructions_html + "</div>",
         choices: ["Start"],
         on_load: function () {
+          /** @type {HTMLElement | null} */
           var button = document.querySelector("#jspsych-html-button-response-btngroup button");
           if (button) button.focus();
         },
       });
     }
+    /** @type {string[]} */
     var images = [];
     remaining.forEach(function (t) {
       if (t.stimulus) images.push(stimulusUrl(t.stimulus));
@@ -253,11 +396,13 @@ var HumanlikeRunner = (function () {
       timeline.push({ type: jsPsychPreload, images: images, show_progress_bar: true,
                       max_load_time: 120000, continue_after_error: false });
     }
-    remaining.forEach(function (t) { timeline.push(buildTrial(t)); });
-    if (remaining.length === 0) { finish(); return; }
-    jsPsych.run(timeline);
+    jsPsych.run(timeline.concat(built.trials));
   }
 
+  /**
+   * Entry point of the task page.
+   * @param {RunnerConfig} config
+   */
   function start(config) {
     state.config = config;
     state.queue = new HumanlikeTrialQueue.TrialQueue({
@@ -266,12 +411,12 @@ var HumanlikeRunner = (function () {
       onError: function (err) { console.error("humanlike: trial rejected", err); },
     });
     watchEvents();
-    state.queue.request("/timeline").then(function (tl) {
+    state.queue.request("/timeline").then(function (/** @type {Timeline} */ tl) {
       setStatus({ online: true, pending: state.queue.size() });
       var consent = tl.status === "allocated" ? showConsent(tl) : Promise.resolve(tl.status);
       return consent.then(function (status) {
         if (status === "returned") {
-          document.getElementById("task").innerHTML =
+          taskRoot().innerHTML =
             "<div class='page'><h2>Thank you</h2><p>You did not consent, so the study has ended. " +
             "Please return the study on your recruitment platform.</p></div>";
           return;
@@ -287,11 +432,12 @@ var HumanlikeRunner = (function () {
           run(tl);
         });
       });
-    }, function (err) {
-      document.getElementById("task").innerHTML = "<div class='page'><h2>Cannot start</h2><p id='start-error'></p></div>";
-      document.getElementById("start-error").textContent = (err && err.detail) || "The study could not be loaded.";
+    }, function (/** @type {any} */ err) {
+      taskRoot().innerHTML = "<div class='page'><h2>Cannot start</h2><p id='start-error'></p></div>";
+      /** @type {HTMLElement} */ (document.getElementById("start-error")).textContent =
+        (err && err.detail) || "The study could not be loaded.";
     });
   }
 
-  return { start: start, _state: state };
+  return { start: start, TRIAL_BUILDERS: TRIAL_BUILDERS, buildTrials: buildTrials, _state: state };
 })();

@@ -1,165 +1,346 @@
+// @ts-check
 /* humanlike trial queue: every finished trial is kept in localStorage until the server acknowledges it.
  *
  * add(payload) stores the trial under its trial_index and starts sending. A 200/201 acknowledgement
- * removes it; a network failure, a timeout or a 5xx/408/429 keeps it and retries with exponential
- * backoff (0.5 s doubling to 15 s, with jitter). A permanent 4xx keeps the trial stored locally
- * (never dropped) and reports it through onError. Events go the same way, best effort.
+ * removes it; a network failure, a timeout or a 5xx/408/429 keeps it and retries. A permanent 4xx
+ * keeps the trial stored locally (never dropped) and reports it through onError.
+ *
+ * One retry policy serves every call (trials, events, request()): `sendWithRetry` sends until a
+ * response that is not retryable, waiting `Backoff` delays in between (0.5 s doubling to 15 s, each
+ * times a jitter factor in [0.75, 1.25)). Events stop after a bounded number of attempts.
  */
 var HumanlikeTrialQueue = (function () {
   "use strict";
 
-  function TrialQueue(opts) {
-    this.api = opts.api;
-    this.token = opts.token;
-    this.key = "humanlike:" + opts.pid + ":pending";
-    this.onStatus = opts.onStatus || function () {};
-    this.onError = opts.onError || function () {};
-    this.pending = this._load();
-    this.rejected = {};
-    this.delay = 500;
-    this.sending = false;
-    this.timer = null;
-    this.waiters = [];
-    var self = this;
-    window.addEventListener("online", function () { self.flush(true); });
+  var FIRST_DELAY_MS = 500;
+  var MAX_DELAY_MS = 15000;
+  var REQUEST_TIMEOUT_MS = 10000;
+  var EVENT_ATTEMPTS = 4;
+
+  /**
+   * True for answers worth retrying: 5xx, 408 (timeout) and 429 (too many requests).
+   * @param {number} status
+   * @returns {boolean}
+   */
+  function isRetryable(status) {
+    return status >= 500 || status === 408 || status === 429;
   }
 
-  TrialQueue.prototype._load = function () {
-    try {
-      return JSON.parse(window.localStorage.getItem(this.key) || "{}") || {};
-    } catch (e) {
-      return {};
+  /**
+   * Delay before retry `n` (0-based): min(500 * 2^n, 15000) ms times a jitter factor in [0.75, 1.25).
+   * @param {number} n
+   * @returns {number}
+   */
+  function backoffDelay(n) {
+    return Math.min(FIRST_DELAY_MS * Math.pow(2, n), MAX_DELAY_MS) * (0.75 + 0.5 * Math.random());
+  }
+
+  /** The waiting half of the retry policy: successive delays from backoffDelay; wake() cuts a wait short. */
+  class Backoff {
+    constructor() {
+      /** @type {number} retries waited for since the last reset */
+      this.retries = 0;
+      /** @type {ReturnType<typeof setTimeout> | null} */
+      this.timer = null;
+      /** @type {(() => void) | null} */
+      this.resume = null;
     }
-  };
 
-  TrialQueue.prototype._save = function () {
-    try {
-      window.localStorage.setItem(this.key, JSON.stringify(this.pending));
-    } catch (e) {
-      this.onError({ error: "local_storage_failed", detail: String(e) });
+    /** Start again from the first delay. */
+    reset() {
+      this.retries = 0;
     }
-  };
 
-  TrialQueue.prototype.indices = function () {
-    return Object.keys(this.pending).map(Number).sort(function (a, b) { return a - b; });
-  };
-
-  TrialQueue.prototype.size = function () {
-    return this.indices().filter(function (i) { return !(i in this.rejected); }, this).length;
-  };
-
-  /* Drop local copies the server already holds (after a reload). */
-  TrialQueue.prototype.forget = function (acknowledged) {
-    var changed = false;
-    for (var i = 0; i < acknowledged.length; i++) {
-      if (acknowledged[i] in this.pending) { delete this.pending[acknowledged[i]]; changed = true; }
+    /**
+     * Resolves after the next delay (or at once on wake()).
+     * @returns {Promise<void>}
+     */
+    wait() {
+      var self = this;
+      var delay = backoffDelay(this.retries);
+      this.retries += 1;
+      return new Promise(function (resolve) {
+        self.resume = function () {
+          if (self.timer !== null) clearTimeout(self.timer);
+          self.timer = null;
+          self.resume = null;
+          resolve();
+        };
+        self.timer = setTimeout(self.resume, delay);
+      });
     }
-    if (changed) this._save();
-  };
 
-  TrialQueue.prototype.add = function (payload) {
-    this.pending[payload.trial_index] = payload;
-    this._save();
-    this.flush(true);
-  };
+    /** Reset the delays and end the current wait now (e.g. the browser came back online). */
+    wake() {
+      this.reset();
+      if (this.resume) this.resume();
+    }
+  }
 
-  TrialQueue.prototype._send = function (method, path, body) {
-    var controller = window.AbortController ? new AbortController() : null;
-    var timer = controller ? setTimeout(function () { controller.abort(); }, 10000) : null;
-    var headers = { "Authorization": "Bearer " + this.token };
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    return fetch(this.api + path, {
-      method: method,
-      headers: headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: controller ? controller.signal : undefined,
-      credentials: "omit",
-    }).finally(function () { if (timer) clearTimeout(timer); });
-  };
+  /**
+   * @typedef {object} RetryOptions
+   * @property {Backoff} [backoff] the delays to wait (a fresh Backoff if absent)
+   * @property {number} [maxAttempts] give up after this many attempts (no limit if absent)
+   * @property {(response: Response | null) => void} [onRetry] called before each wait
+   */
 
-  TrialQueue.prototype._post = function (path, body) { return this._send("POST", path, body); };
-
-  TrialQueue.prototype.flush = function (now) {
-    var self = this;
-    if (now) { this.delay = 500; if (this.timer) { clearTimeout(this.timer); this.timer = null; } }
-    if (this.sending) return;
-    var todo = this.indices().filter(function (i) { return !(i in self.rejected); });
-    if (todo.length === 0) { this._settled(); return; }
-    this.sending = true;
-    var index = todo[0];
-    this._post("/trials", this.pending[index]).then(function (resp) {
-      if (resp.status === 200 || resp.status === 201) {
-        delete self.pending[index];
-        self._save();
-        self.delay = 500;
-        self.onStatus({ online: true, pending: self.size() });
-        return "next";
+  /**
+   * Call `send` until it resolves with a response that is not retryable (returned: a 2xx or a
+   * permanent 4xx); a rejection (network failure, timeout) and a 5xx/408/429 are retried after
+   * the backoff. Resolves with null once `maxAttempts` attempts have failed.
+   * @param {() => Promise<Response>} send
+   * @param {RetryOptions} [options]
+   * @returns {Promise<Response | null>}
+   */
+  async function sendWithRetry(send, options) {
+    var opts = options || {};
+    var backoff = opts.backoff || new Backoff();
+    for (var attempt = 1; ; attempt++) {
+      /** @type {Response | null} */
+      var response = null;
+      try {
+        response = await send();
+      } catch (e) {
+        response = null;
       }
-      if (resp.status >= 500 || resp.status === 408 || resp.status === 429) return "retry";
-      return resp.json().catch(function () { return {}; }).then(function (body) {
-        self.rejected[index] = body;
-        self.onError({ error: body.error || "rejected", detail: body.detail, trial_index: index });
-        return "next";
-      });
-    }, function () { return "retry"; }).then(function (outcome) {
-      self.sending = false;
-      if (outcome === "next") { self.flush(false); return; }
-      self.onStatus({ online: false, pending: self.size() });
-      var wait = self.delay * (0.75 + 0.5 * Math.random());
-      self.delay = Math.min(self.delay * 2, 15000);
-      self.timer = setTimeout(function () { self.timer = null; self.flush(false); }, wait);
-    });
-  };
-
-  TrialQueue.prototype._settled = function () {
-    if (this.size() === 0) {
-      var waiters = this.waiters;
-      this.waiters = [];
-      waiters.forEach(function (resolve) { resolve(); });
+      if (response !== null && !isRetryable(response.status)) {
+        backoff.reset();
+        return response;
+      }
+      if (opts.maxAttempts !== undefined && attempt >= opts.maxAttempts) return null;
+      if (opts.onRetry) opts.onRetry(response);
+      await backoff.wait();
     }
-  };
+  }
 
-  /* Resolves once every trial is acknowledged (rejected trials stay local and do not block). */
-  TrialQueue.prototype.drained = function () {
-    var self = this;
-    return new Promise(function (resolve) {
-      self.waiters.push(resolve);
-      self.flush(true);
-      self._settled();
-    });
-  };
+  /**
+   * The JSON body of a response, or `fallback` if it has none.
+   * @param {Response} response
+   * @param {any} fallback
+   * @returns {Promise<any>}
+   */
+  function jsonOr(response, fallback) {
+    return response.json().catch(function () { return fallback; });
+  }
 
-  TrialQueue.prototype.event = function (type, value) {
-    var body = { type: type, value: value === undefined ? null : value, client_time: Date.now() };
-    var self = this;
-    var attempt = function (n) {
-      self._post("/events", body).catch(function () {
-        if (n < 3) setTimeout(function () { attempt(n + 1); }, 2000 * (n + 1));
+  /**
+   * @typedef {object} TrialPayload
+   * @property {number} trial_index
+   * @property {string} trial_type
+   * @property {object} response
+   * @property {number | null} [rt_ms]
+   * @property {number | null} [first_rt_ms]
+   * @property {number | null} [presented_ms]
+   * @property {number | null} [frames]
+   * @property {number} [client_time]
+   */
+
+  /** @typedef {{online: boolean, pending: number}} SyncStatus */
+  /** @typedef {{error: string, detail?: any, trial_index?: number}} QueueError */
+
+  /**
+   * @typedef {object} QueueOptions
+   * @property {string} api base URL of the participant API
+   * @property {string} token the participant's write token
+   * @property {string} pid participant id (names the localStorage key)
+   * @property {(status: SyncStatus) => void} [onStatus]
+   * @property {(error: QueueError) => void} [onError]
+   */
+
+  class TrialQueue {
+    /** @param {QueueOptions} opts */
+    constructor(opts) {
+      this.api = opts.api;
+      this.token = opts.token;
+      this.key = "humanlike:" + opts.pid + ":pending";
+      this.onStatus = opts.onStatus || function () {};
+      this.onError = opts.onError || function () {};
+      /** @type {Record<string, TrialPayload>} */
+      this.pending = this._load();
+      /** @type {Record<string, any>} trial index -> the server's refusal */
+      this.rejected = {};
+      this.backoff = new Backoff();
+      this.sending = false;
+      /** @type {Array<() => void>} */
+      this.waiters = [];
+      var self = this;
+      window.addEventListener("online", function () { self.flush(true); });
+    }
+
+    /** @returns {Record<string, TrialPayload>} */
+    _load() {
+      try {
+        return JSON.parse(window.localStorage.getItem(this.key) || "{}") || {};
+      } catch (e) {
+        return {};
+      }
+    }
+
+    _save() {
+      try {
+        window.localStorage.setItem(this.key, JSON.stringify(this.pending));
+      } catch (e) {
+        this.onError({ error: "local_storage_failed", detail: String(e) });
+      }
+    }
+
+    /** @returns {number[]} indices of the trials kept locally, ascending */
+    indices() {
+      return Object.keys(this.pending).map(Number).sort(function (a, b) { return a - b; });
+    }
+
+    /** @returns {number} trials still to be acknowledged (rejected ones excluded) */
+    size() {
+      var rejected = this.rejected;
+      return this.indices().filter(function (i) { return !(i in rejected); }).length;
+    }
+
+    /**
+     * Drop local copies the server already holds (after a reload).
+     * @param {number[]} acknowledged
+     */
+    forget(acknowledged) {
+      var changed = false;
+      for (var i = 0; i < acknowledged.length; i++) {
+        if (acknowledged[i] in this.pending) { delete this.pending[acknowledged[i]]; changed = true; }
+      }
+      if (changed) this._save();
+    }
+
+    /** @param {TrialPayload} payload */
+    add(payload) {
+      this.pending[payload.trial_index] = payload;
+      this._save();
+      this.flush(true);
+    }
+
+    /**
+     * One HTTP call with the bearer token, aborted after 10 s.
+     * @param {string} method
+     * @param {string} path
+     * @param {any} [body]
+     * @returns {Promise<Response>}
+     */
+    _send(method, path, body) {
+      var controller = new AbortController();
+      var timer = setTimeout(function () { controller.abort(); }, REQUEST_TIMEOUT_MS);
+      /** @type {Record<string, string>} */
+      var headers = { "Authorization": "Bearer " + this.token };
+      if (body !== undefined) headers["Content-Type"] = "application/json";
+      return fetch(this.api + path, {
+        method: method,
+        headers: headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: controller.signal,
+        credentials: "omit",
+      }).finally(function () { clearTimeout(timer); });
+    }
+
+    _offline() {
+      this.onStatus({ online: false, pending: this.size() });
+    }
+
+    /**
+     * Send the waiting trials in index order; `now` cuts a backoff wait short and restarts the
+     * delays from 0.5 s (a new trial, the browser back online).
+     * @param {boolean} [now]
+     */
+    flush(now) {
+      if (now) this.backoff.wake();
+      if (this.sending) return;
+      this._drain();
+    }
+
+    /** The one sending loop: each trial through sendWithRetry with the queue's shared backoff. */
+    async _drain() {
+      this.sending = true;
+      var self = this;
+      try {
+        for (;;) {
+          var rejected = this.rejected;
+          var todo = this.indices().filter(function (i) { return !(i in rejected); });
+          if (todo.length === 0) break;
+          var index = todo[0];
+          var payload = this.pending[index];
+          var response = await sendWithRetry(function () { return self._send("POST", "/trials", payload); },
+            { backoff: this.backoff, onRetry: function () { self._offline(); } });
+          if (response === null) continue; // not reached: trials have no attempt limit
+          if (response.ok) {
+            if (this.pending[index] === payload) delete this.pending[index];
+            this._save();
+            this.onStatus({ online: true, pending: this.size() });
+          } else {
+            var body = await jsonOr(response, {});
+            this.rejected[index] = body;
+            this.onError({ error: body.error || "rejected", detail: body.detail, trial_index: index });
+          }
+        }
+      } finally {
+        this.sending = false;
+      }
+      this._settled();
+    }
+
+    _settled() {
+      if (this.size() === 0) {
+        var waiters = this.waiters;
+        this.waiters = [];
+        waiters.forEach(function (resolve) { resolve(); });
+      }
+    }
+
+    /**
+     * Resolves once every trial is acknowledged (rejected trials stay local and do not block).
+     * @returns {Promise<void>}
+     */
+    drained() {
+      var self = this;
+      return new Promise(function (resolve) {
+        self.waiters.push(resolve);
+        self.flush(true);
+        self._settled();
       });
-    };
-    attempt(0);
-  };
+    }
 
-  /* A request retried with backoff until a 2xx (resolves with its JSON) or a permanent 4xx
-   * (rejects with its JSON body); a GET when ``body`` is undefined, else a POST. */
-  TrialQueue.prototype.request = function (path, body) {
-    var self = this;
-    var delay = 500;
-    return new Promise(function (resolve, reject) {
-      var attempt = function () {
-        self._send(body === undefined ? "GET" : "POST", path, body).then(function (resp) {
-          if (resp.ok) return resp.json().then(resolve);
-          if (resp.status >= 500 || resp.status === 408 || resp.status === 429) throw new Error("retry");
-          return resp.json().then(reject, function () { reject({ error: "http_" + resp.status }); });
-        }).catch(function () {
-          self.onStatus({ online: false, pending: self.size() });
-          setTimeout(attempt, delay);
-          delay = Math.min(delay * 2, 15000);
-        });
-      };
-      attempt();
-    });
-  };
+    /**
+     * Record a browser event (best effort: at most 4 attempts, same retry policy).
+     * @param {string} type
+     * @param {any} [value]
+     * @returns {Promise<boolean>} whether the server took it
+     */
+    event(type, value) {
+      var body = { type: type, value: value === undefined ? null : value, client_time: Date.now() };
+      var self = this;
+      return sendWithRetry(function () { return self._send("POST", "/events", body); },
+        { maxAttempts: EVENT_ATTEMPTS }).then(function (response) {
+        return response !== null && response.ok;
+      });
+    }
 
-  return { TrialQueue: TrialQueue };
+    /**
+     * A request retried until a 2xx (resolves with its JSON) or a permanent 4xx (rejects with its
+     * JSON body); a GET when `body` is undefined, else a POST.
+     * @param {string} path
+     * @param {any} [body]
+     * @returns {Promise<any>}
+     */
+    request(path, body) {
+      var self = this;
+      var method = body === undefined ? "GET" : "POST";
+      return sendWithRetry(function () { return self._send(method, path, body); },
+        { onRetry: function () { self._offline(); } }).then(function (response) {
+        if (response === null) throw { error: "unreachable" }; // not reached: no attempt limit
+        if (response.ok) return response.json();
+        return jsonOr(response, { error: "http_" + response.status }).then(function (err) { throw err; });
+      });
+    }
+  }
+
+  return {
+    TrialQueue: TrialQueue,
+    Backoff: Backoff,
+    sendWithRetry: sendWithRetry,
+    backoffDelay: backoffDelay,
+    isRetryable: isRetryable,
+  };
 })();

@@ -1,3 +1,4 @@
+// @ts-check
 /**
  * jsPsych 8 plugin "rating": one image and K category rows, each rated on a few levels
  * (default 0, 25, 50, 75, 100 %). Ratings need not sum to 100 %; there is no feedback.
@@ -13,11 +14,13 @@
  * `event.key.toLowerCase()`. Shift state is `event.shiftKey`. Auto-repeated keydowns (a held key)
  * and keys pressed with Ctrl, Alt or Meta are ignored, so each deliberate press is one step.
  *
- * Presentation goes through HumanlikeFrameClock (static/js/frame_clock.js): the image appears in a
- * requestAnimationFrame callback and, in "duration" mode, is hidden (or replaced by `mask`) after a
- * whole number of frames. All times are from rAF timestamps and event timestamps on the
+ * Presentation goes through HumanlikePresentation (static/js/presentation.js, shared with `triad`,
+ * built on HumanlikeFrameClock): the image appears in a requestAnimationFrame callback and, in
+ * "duration" mode, is hidden (or replaced by `mask`) after a whole number of frames. All times are from rAF timestamps and event timestamps on the
  * performance.now() clock, relative to the stimulus onset.
  */
+/** @typedef {{label: string, key: string}} Category */
+
 var jsPsychRating = (function (jspsych) {
   "use strict";
 
@@ -128,7 +131,11 @@ var jsPsychRating = (function (jspsych) {
     },
   };
 
-  /** Validate `categories` and return a matcher: keydown event -> row index or -1. */
+  /**
+   * Validate `categories` and return a matcher: keydown event -> row index or -1.
+   * @param {Category[]} categories
+   * @returns {(event: KeyboardEvent) => number}
+   */
   function keyMatcher(categories) {
     const byKey = new Map();
     const byCode = new Map();
@@ -173,16 +180,12 @@ var jsPsychRating = (function (jspsych) {
     };
   }
 
-  /** Event time on the performance.now() clock (KeyboardEvent/MouseEvent timeStamp). */
-  function eventTime(event) {
-    const t = event && event.timeStamp;
-    return typeof t === "number" && t > 0 ? t : performance.now();
-  }
-
-  function round1(x) {
-    return Math.round(x * 10) / 10;
-  }
-
+  /**
+   * @param {string} tag
+   * @param {string} [className]
+   * @param {string} [text]
+   * @returns {HTMLElement}
+   */
   function element(tag, className, text) {
     const el = document.createElement(tag);
     if (className) {
@@ -194,34 +197,46 @@ var jsPsychRating = (function (jspsych) {
     return el;
   }
 
-  function decoded(img) {
-    return typeof img.decode === "function" ? img.decode().catch(() => undefined) : Promise.resolve();
+  /**
+   * Check `categories` and `levels`; return the key matcher.
+   * @param {any} trial
+   * @returns {(event: KeyboardEvent) => number}
+   */
+  function checkedMatcher(trial) {
+    const categories = trial.categories;
+    if (!Array.isArray(categories) || categories.length === 0) {
+      throw new Error("rating: categories must be a non-empty array of {label, key}");
+    }
+    const levels = trial.levels;
+    if (!Array.isArray(levels) || levels.length < 2) {
+      throw new Error("rating: levels must be an array of at least two numbers");
+    }
+    for (let i = 1; i < levels.length; i++) {
+      if (!(levels[i] > levels[i - 1])) {
+        throw new Error("rating: levels must be strictly ascending");
+      }
+    }
+    return keyMatcher(categories);
   }
 
   class RatingPlugin {
+    static info = info;
+
+    /** @param {JsPsych} jsPsych */
     constructor(jsPsych) {
       this.jsPsych = jsPsych;
     }
 
+    /**
+     * @param {HTMLElement} display_element
+     * @param {any} trial
+     */
     trial(display_element, trial) {
+      const P = HumanlikePresentation;
       const categories = trial.categories;
-      if (!Array.isArray(categories) || categories.length === 0) {
-        throw new Error("rating: categories must be a non-empty array of {label, key}");
-      }
-      const rowForEvent = keyMatcher(categories);
+      const rowForEvent = checkedMatcher(trial);
       const levels = trial.levels;
-      if (!Array.isArray(levels) || levels.length < 2) {
-        throw new Error("rating: levels must be an array of at least two numbers");
-      }
-      for (let i = 1; i < levels.length; i++) {
-        if (!(levels[i] > levels[i - 1])) {
-          throw new Error("rating: levels must be strictly ascending");
-        }
-      }
-      const duration_ms = trial.presentation === "duration" ? trial.duration_ms : null;
-      if (trial.presentation === "duration" && !(trial.duration_ms > 0)) {
-        throw new Error('rating: presentation "duration" needs a positive duration_ms');
-      }
+      const duration_ms = P.durationFor(trial, "rating");
 
       // ---- display ------------------------------------------------------------------------
       const root = element("div", "hl-trial hl-rating");
@@ -229,22 +244,10 @@ var jsPsychRating = (function (jspsych) {
       const layout = element("div", "hl-rating-layout");
       const frame = element("div", "hl-stimulus-frame");
       frame.style.height = trial.stimulus_height_px + "px";
-      const img = element("img", "hl-stimulus");
-      img.src = trial.stimulus;
-      img.alt = "";
-      img.draggable = false;
-      img.style.height = trial.stimulus_height_px + "px";
-      img.style.visibility = "hidden";
+      const img = P.image(trial.stimulus, "hl-stimulus", trial.stimulus_height_px);
       frame.appendChild(img);
-      let maskImg = null;
-      if (trial.mask !== null && duration_ms !== null) {
-        maskImg = element("img", "hl-mask");
-        maskImg.src = trial.mask;
-        maskImg.alt = "";
-        maskImg.draggable = false;
-        maskImg.style.visibility = "hidden";
-        frame.appendChild(maskImg);
-      }
+      const masks = P.usesMask(trial, duration_ms) ? [P.image(trial.mask, "hl-mask", null)] : [];
+      masks.forEach((mask) => frame.appendChild(mask));
       layout.appendChild(frame);
 
       const panel = element("div", "hl-rating-panel");
@@ -254,7 +257,8 @@ var jsPsychRating = (function (jspsych) {
         panel.appendChild(prompt);
       }
       const rows = element("div", "hl-rating-rows");
-      const buttons = categories.map((category, row) => {
+      /** @type {HTMLButtonElement[][]} */
+      const buttons = categories.map((/** @type {Category} */ category, /** @type {number} */ row) => {
         const rowEl = element("div", "hl-rating-row");
         rowEl.setAttribute("role", "radiogroup");
         rowEl.setAttribute("aria-label", `${category.label} (key ${category.key})`);
@@ -264,8 +268,8 @@ var jsPsychRating = (function (jspsych) {
         name.appendChild(element("kbd", "hl-key", category.key.toUpperCase()));
         rowEl.appendChild(name);
         const group = element("div", "hl-levels");
-        const rowButtons = levels.map((level, index) => {
-          const b = element("button", "hl-level", `${level}%`);
+        const rowButtons = levels.map((/** @type {number} */ level, /** @type {number} */ index) => {
+          const b = /** @type {HTMLButtonElement} */ (element("button", "hl-level", `${level}%`));
           b.type = "button";
           b.tabIndex = -1;
           b.setAttribute("role", "radio");
@@ -287,7 +291,7 @@ var jsPsychRating = (function (jspsych) {
       const message = element("p", "hl-message");
       message.setAttribute("aria-live", "polite");
       panel.appendChild(message);
-      const submit = element("button", "hl-submit", trial.button_label);
+      const submit = /** @type {HTMLButtonElement} */ (element("button", "hl-submit", trial.button_label));
       submit.type = "button";
       panel.appendChild(submit);
       layout.appendChild(panel);
@@ -296,14 +300,15 @@ var jsPsychRating = (function (jspsych) {
       display_element.appendChild(root);
 
       // ---- state --------------------------------------------------------------------------
-      const state = categories.map(() => 0); // level index per row
-      let onset = null;
+      /** @type {number[]} level index per row */
+      const state = categories.map(() => 0);
+      /** @type {number | null} */
       let firstChange = null;
       let nChanges = 0;
       let finished = false;
-      const modalities = new Set();
-      let clock = null;
+      const modalities = new P.Modalities();
 
+      /** @param {number} row */
       const render = (row) => {
         buttons[row].forEach((b, index) => {
           const selected = index === state[row];
@@ -311,8 +316,13 @@ var jsPsychRating = (function (jspsych) {
           b.setAttribute("aria-checked", selected ? "true" : "false");
         });
       };
-      categories.forEach((_, row) => render(row));
+      categories.forEach((/** @type {Category} */ _, /** @type {number} */ row) => render(row));
 
+      /**
+       * @param {number} row
+       * @param {number} index
+       * @param {number} t
+       */
       const setLevel = (row, index, t) => {
         const clamped = Math.min(levels.length - 1, Math.max(0, index));
         if (clamped === state[row]) {
@@ -327,6 +337,7 @@ var jsPsychRating = (function (jspsych) {
         render(row);
       };
 
+      /** @param {number} t */
       const trySubmit = (t) => {
         if (trial.require_change && nChanges === 0) {
           message.textContent = trial.require_change_message;
@@ -335,15 +346,16 @@ var jsPsychRating = (function (jspsych) {
         endTrial(t);
       };
 
+      /** @param {KeyboardEvent} event */
       const onKeydown = (event) => {
-        if (onset === null || finished || event.ctrlKey || event.altKey || event.metaKey) {
+        if (presentation.onset() === null || finished || event.ctrlKey || event.altKey || event.metaKey) {
           return;
         }
         if (event.key === "Enter") {
           event.preventDefault();
           if (!event.repeat) {
             modalities.add("keyboard");
-            trySubmit(eventTime(event));
+            trySubmit(P.eventTime(event));
           }
           return;
         }
@@ -356,23 +368,23 @@ var jsPsychRating = (function (jspsych) {
           return;
         }
         modalities.add("keyboard");
-        setLevel(row, state[row] + (event.shiftKey ? -1 : 1), eventTime(event));
+        setLevel(row, state[row] + (event.shiftKey ? -1 : 1), P.eventTime(event));
       };
 
+      /** @param {MouseEvent} event */
       const onClick = (event) => {
-        if (onset === null || finished) {
+        if (presentation.onset() === null || finished) {
           return;
         }
-        const target = event.target.closest("button");
+        const target = /** @type {HTMLElement} */ (event.target).closest("button");
         if (target === null || !root.contains(target)) {
           return;
         }
-        // detail === 0: a click synthesised from the keyboard (Space on a focused button).
-        modalities.add(event.detail === 0 ? "keyboard" : "mouse");
+        modalities.add(P.clickModality(event));
         if (target === submit) {
-          trySubmit(eventTime(event));
+          trySubmit(P.eventTime(event));
         } else if (target.classList.contains("hl-level")) {
-          setLevel(Number(target.dataset.row), Number(target.dataset.index), eventTime(event));
+          setLevel(Number(target.dataset.row), Number(target.dataset.index), P.eventTime(event));
         }
       };
 
@@ -380,58 +392,154 @@ var jsPsychRating = (function (jspsych) {
       keyTarget.addEventListener("keydown", onKeydown);
       root.addEventListener("click", onClick);
 
+      /** @param {number} t */
       const endTrial = (t) => {
         finished = true;
         keyTarget.removeEventListener("keydown", onKeydown);
         root.removeEventListener("click", onClick);
-        const timing = clock.stop(t);
-        root.dataset.phase = "done";
+        const shown = presentation.onset();
+        const onset = shown === null ? t : shown;
+        const timing = presentation.stop(t);
+        /** @type {Record<string, number>} */
         const ratings = {};
-        categories.forEach((category, row) => {
+        categories.forEach((/** @type {Category} */ category, /** @type {number} */ row) => {
           ratings[category.label] = levels[state[row]] / 100;
         });
-        let modality = null;
-        if (modalities.size === 2) {
-          modality = "both";
-        } else if (modalities.size === 1) {
-          modality = modalities.values().next().value;
-        }
         this.jsPsych.finishTrial({
           ratings: ratings,
-          rt_ms: round1(Math.max(0, t - onset)),
-          first_rt_ms: firstChange === null ? null : round1(Math.max(0, firstChange - onset)),
+          rt_ms: P.round1(Math.max(0, t - onset)),
+          first_rt_ms: firstChange === null ? null : P.round1(Math.max(0, firstChange - onset)),
           presented_ms: timing.presented_ms,
           frames: timing.frames,
           requested_frames: timing.requested_frames,
           n_changes: nChanges,
-          input_modality: modality,
+          input_modality: modalities.value(),
           stimulus: trial.stimulus,
         });
       };
 
-      // ---- presentation: decode the (preloaded) images, then show in a rAF callback --------
-      const images = maskImg === null ? [img] : [img, maskImg];
-      Promise.all(images.map(decoded)).then(() => {
-        if (!root.isConnected) {
-          return; // the trial was ended from outside before the image was ready
+      const presentation = P.present({
+        root: root,
+        target: [img],
+        mask: masks,
+        duration_ms: duration_ms,
+        frame_ms: trial.frame_ms,
+      });
+    }
+
+    /**
+     * jsPsych simulation: "data-only" finishes with plausible data and shows nothing; "visual"
+     * runs the real trial and drives it with synthetic key presses (or clicks when
+     * `simulation_options.data.input_modality` is "mouse").
+     * @param {any} trial
+     * @param {string} simulation_mode
+     * @param {any} simulation_options
+     * @param {() => void} load_callback
+     */
+    simulate(trial, simulation_mode, simulation_options, load_callback) {
+      if (simulation_mode === "data-only") {
+        load_callback();
+        this.jsPsych.finishTrial(this.simulatedData(trial, simulation_options));
+      } else if (simulation_mode === "visual") {
+        this.simulateVisual(trial, simulation_options, load_callback);
+      }
+    }
+
+    /**
+     * Plausible data for `trial`: random levels, an ex-Gaussian response time, the timing the
+     * presentation would report; `simulation_options.data` overrides any field.
+     * @param {any} trial
+     * @param {any} simulation_options
+     * @returns {Record<string, any>}
+     */
+    simulatedData(trial, simulation_options) {
+      checkedMatcher(trial);
+      const random = this.jsPsych.randomization;
+      const levels = trial.levels;
+      /** @type {number[]} level index per row */
+      const chosen = [];
+      trial.categories.forEach(() => chosen.push(random.randomInt(0, levels.length - 1)));
+      if (trial.require_change && !chosen.some((index) => index > 0)) {
+        chosen[0] = 1;
+      }
+      /** @type {Record<string, number>} */
+      const ratings = {};
+      trial.categories.forEach((/** @type {Category} */ category, /** @type {number} */ row) => {
+        ratings[category.label] = levels[chosen[row]] / 100;
+      });
+      const n_changes = chosen.reduce((sum, index) => sum + index, 0);
+      const rt_ms = HumanlikePresentation.round1(random.sampleExGaussian(1500, 300, 1 / 500, true));
+      const data = this.jsPsych.pluginAPI.mergeSimulationData(
+        {
+          ratings: ratings,
+          rt_ms: rt_ms,
+          first_rt_ms: n_changes === 0 ? null : HumanlikePresentation.round1(rt_ms * 0.4),
+          n_changes: n_changes,
+          input_modality: "keyboard",
+          stimulus: trial.stimulus,
+        },
+        simulation_options
+      );
+      // The timing follows from the response time, unless given.
+      const timing = HumanlikePresentation.simulatedTiming(trial, data.rt_ms);
+      return Object.assign(
+        {
+          presented_ms: timing.presented_ms,
+          frames: timing.frames,
+          requested_frames: timing.requested_frames,
+        },
+        data
+      );
+    }
+
+    /**
+     * @param {any} trial
+     * @param {any} simulation_options
+     * @param {() => void} load_callback
+     */
+    simulateVisual(trial, simulation_options, load_callback) {
+      const data = this.simulatedData(trial, simulation_options);
+      const display_element = this.jsPsych.getDisplayElement();
+      this.trial(display_element, trial);
+      load_callback();
+      const api = this.jsPsych.pluginAPI;
+      HumanlikePresentation.whenShown(display_element).then((root) => {
+        /** @type {Array<() => void>} */
+        const actions = [];
+        const mouse = data.input_modality === "mouse";
+        trial.categories.forEach((/** @type {Category} */ category, /** @type {number} */ row) => {
+          const target = trial.levels.indexOf(Math.round(data.ratings[category.label] * 100));
+          for (let step = 1; step <= Math.max(0, target); step++) {
+            if (mouse) {
+              const button = root.querySelector(`.hl-level[data-row="${row}"][data-index="${step}"]`);
+              actions.push(() => clickLikeAMouse(button));
+            } else {
+              actions.push(() => api.pressKey(category.key));
+            }
+          }
+        });
+        if (mouse) {
+          actions.push(() => clickLikeAMouse(root.querySelector(".hl-submit")));
+        } else {
+          actions.push(() => api.pressKey("Enter"));
         }
-        clock = HumanlikeFrameClock.present({
-          target: img,
-          mask: maskImg,
-          duration_ms: duration_ms,
-          frame_ms: trial.frame_ms,
-          onShow: (t) => {
-            onset = t;
-            root.dataset.phase = "stimulus";
-          },
-          onHide: () => {
-            root.dataset.phase = maskImg === null ? "blank" : "mask";
-          },
+        const gap = Math.max(1, data.rt_ms / actions.length);
+        actions.forEach((action, i) => {
+          this.jsPsych.pluginAPI.setTimeout(action, gap * (i + 1));
         });
       });
     }
   }
-  RatingPlugin.info = info;
+
+  /**
+   * A click with `detail` 1, as a real mouse gives (jsPsych's clickTarget gives 0, a keyboard click).
+   * @param {Element | null} target
+   */
+  function clickLikeAMouse(target) {
+    if (target !== null) {
+      target.dispatchEvent(new MouseEvent("click", { bubbles: true, detail: 1 }));
+    }
+  }
 
   return RatingPlugin;
 })(jsPsychModule);

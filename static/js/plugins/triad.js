@@ -1,3 +1,4 @@
+// @ts-check
 /**
  * jsPsych 8 plugin "triad": an MLDS method-of-triads trial (Maloney & Yang 2003). A reference image
  * in the centre and two comparison images, left and right; the participant chooses the comparison
@@ -5,19 +6,22 @@
  * it. No feedback.
  *
  * Keys go through jsPsych's keyboard listener (pluginAPI.getKeyboardResponse), registered at the
- * stimulus onset. Presentation goes through HumanlikeFrameClock (static/js/frame_clock.js): the three
- * images appear together in a requestAnimationFrame callback and, in "duration" mode, are hidden
- * together (each replaced by `mask`, or blank) after a whole number of frames. Times are relative to
- * the onset rAF timestamp, on the performance.now() clock.
+ * stimulus onset. Presentation goes through HumanlikePresentation (static/js/presentation.js, shared
+ * with `rating`, built on HumanlikeFrameClock): the three images appear together in a
+ * requestAnimationFrame callback and, in "duration" mode, are hidden together (each replaced by
+ * `mask`, or blank) after a whole number of frames. Times are relative to the onset rAF timestamp,
+ * on the performance.now() clock.
  *
  * `sequence`, `s_left`, `s_ref` and `s_right` are not used for display; they are copied into the
- * data so the server can normalise the triad (s1 < s2 < s3, `swapped`) without a lookup.
+ * data (`chosen_level` is the level of the chosen side). The runner sends the server only what the
+ * participant did; the server keeps each trial's design (which image was where) itself.
  */
 var jsPsychTriad = (function (jspsych) {
   "use strict";
 
   var version = "1.0.0";
 
+  /** @type {Record<string, string>} */
   const KEY_TO_CHOICE = { f: "left", arrowleft: "left", j: "right", arrowright: "right" };
 
   const info = {
@@ -91,36 +95,22 @@ var jsPsychTriad = (function (jspsych) {
     },
   };
 
-  function round1(x) {
-    return Math.round(x * 10) / 10;
-  }
-
-  function image(src, className, height_px) {
-    const img = document.createElement("img");
-    img.className = className;
-    img.src = src;
-    img.alt = "";
-    img.draggable = false;
-    img.style.height = height_px + "px";
-    img.style.visibility = "hidden";
-    return img;
-  }
-
-  function decoded(img) {
-    return typeof img.decode === "function" ? img.decode().catch(() => undefined) : Promise.resolve();
-  }
-
   class TriadPlugin {
+    static info = info;
+
+    /** @param {JsPsych} jsPsych */
     constructor(jsPsych) {
       this.jsPsych = jsPsych;
     }
 
+    /**
+     * @param {HTMLElement} display_element
+     * @param {any} trial
+     */
     trial(display_element, trial) {
-      const duration_ms = trial.presentation === "duration" ? trial.duration_ms : null;
-      if (trial.presentation === "duration" && !(trial.duration_ms > 0)) {
-        throw new Error('triad: presentation "duration" needs a positive duration_ms');
-      }
-      const useMask = trial.mask !== null && duration_ms !== null;
+      const P = HumanlikePresentation;
+      const duration_ms = P.durationFor(trial, "triad");
+      const useMask = P.usesMask(trial, duration_ms);
 
       // ---- display ------------------------------------------------------------------------
       const root = document.createElement("div");
@@ -128,8 +118,11 @@ var jsPsychTriad = (function (jspsych) {
       root.dataset.phase = "loading";
       const row = document.createElement("div");
       row.className = "hl-triad-row";
+      /** @type {HTMLImageElement[]} */
       const stimuli = [];
+      /** @type {HTMLImageElement[]} */
       const masks = [];
+      /** @type {Record<string, HTMLElement>} */
       const slots = {};
       for (const side of ["left", "reference", "right"]) {
         const slot = document.createElement("div");
@@ -141,11 +134,11 @@ var jsPsychTriad = (function (jspsych) {
           slot.setAttribute("role", "button");
           slot.setAttribute("aria-label", side + " image");
         }
-        const img = image(trial[side], "hl-stimulus", trial.image_height_px);
+        const img = P.image(trial[side], "hl-stimulus", trial.image_height_px);
         slot.appendChild(img);
         stimuli.push(img);
         if (useMask) {
-          const mask = image(trial.mask, "hl-mask", trial.image_height_px);
+          const mask = P.image(trial.mask, "hl-mask", trial.image_height_px);
           slot.appendChild(mask);
           masks.push(mask);
         }
@@ -163,11 +156,15 @@ var jsPsychTriad = (function (jspsych) {
       display_element.appendChild(root);
 
       // ---- responses ----------------------------------------------------------------------
-      let onset = null;
       let finished = false;
-      let clock = null;
+      /** @type {any} */
       let keyboardListener = null;
 
+      /**
+       * @param {string} choice "left" or "right"
+       * @param {number} t
+       * @param {string} modality
+       */
       const endTrial = (choice, t, modality) => {
         if (finished) {
           return;
@@ -177,14 +174,14 @@ var jsPsychTriad = (function (jspsych) {
           this.jsPsych.pluginAPI.cancelKeyboardResponse(keyboardListener);
         }
         root.removeEventListener("click", onClick);
-        const timing = clock.stop(t);
-        root.dataset.phase = "done";
+        const onset = presentation.onset();
+        const timing = presentation.stop(t);
         slots[choice].classList.add("hl-chosen");
         const chosen = choice === "left" ? trial.s_left : trial.s_right;
         this.jsPsych.finishTrial({
           choice: choice,
           chosen_level: chosen === undefined ? null : chosen,
-          rt_ms: round1(Math.max(0, t - onset)),
+          rt_ms: P.round1(Math.max(0, t - (onset === null ? t : onset))),
           presented_ms: timing.presented_ms,
           frames: timing.frames,
           requested_frames: timing.requested_frames,
@@ -199,53 +196,124 @@ var jsPsychTriad = (function (jspsych) {
         });
       };
 
+      /** @param {MouseEvent} event */
       const onClick = (event) => {
-        if (onset === null || finished) {
+        if (presentation.onset() === null || finished) {
           return;
         }
-        const slot = event.target.closest(".hl-choosable");
+        /** @type {HTMLElement | null} */
+        const slot = /** @type {HTMLElement} */ (event.target).closest(".hl-choosable");
         if (slot === null || !root.contains(slot)) {
           return;
         }
-        const t = event.timeStamp > 0 ? event.timeStamp : performance.now();
-        endTrial(slot.dataset.side, t, event.detail === 0 ? "keyboard" : "mouse");
+        endTrial(slot.dataset.side || "", P.eventTime(event), P.clickModality(event));
       };
       root.addEventListener("click", onClick);
 
+      /** @param {{key: string}} response */
       const onKey = (response) => {
         // The listener calls back synchronously inside the keydown dispatch.
         endTrial(KEY_TO_CHOICE[response.key.toLowerCase()], performance.now(), "keyboard");
       };
 
-      // ---- presentation: decode the (preloaded) images, then show in a rAF callback --------
-      Promise.all(stimuli.concat(masks).map(decoded)).then(() => {
-        if (!root.isConnected) {
-          return;
-        }
-        clock = HumanlikeFrameClock.present({
-          target: stimuli,
-          mask: masks,
-          duration_ms: duration_ms,
-          frame_ms: trial.frame_ms,
-          onShow: (t) => {
-            onset = t;
-            root.dataset.phase = "stimulus";
-            keyboardListener = this.jsPsych.pluginAPI.getKeyboardResponse({
-              callback_function: onKey,
-              valid_responses: Object.keys(KEY_TO_CHOICE),
-              rt_method: "performance",
-              persist: false,
-              allow_held_key: false,
-            });
-          },
-          onHide: () => {
-            root.dataset.phase = useMask ? "mask" : "blank";
-          },
-        });
+      const presentation = P.present({
+        root: root,
+        target: stimuli,
+        mask: masks,
+        duration_ms: duration_ms,
+        frame_ms: trial.frame_ms,
+        onShow: () => {
+          keyboardListener = this.jsPsych.pluginAPI.getKeyboardResponse({
+            callback_function: onKey,
+            valid_responses: Object.keys(KEY_TO_CHOICE),
+            rt_method: "performance",
+            persist: false,
+            allow_held_key: false,
+          });
+        },
+      });
+    }
+
+    /**
+     * jsPsych simulation: "data-only" finishes with plausible data and shows nothing; "visual"
+     * runs the real trial and presses F or J (or clicks the image when
+     * `simulation_options.data.input_modality` is "mouse").
+     * @param {any} trial
+     * @param {string} simulation_mode
+     * @param {any} simulation_options
+     * @param {() => void} load_callback
+     */
+    simulate(trial, simulation_mode, simulation_options, load_callback) {
+      if (simulation_mode === "data-only") {
+        load_callback();
+        this.jsPsych.finishTrial(this.simulatedData(trial, simulation_options));
+      } else if (simulation_mode === "visual") {
+        this.simulateVisual(trial, simulation_options, load_callback);
+      }
+    }
+
+    /**
+     * Plausible data for `trial`: a random side, an ex-Gaussian response time, the timing the
+     * presentation would report; `simulation_options.data` overrides any field.
+     * @param {any} trial
+     * @param {any} simulation_options
+     * @returns {Record<string, any>}
+     */
+    simulatedData(trial, simulation_options) {
+      const random = this.jsPsych.randomization;
+      const choice = random.sampleBernoulli(0.5) ? "left" : "right";
+      const rt_ms = HumanlikePresentation.round1(random.sampleExGaussian(900, 150, 1 / 300, true));
+      const data = this.jsPsych.pluginAPI.mergeSimulationData(
+        {
+          choice: choice,
+          rt_ms: rt_ms,
+          input_modality: "keyboard",
+          sequence: trial.sequence,
+          s_left: trial.s_left,
+          s_ref: trial.s_ref,
+          s_right: trial.s_right,
+          reference: trial.reference,
+          left: trial.left,
+          right: trial.right,
+        },
+        simulation_options
+      );
+      // Fields that follow from the choice and the response time, unless given.
+      const chosen = data.choice === "left" ? trial.s_left : trial.s_right;
+      const timing = HumanlikePresentation.simulatedTiming(trial, data.rt_ms);
+      return Object.assign(
+        {
+          chosen_level: chosen === undefined ? null : chosen,
+          presented_ms: timing.presented_ms,
+          frames: timing.frames,
+          requested_frames: timing.requested_frames,
+        },
+        data
+      );
+    }
+
+    /**
+     * @param {any} trial
+     * @param {any} simulation_options
+     * @param {() => void} load_callback
+     */
+    simulateVisual(trial, simulation_options, load_callback) {
+      const data = this.simulatedData(trial, simulation_options);
+      const display_element = this.jsPsych.getDisplayElement();
+      this.trial(display_element, trial);
+      load_callback();
+      HumanlikePresentation.whenShown(display_element).then((root) => {
+        this.jsPsych.pluginAPI.setTimeout(() => {
+          if (data.input_modality === "mouse") {
+            const slot = root.querySelector(`.hl-triad-${data.choice}`);
+            if (slot !== null) slot.dispatchEvent(new MouseEvent("click", { bubbles: true, detail: 1 }));
+          } else {
+            this.jsPsych.pluginAPI.pressKey(data.choice === "left" ? "f" : "j");
+          }
+        }, Math.max(1, data.rt_ms));
       });
     }
   }
-  TriadPlugin.info = info;
 
   return TriadPlugin;
 })(jsPsychModule);

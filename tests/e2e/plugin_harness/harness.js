@@ -2,8 +2,10 @@
  * Test harness for the humanlike jsPsych plugins (used by tests/e2e/test_plugins.py).
  *
  * A timeline is a JSON array of trials whose `type` is a plugin name ("rating", "triad",
- * "preload", "html-keyboard-response"). window.runHarness(timeline) runs it and resolves with the
- * trial data (jsPsych.data.get().values()); the result is also left in window.harnessResult.
+ * "preload"). window.runHarness(timeline) runs it and resolves with the trial data
+ * (jsPsych.data.get().values()); the result is also left in window.harnessResult.
+ * window.simulateHarness(timeline, mode) does the same through jsPsych.simulate(timeline, mode)
+ * ("data-only" or "visual").
  * window.harnessPreloadList(timeline) returns what jsPsych's auto_preload would fetch.
  * window.harnessKeys records the `key` of every keydown, to show what the browser delivered.
  */
@@ -14,7 +16,6 @@
     rating: jsPsychRating,
     triad: jsPsychTriad,
     preload: jsPsychPreload,
-    "html-keyboard-response": jsPsychHtmlKeyboardResponse,
   };
 
   function resolveTypes(timeline) {
@@ -46,10 +47,17 @@
   window.harnessError = null;
 
   window.runHarness = function (timeline) {
+    return runWith(timeline, function (jsPsych, resolved) { return jsPsych.run(resolved); });
+  };
+
+  window.simulateHarness = function (timeline, mode) {
+    return runWith(timeline, function (jsPsych, resolved) { return jsPsych.simulate(resolved, mode); });
+  };
+
+  function runWith(timeline, go) {
     var jsPsych = initJsPsych();
     window.harnessJsPsych = jsPsych;
-    return jsPsych
-      .run(resolveTypes(timeline))
+    return go(jsPsych, resolveTypes(timeline))
       .then(function () {
         window.harnessResult = jsPsych.data.get().values();
         return window.harnessResult;
@@ -58,7 +66,7 @@
         window.harnessError = String(err && err.stack ? err.stack : err);
         throw err;
       });
-  };
+  }
 
   window.harnessPreloadList = function (timeline) {
     var jsPsych = initJsPsych();
