@@ -467,3 +467,42 @@ def test_triad_duration_mode_masks_all_three_positions_after_whole_frames(page: 
     assert abs(data["presented_ms"] - data["frames"] * frame_ms) <= frame_ms
     in_frames = data["presented_ms"] / frame_ms
     assert abs(in_frames - round(in_frames)) < 0.2
+
+
+# ---- simulation (jsPsych.simulate) -----------------------------------------------------------
+
+
+def simulate(page: Page, timeline: list[dict], mode: str) -> list[dict]:
+    """Run the timeline through jsPsych.simulate(timeline, mode) and return its trial data."""
+    return page.evaluate("([tl, mode]) => window.simulateHarness(tl, mode)", [timeline, mode])
+
+
+def test_simulate_data_only_gives_every_declared_field_without_showing_a_trial(page: Page) -> None:
+    data = simulate(page, [rating(), triad()], "data-only")
+    declared = page.evaluate(
+        "() => [Object.keys(jsPsychRating.info.data), Object.keys(jsPsychTriad.info.data)]"
+    )
+    for trial, fields in zip(data, declared, strict=True):
+        missing = [f for f in fields if f not in trial]
+        assert missing == [], missing
+    assert [d["trial_type"] for d in data] == ["rating", "triad"]
+    assert page.query_selector(".hl-trial") is None
+
+
+def test_simulate_visual_drives_the_real_trials_with_synthetic_keys_and_clicks(page: Page) -> None:
+    wanted = {"one": 0.5, "two": 0.0, "ay": 1.0}
+    timeline = [
+        rating(simulation_options={"data": {"ratings": wanted, "rt_ms": 300}}),
+        rating(simulation_options={"data": {"ratings": wanted, "rt_ms": 300, "input_modality": "mouse"}}),
+        triad(simulation_options={"data": {"choice": "right", "rt_ms": 150}}),
+        triad(simulation_options={"data": {"choice": "left", "rt_ms": 150, "input_modality": "mouse"}}),
+    ]
+    by_keys, by_mouse, right, left = simulate(page, timeline, "visual")
+    for rated, modality in ((by_keys, "keyboard"), (by_mouse, "mouse")):
+        assert rated["ratings"] == wanted
+        assert rated["input_modality"] == modality
+        assert rated["n_changes"] == (2 if modality == "mouse" else 6)  # clicks jump, keys step
+        assert rated["presented_ms"] == rated["rt_ms"] > 0
+    assert (right["choice"], right["chosen_level"], right["input_modality"]) == ("right", 7, "keyboard")
+    assert (left["choice"], left["chosen_level"], left["input_modality"]) == ("left", 2, "mouse")
+    assert left["rt_ms"] > 0 and left["frames"] >= 1

@@ -5,8 +5,12 @@ import { fileURLToPath } from "node:url";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
+/** The text of `static/js/<rel>`. */
+export function readSource(rel) {
+  return readFileSync(resolve(REPO, "static", "js", rel), "utf8");
+}
+
 /** Evaluate `static/js/<rel>` in the global scope (indirect eval, sloppy mode like a classic script). */
 export function loadScript(rel) {
-  const source = readFileSync(resolve(REPO, "static", "js", rel), "utf8");
-  (0, eval)(source + "\n//# sourceURL=static/js/" + rel);
+  (0, eval)(readSource(rel) + "\n//# sourceURL=static/js/" + rel);
 }

@@ -467,28 +467,32 @@ var jsPsychRating = (function (jspsych) {
       trial.categories.forEach((/** @type {Category} */ category, /** @type {number} */ row) => {
         ratings[category.label] = levels[chosen[row]] / 100;
       });
-      const n_changes = chosen.reduce((sum, index) => sum + index, 0);
-      const rt_ms = HumanlikePresentation.round1(random.sampleExGaussian(1500, 300, 1 / 500, true));
-      const data = this.jsPsych.pluginAPI.mergeSimulationData(
+      const given = this.jsPsych.pluginAPI.mergeSimulationData(
         {
           ratings: ratings,
-          rt_ms: rt_ms,
-          first_rt_ms: n_changes === 0 ? null : HumanlikePresentation.round1(rt_ms * 0.4),
-          n_changes: n_changes,
+          rt_ms: HumanlikePresentation.round1(random.sampleExGaussian(1500, 300, 1 / 500, true)),
           input_modality: "keyboard",
           stimulus: trial.stimulus,
         },
         simulation_options
       );
-      // The timing follows from the response time, unless given.
-      const timing = HumanlikePresentation.simulatedTiming(trial, data.rt_ms);
+      // What follows from the ratings and the response time, unless given: stepping each row up
+      // from the first level takes one change per level.
+      const n_changes = trial.categories.reduce(
+        (/** @type {number} */ sum, /** @type {Category} */ category) =>
+          sum + Math.max(0, levels.indexOf(Math.round(given.ratings[category.label] * 100))),
+        0
+      );
+      const timing = HumanlikePresentation.simulatedTiming(trial, given.rt_ms);
       return Object.assign(
         {
+          n_changes: n_changes,
+          first_rt_ms: n_changes === 0 ? null : HumanlikePresentation.round1(given.rt_ms * 0.4),
           presented_ms: timing.presented_ms,
           frames: timing.frames,
           requested_frames: timing.requested_frames,
         },
-        data
+        given
       );
     }
 
@@ -509,11 +513,15 @@ var jsPsychRating = (function (jspsych) {
         const mouse = data.input_modality === "mouse";
         trial.categories.forEach((/** @type {Category} */ category, /** @type {number} */ row) => {
           const target = trial.levels.indexOf(Math.round(data.ratings[category.label] * 100));
-          for (let step = 1; step <= Math.max(0, target); step++) {
-            if (mouse) {
-              const button = root.querySelector(`.hl-level[data-row="${row}"][data-index="${step}"]`);
-              actions.push(() => clickLikeAMouse(button));
-            } else {
+          if (target <= 0) {
+            return;
+          }
+          if (mouse) {
+            // a mouse goes straight to the level; a key steps up to it one level at a time
+            const button = root.querySelector(`.hl-level[data-row="${row}"][data-index="${target}"]`);
+            actions.push(() => clickLikeAMouse(button));
+          } else {
+            for (let step = 1; step <= target; step++) {
               actions.push(() => api.pressKey(category.key));
             }
           }

@@ -1,0 +1,98 @@
+// The runner: one builder per trial type (TRIAL_BUILDERS), triad responses carry only what the
+// participant did, and a trial type the browser cannot build stops the study with an error event.
+import * as jspsych from "jspsych";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { loadScript, readSource } from "./load_script.js";
+
+globalThis.jsPsychModule = jspsych;
+loadScript("frame_clock.js");
+loadScript("presentation.js");
+loadScript("plugins/rating.js");
+loadScript("plugins/triad.js");
+loadScript("trial_queue.js");
+loadScript("runner.js");
+const Runner = globalThis.HumanlikeRunner;
+
+const TIMELINE = {
+  status: "started",
+  consent_html: "",
+  instructions_html: "",
+  stimulus_base: "/stimuli/",
+  acknowledged: [],
+  categories: [{ label: "cat", key: "c" }],
+  debrief: [{ name: "strategy", text: "How?" }],
+  presentation: { mode: "until_response", duration_ms: null, mask: null, image_height_px: 256 },
+  trials: [],
+};
+
+beforeEach(() => {
+  window.localStorage.clear();
+  document.body.innerHTML = "<div id='sync-status'></div><div id='task'></div>";
+});
+
+afterEach(() => {
+  vi.restoreAllMocks();
+  vi.unstubAllGlobals();
+});
+
+describe("TRIAL_BUILDERS", () => {
+  it("is one map from trial-type name to builder, declared on one line", () => {
+    const source = readSource("runner.js");
+    const line = source.split("\n").find((l) => l.includes("var TRIAL_BUILDERS = "));
+    expect(line.trim()).toBe(
+      "var TRIAL_BUILDERS = { rating: ratingTrial, triad: triadTrial, debrief: debriefTrial };"
+    );
+    expect(Object.keys(Runner.TRIAL_BUILDERS)).toEqual(["rating", "triad", "debrief"]);
+  });
+
+  it("buildTrials stops at the first entry whose type has no builder", () => {
+    const built = Runner.buildTrials([{ index: 0, type: "classification" }, { index: 1, type: "toString" }]);
+    expect(built.unknown).toEqual({ index: 0, type: "classification" });
+    expect(Runner.buildTrials([{ index: 1, type: "toString" }]).unknown.type).toBe("toString");
+  });
+
+  it("a triad response carries what the participant did and no design field", () => {
+    const added = [];
+    Object.assign(Runner._state, {
+      timeline: TIMELINE,
+      frame: { frame_ms: 16.7, refresh_hz: 60 },
+      queue: { add: (payload) => added.push(payload) },
+    });
+    const entry = { index: 4, type: "triad", stimuli: ["a.png", "b.png", "c.png"], sequence: "s",
+                    s1: 1, s2: 3, s3: 6, swapped: true };
+    const trial = Runner.TRIAL_BUILDERS.triad(entry);
+    expect([trial.left, trial.reference, trial.right]).toEqual(["/stimuli/c.png", "/stimuli/b.png", "/stimuli/a.png"]);
+    expect([trial.s_left, trial.s_ref, trial.s_right]).toEqual([6, 3, 1]);
+    trial.on_finish({ choice: "left", chosen_level: 6, input_modality: "keyboard", requested_frames: null,
+                      rt_ms: 812.4, presented_ms: 812.4, frames: 49, swapped: true, s_left: 6 });
+    expect(added).toHaveLength(1);
+    expect(added[0]).toMatchObject({ trial_index: 4, trial_type: "triad", rt_ms: 812.4, frames: 49 });
+    expect(added[0].response).toEqual({ choice: "left", chosen_level: 6, input_modality: "keyboard",
+                                        requested_frames: null });
+  });
+});
+
+describe("an unknown trial type", () => {
+  it("is reported as an error event and the participant sees a message; no trial starts", async () => {
+    const posted = [];
+    vi.stubGlobal("fetch", vi.fn((url, init) => {
+      if (init.method === "POST") posted.push({ url, body: JSON.parse(init.body) });
+      const body = url.endsWith("/timeline")
+        ? { ...TIMELINE, trials: [{ index: 0, type: "rating", stimulus: "x.png" }, { index: 1, type: "classification" }] }
+        : {};
+      return Promise.resolve(new Response(JSON.stringify(body), { status: 200 }));
+    }));
+    const initJsPsych = vi.fn();
+    vi.stubGlobal("initJsPsych", initJsPsych);
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    Runner.start({ pid: "p9", token: "t", api: "/api/p9" });
+    await vi.waitFor(() => expect(document.getElementById("start-error")).not.toBeNull());
+    expect(document.getElementById("task").textContent).toContain("This study cannot run");
+    expect(document.getElementById("start-error").textContent).toContain('unknown trial type "classification"');
+    await vi.waitFor(() => expect(posted.some((p) => p.body.type === "error")).toBe(true));
+    const error = posted.find((p) => p.body.type === "error");
+    expect(error.url).toBe("/api/p9/events");
+    expect(error.body.value).toEqual({ message: 'unknown trial type "classification"', trial_index: 1 });
+    expect(initJsPsych).not.toHaveBeenCalled();
+  });
+});
