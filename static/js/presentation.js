@@ -3,7 +3,7 @@
  * HumanlikePresentation: what the `rating` and `triad` plugins do the same way.
  *
  *   durationFor(trial, plugin)   -> requested ms in "duration" mode, null in "until_response"
- *   usesMask(trial, duration_ms) -> whether a mask image replaces the stimulus at the hide
+ *   maskFor(trial, duration_ms)  -> URL of the mask that replaces the stimulus at the hide, or null
  *   image(src, className, height_px) -> a hidden, non-draggable <img>
  *   present({root, target, mask, duration_ms, frame_ms, onShow}) -> handle with stop(t) -> timing
  *   Modalities                   -> "keyboard" / "mouse" / "both" bookkeeping
@@ -60,13 +60,13 @@ var HumanlikePresentation = (function () {
   }
 
   /**
-   * A mask is shown only after a timed hide.
+   * The mask shown after a timed hide: `trial.mask` in "duration" mode, else none.
    * @param {{mask: string | null}} trial
    * @param {number | null} duration_ms
-   * @returns {boolean}
+   * @returns {string | null}
    */
-  function usesMask(trial, duration_ms) {
-    return trial.mask !== null && duration_ms !== null;
+  function maskFor(trial, duration_ms) {
+    return duration_ms === null ? null : trial.mask;
   }
 
   /**
@@ -229,7 +229,7 @@ var HumanlikePresentation = (function () {
     round1: round1,
     eventTime: eventTime,
     durationFor: durationFor,
-    usesMask: usesMask,
+    maskFor: maskFor,
     image: image,
     present: present,
     Modalities: Modalities,

@@ -21,6 +21,24 @@
  */
 /** @typedef {{label: string, key: string}} Category */
 
+/**
+ * A rating trial's parameters as the plugin receives them (jsPsych has applied the defaults).
+ * @typedef {object} RatingTrial
+ * @property {string} stimulus
+ * @property {number} stimulus_height_px
+ * @property {Category[]} categories
+ * @property {number[]} levels
+ * @property {boolean} require_change
+ * @property {"until_response" | "duration"} presentation
+ * @property {number | null} duration_ms
+ * @property {string | null} mask
+ * @property {number} frame_ms
+ * @property {string | null} prompt
+ * @property {string | null} hint
+ * @property {string} button_label
+ * @property {string} require_change_message
+ */
+
 var jsPsychRating = (function (jspsych) {
   "use strict";
 
@@ -199,7 +217,7 @@ var jsPsychRating = (function (jspsych) {
 
   /**
    * Check `categories` and `levels`; return the key matcher.
-   * @param {any} trial
+   * @param {RatingTrial} trial
    * @returns {(event: KeyboardEvent) => number}
    */
   function checkedMatcher(trial) {
@@ -229,7 +247,7 @@ var jsPsychRating = (function (jspsych) {
 
     /**
      * @param {HTMLElement} display_element
-     * @param {any} trial
+     * @param {RatingTrial} trial
      */
     trial(display_element, trial) {
       const P = HumanlikePresentation;
@@ -246,7 +264,8 @@ var jsPsychRating = (function (jspsych) {
       frame.style.height = trial.stimulus_height_px + "px";
       const img = P.image(trial.stimulus, "hl-stimulus", trial.stimulus_height_px);
       frame.appendChild(img);
-      const masks = P.usesMask(trial, duration_ms) ? [P.image(trial.mask, "hl-mask", null)] : [];
+      const maskSrc = P.maskFor(trial, duration_ms);
+      const masks = maskSrc === null ? [] : [P.image(maskSrc, "hl-mask", null)];
       masks.forEach((mask) => frame.appendChild(mask));
       layout.appendChild(frame);
 
@@ -431,7 +450,7 @@ var jsPsychRating = (function (jspsych) {
      * jsPsych simulation: "data-only" finishes with plausible data and shows nothing; "visual"
      * runs the real trial and drives it with synthetic key presses (or clicks when
      * `simulation_options.data.input_modality` is "mouse").
-     * @param {any} trial
+     * @param {RatingTrial} trial
      * @param {string} simulation_mode
      * @param {any} simulation_options
      * @param {() => void} load_callback
@@ -448,7 +467,7 @@ var jsPsychRating = (function (jspsych) {
     /**
      * Plausible data for `trial`: random levels, an ex-Gaussian response time, the timing the
      * presentation would report; `simulation_options.data` overrides any field.
-     * @param {any} trial
+     * @param {RatingTrial} trial
      * @param {any} simulation_options
      * @returns {Record<string, any>}
      */
@@ -497,7 +516,7 @@ var jsPsychRating = (function (jspsych) {
     }
 
     /**
-     * @param {any} trial
+     * @param {RatingTrial} trial
      * @param {any} simulation_options
      * @param {() => void} load_callback
      */

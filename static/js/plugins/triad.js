@@ -16,6 +16,24 @@
  * data (`chosen_level` is the level of the chosen side). The runner sends the server only what the
  * participant did; the server keeps each trial's design (which image was where) itself.
  */
+/**
+ * A triad trial's parameters as the plugin receives them (jsPsych has applied the defaults).
+ * @typedef {object} TriadTrial
+ * @property {string} reference
+ * @property {string} left
+ * @property {string} right
+ * @property {number} image_height_px
+ * @property {"until_response" | "duration"} presentation
+ * @property {number | null} duration_ms
+ * @property {string | null} mask
+ * @property {number} frame_ms
+ * @property {string | null} prompt
+ * @property {string | null} sequence
+ * @property {number | null} s_left
+ * @property {number | null} s_ref
+ * @property {number | null} s_right
+ */
+
 var jsPsychTriad = (function (jspsych) {
   "use strict";
 
@@ -105,12 +123,12 @@ var jsPsychTriad = (function (jspsych) {
 
     /**
      * @param {HTMLElement} display_element
-     * @param {any} trial
+     * @param {TriadTrial} trial
      */
     trial(display_element, trial) {
       const P = HumanlikePresentation;
       const duration_ms = P.durationFor(trial, "triad");
-      const useMask = P.usesMask(trial, duration_ms);
+      const maskSrc = P.maskFor(trial, duration_ms);
 
       // ---- display ------------------------------------------------------------------------
       const root = document.createElement("div");
@@ -134,11 +152,11 @@ var jsPsychTriad = (function (jspsych) {
           slot.setAttribute("role", "button");
           slot.setAttribute("aria-label", side + " image");
         }
-        const img = P.image(trial[side], "hl-stimulus", trial.image_height_px);
+        const img = P.image(trial[/** @type {"left" | "reference" | "right"} */ (side)], "hl-stimulus", trial.image_height_px);
         slot.appendChild(img);
         stimuli.push(img);
-        if (useMask) {
-          const mask = P.image(trial.mask, "hl-mask", trial.image_height_px);
+        if (maskSrc !== null) {
+          const mask = P.image(maskSrc, "hl-mask", trial.image_height_px);
           slot.appendChild(mask);
           masks.push(mask);
         }
@@ -238,7 +256,7 @@ var jsPsychTriad = (function (jspsych) {
      * jsPsych simulation: "data-only" finishes with plausible data and shows nothing; "visual"
      * runs the real trial and presses F or J (or clicks the image when
      * `simulation_options.data.input_modality` is "mouse").
-     * @param {any} trial
+     * @param {TriadTrial} trial
      * @param {string} simulation_mode
      * @param {any} simulation_options
      * @param {() => void} load_callback
@@ -255,7 +273,7 @@ var jsPsychTriad = (function (jspsych) {
     /**
      * Plausible data for `trial`: a random side, an ex-Gaussian response time, the timing the
      * presentation would report; `simulation_options.data` overrides any field.
-     * @param {any} trial
+     * @param {TriadTrial} trial
      * @param {any} simulation_options
      * @returns {Record<string, any>}
      */
@@ -293,7 +311,7 @@ var jsPsychTriad = (function (jspsych) {
     }
 
     /**
-     * @param {any} trial
+     * @param {TriadTrial} trial
      * @param {any} simulation_options
      * @param {() => void} load_callback
      */
