@@ -9,7 +9,7 @@
  *   Modalities                   -> "keyboard" / "mouse" / "both" bookkeeping
  *   clickModality(event)         -> "keyboard" for a click synthesised from a key, else "mouse"
  *   eventTime(event), round1(x)  -> times on the performance.now() clock, rounded to 0.1 ms
- *   simulatedTiming(trial, rt_ms, frame_ms) -> timing data a simulated trial reports
+ *   simulatedTiming(trial, rt_ms) -> timing data a simulated trial reports (see simulate())
  *   whenShown(root)              -> Promise resolved at the stimulus onset (for visual simulation)
  *
  * `present` decodes the (preloaded) images, then shows them through HumanlikeFrameClock (a
