@@ -11,7 +11,7 @@ import pandas as pd
 from click.testing import CliRunner
 
 from humanlike.server import create_app, database, experiments
-from humanlike.server.cli import main
+from humanlike.cli import main
 from humanlike.server.export import write_export
 
 

@@ -22,7 +22,7 @@ from humanlike.analysis.error_consistency.pairwise import (
     kappa_matrix,
 )
 from humanlike.analysis.io.model_vs_human import MVH_COLUMNS, read_model_vs_human
-from humanlike.server.commands.options import alpha_option, confidence_option
+from humanlike.cli.options import alpha_option, confidence_option
 
 _EXPORT_NAMES = ("classifications.parquet", "classifications.csv")
 _STANDARD = ["experiment", "condition", "observer", "group", "stimulus", "correct"]

@@ -12,7 +12,7 @@ from tqdm import tqdm
 
 from humanlike.analysis.mlds.batch import fit_many
 from humanlike.analysis.mlds.psychophysical import scale_skewness
-from humanlike.server.commands.options import confidence_option
+from humanlike.cli.options import confidence_option
 
 
 def _read(path: Path) -> pd.DataFrame:
