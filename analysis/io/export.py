@@ -99,13 +99,17 @@ class Export:
             return frozenset()
         return frozenset(people.loc[flag(people, "excluded"), "participant"].astype(str))
 
-    def scoring_trials(self, name: str) -> Selection:
+    def scoring_trials(self, name: str, required: tuple[str, ...] = ()) -> Selection:
         """Trials of table ``name`` that an analysis scores: no practice, catch or repeated trials,
-        no excluded participants."""
+        no excluded participants; ``required`` columns must be present."""
         frame = self.table(name)
-        if "participant" not in frame.columns:
-            raise ValueError(f"{self.paths[name]} lacks column 'participant': not a {name} export")
-        frame["participant"] = frame["participant"].astype(str)
+        missing = [c for c in required if c not in frame.columns]
+        if missing:
+            raise ValueError(
+                f"{self.paths[name]} lacks column(s) {missing}: not a {name} export"
+            )
+        if "participant" in frame.columns:
+            frame["participant"] = frame["participant"].astype(str)
         keep = pd.Series(True, index=frame.index)
         notes = []
         for label, column, drop in (
@@ -117,7 +121,12 @@ class Export:
                 notes.append(f"dropped {int((drop & keep).sum())} {label} trials")
                 keep &= ~drop
         people = self.participants
-        if not self.include_excluded and people is not None and "excluded" in people.columns:
+        if (
+            not self.include_excluded
+            and people is not None
+            and "excluded" in people.columns
+            and "participant" in frame.columns
+        ):
             excluded = self.excluded_participants()
             drop = frame["participant"].isin(excluded)
             notes.append(
@@ -128,7 +137,7 @@ class Export:
 
     def classifications(self) -> Selection:
         """Classification trials for error consistency (scoring trials only)."""
-        return self.scoring_trials("classifications")
+        return self.scoring_trials("classifications", ("participant", "stimulus", "correct"))
 
     def triads(self) -> Selection:
         """Triad trials for MLDS (scoring trials only)."""

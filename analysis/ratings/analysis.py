@@ -36,7 +36,10 @@ class RatingsAnalysis:
     settings: Mapping[str, object] = field(default_factory=dict)
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        """Named result tables: qc, scores, noise_ceiling, comparisons, per_participant, ..."""
+        """Named result tables: qc, scores, noise_ceiling, comparisons, per_participant, ...
+
+        ``reliability`` describes the analysed participants (the excluded are only in ``qc``)."""
+        analysed_repeat_r = self.qc.loc[~self.qc["excluded"].astype(bool), "repeat_r"]
         tables = {
             "qc": self.qc,
             "scores": self.bootstrap.scores,
@@ -50,8 +53,8 @@ class RatingsAnalysis:
                     {"measure": "n_splits", "value": self.split_half.n_splits},
                     {
                         "measure": "median_repeat_r",
-                        "value": float(np.nanmedian(self.qc["repeat_r"]))
-                        if self.qc["repeat_r"].notna().any()
+                        "value": float(np.nanmedian(analysed_repeat_r))
+                        if analysed_repeat_r.notna().any()
                         else np.nan,
                     },
                 ]

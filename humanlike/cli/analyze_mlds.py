@@ -6,19 +6,11 @@ from pathlib import Path
 from typing import Literal
 
 import click
-import numpy as np
-import pandas as pd
 from tqdm import tqdm
 
-from humanlike.analysis.mlds.batch import fit_many
-from humanlike.analysis.mlds.psychophysical import scale_skewness
+from humanlike.analysis.io.export import read_export
+from humanlike.analysis.mlds.analysis import analyze_mlds
 from humanlike.cli.options import confidence_option
-
-
-def _read(path: Path) -> pd.DataFrame:
-    if path.suffix == ".parquet":
-        return pd.read_parquet(path)
-    return pd.read_csv(path)
 
 
 @click.command("mlds")
@@ -32,54 +24,29 @@ def _read(path: Path) -> pd.DataFrame:
 @confidence_option
 @click.option("--seed", default=0, show_default=True, help="Random seed of the bootstrap.")
 @click.option("--max-panels", default=12, show_default=True, help="Sequences shown in the figure.")
+@click.option("--include-excluded", is_flag=True,
+              help="Keep participants flagged excluded in the export's participants table.")
 def command(triads: Path, out_dir: Path, design: Literal["triads", "quadruples"], n_boot: int,
-            confidence: float, seed: int, max_panels: int) -> None:
+            confidence: float, seed: int, max_panels: int, include_excluded: bool) -> None:
     """Fit MLDS scales to TRIADS (the export's triads.csv/.parquet, or R's resp,S1,S2,S3[,S4]).
 
-    Writes scales_by_sequence.csv (long: level, scale, standard scale, SE, CI),
-    fits_by_sequence.csv (sigma, log-likelihood, skewness, convergence), the same two files per
-    participant when a 'participant' column exists, and mlds_scales.png.
+    Practice, catch and repeated trials and the participants the export excluded (its
+    participants table next to TRIADS) are left out. Writes scales_by_sequence.csv (long: level,
+    scale, standard scale, SE, CI), fits_by_sequence.csv (sigma, log-likelihood, skewness,
+    convergence), the same two files per participant when a 'participant' column exists, and
+    mlds_scales.png.
     """
-    from humanlike.analysis.mlds.plots import plot_scales
-
-    df = _read(triads)
-    by = "sequence" if "sequence" in df.columns else None
     try:
+        selection = read_export(triads, "triads", include_excluded).triads()
         with tqdm(total=n_boot, desc="bootstrap", unit="rep", disable=n_boot == 0) as bar:
-            pooled = fit_many(df, by=by, design=design, n_boot=n_boot,
-                              confidence_level=confidence, random_state=seed,
-                              progress=bar.update)
-        per_participant = None
-        if "participant" in df.columns:
-            per_participant = fit_many(df, by=[c for c in (by, "participant") if c],
-                                       design=design)
+            result = analyze_mlds(selection.frame, design=design, n_resamples=n_boot,
+                                  confidence_level=confidence, random_state=seed,
+                                  progress=bar.update)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for label, fits in (("sequence", pooled), ("participant", per_participant)):
-        if fits is None:
-            continue
-        summary = fits.summary_frame()
-        summary["skewness"] = scale_skewness(fits.scale_std)
-        scales_path = out_dir / f"scales_by_{label}.csv"
-        fits_path = out_dir / f"fits_by_{label}.csv"
-        fits.to_frame().to_csv(scales_path, index=False)
-        summary.to_csv(fits_path, index=False)
-        written += [scales_path, fits_path]
-    figure = out_dir / "mlds_scales.png"
-    plot_scales(pooled, participants=per_participant, group_col="sequence",
-                max_panels=max_panels, path=figure)
-    written.append(figure)
-
-    ok = pooled.converged & pooled.identified
-    click.echo(f"{len(pooled.keys)} pooled scale(s) from {int(pooled.n_trials.sum())} trials; "
-               f"{int(ok.sum())} converged; median sigma {np.nanmedian(pooled.sigma[ok]):.3g}"
-               if ok.any() else f"{len(pooled.keys)} pooled scale(s); none converged")
-    if per_participant is not None:
-        okp = per_participant.converged & per_participant.identified
-        click.echo(f"{len(per_participant.keys)} participant scale(s); {int(okp.sum())} converged "
-                   "(the rest are separated or miss a level; see fits_by_participant.csv)")
+    for note in selection.notes:
+        click.echo(note)
+    written = result.save(out_dir, max_panels=max_panels)
+    click.echo(result.summary())
     for path in written:
         click.echo(f"wrote {path}")
