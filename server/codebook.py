@@ -58,7 +58,7 @@ PARTICIPANT_COLUMNS = {
     "completion_code": "completion code shown or sent to the platform",
     "bonus": "bonus paid",
     "n_rating_trials": "rating trials (practice excluded) behind the QC columns",
-    "missing_share": "share of rating trials unanswered or faster than min_rt_ms",
+    "missing_share": "share of rating trials unanswered or faster than min_trial_rt_ms",
     "catch_accuracy": "share of catch trials whose highest rating is the true class (ties count as wrong)",
     "natural_accuracy": "share of natural-image trials whose highest rating is the true class",
     "n_natural": "natural-image trials behind natural_accuracy",

@@ -55,7 +55,7 @@ text = "Did anything go wrong (display, keyboard, connection)?"
 [exclusion]
 min_catch_accuracy = 0.66
 max_all_zero_share = 0.5
-min_rt_ms = 100
+min_trial_rt_ms = 100
 """
 
 MLDS_BLOCK = """

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
+from humanlike.analysis.exclusions import ExclusionRules
 from humanlike.server.codebook import codebook
 from humanlike.server.extensions import db
 from humanlike.server.models import Event, Experiment, Participant, Stimulus, Trial
@@ -112,21 +113,14 @@ def stimulus_frame(exp: Experiment) -> pd.DataFrame:
     )
 
 
-def exclusion_rules(spec_exclusion: dict) -> dict:
-    """The spec's ``[exclusion]`` table as ``humanlike.analysis.ratings.ExclusionRules`` fields."""
-    rules = dict(spec_exclusion)
-    rules["min_trial_rt_ms"] = rules.pop("min_rt_ms", 100.0)
-    return rules
-
-
 def rating_qc(ratings: pd.DataFrame, stimuli: pd.DataFrame, participants: pd.DataFrame,
-              rules: dict) -> pd.DataFrame:
+              rules: ExclusionRules) -> pd.DataFrame:
     """Per-participant QC and exclusions, computed by the analysis package (one implementation)."""
     from humanlike.analysis.ratings.data import attach_stimuli, clean_ratings, participant_qc
 
     main = ratings[~ratings["practice"]].drop(columns=["stimulus_kind"])
     frame = attach_stimuli(main, stimuli)
-    frame = clean_ratings(frame, rules["min_trial_rt_ms"])
+    frame = clean_ratings(frame, rules.min_trial_rt_ms)
     qc = participant_qc(frame, participants, rules, respect_export_exclusions=False)
     return qc.rename(columns={"repeat_r": "repeat_reliability", "n_trials": "n_rating_trials"})
 
@@ -157,7 +151,8 @@ def participant_frame(exp: Experiment, trials: pd.DataFrame, ratings: pd.DataFra
     frame["n_stored"] = frame["participant"].map(stored).fillna(0).astype(int)
     frame["excluded"], frame["exclusion_reasons"] = False, ""
     if not ratings.empty:
-        qc = rating_qc(ratings, stimuli, frame, exclusion_rules(exp.spec.get("exclusion", {})))
+        rules = ExclusionRules.from_mapping(exp.spec.get("exclusion", {}))
+        qc = rating_qc(ratings, stimuli, frame, rules)
         frame = frame.drop(columns=["excluded", "exclusion_reasons"]).merge(
             qc, on="participant", how="left")
         frame["excluded"] = frame["excluded"].fillna(False).astype(bool)

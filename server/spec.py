@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from humanlike.analysis.exclusions import ExclusionRules
+
 TrialType = Literal["rating", "triad", "classification"]
 Kind = Literal["natural", "controversial", "mlds", "catch"]
 
@@ -81,18 +83,9 @@ class DebriefQuestion(_Strict):
     options: list[str] | None = None
 
 
-class Exclusion(_Strict):
-    """QC thresholds; a participant failing any is excluded with that reason in the export."""
-
-    min_catch_accuracy: Annotated[float, Field(ge=0, le=1)] | None = None
-    min_natural_accuracy: Annotated[float, Field(ge=0, le=1)] | None = None
-    min_repeat_reliability: Annotated[float, Field(ge=-1, le=1)] | None = None
-    max_all_zero_share: Annotated[float, Field(ge=0, le=1)] | None = None
-    min_median_rt_ms: Annotated[float, Field(ge=0)] | None = None
-    max_median_rt_ms: Annotated[float, Field(ge=0)] | None = None
-    min_completion_s: Annotated[float, Field(ge=0)] | None = None
-    max_completion_s: Annotated[float, Field(ge=0)] | None = None
-    min_rt_ms: Annotated[float, Field(ge=0)] = 100.0
+#: The ``[exclusion]`` table: QC thresholds, one definition with the analysis (a participant failing
+#: any is excluded with that reason in the export; ``min_rt_ms`` is a deprecated alias).
+Exclusion = ExclusionRules
 
 
 class ExperimentSpec(_Strict):

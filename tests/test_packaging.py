@@ -30,7 +30,8 @@ def test_the_wheel_holds_one_namespace_with_static_files_templates_and_migration
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/")[0] for n in names if not n.startswith("humanlike-")}
     assert top == {"humanlike"}, top  # no generic top-level `server` or `analysis`
-    for needed in ("humanlike/server/__init__.py", "humanlike/analysis/__init__.py",
+    for needed in ("humanlike/cli/__init__.py", "humanlike/cli/analyze_ratings.py",
+                   "humanlike/server/__init__.py", "humanlike/analysis/__init__.py",
                    "humanlike/stimuli/__init__.py", "humanlike/deploy/__init__.py",
                    "humanlike/static/js/runner.js", "humanlike/static/js/plugins/rating.js",
                    "humanlike/templates/task.html", "humanlike/migrations/env.py",

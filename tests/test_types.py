@@ -17,9 +17,10 @@ def test_mypy_is_clean_on_analysis_and_server(tmp_path):
     (package / "__init__.py").write_text((REPO / "humanlike" / "__init__.py").read_text())
     for folder in ("analysis", "server", "stimuli", "deploy"):
         (package / folder).symlink_to(REPO / folder, target_is_directory=True)
+    (package / "cli").symlink_to(REPO / "humanlike" / "cli", target_is_directory=True)
     result = subprocess.run(
         [sys.executable, "-m", "mypy", "--ignore-missing-imports", "--no-incremental",
-         "-p", "humanlike.analysis", "-p", "humanlike.server"],
+         "-p", "humanlike.analysis", "-p", "humanlike.server", "-p", "humanlike.cli"],
         cwd=tmp_path, capture_output=True, text=True, check=False,
     )
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]

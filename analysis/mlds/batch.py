@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -90,6 +91,30 @@ class ScaleFits:
             out["ci_low"] = self.ci_low.ravel()
             out["ci_high"] = self.ci_high.ravel()
         return out
+
+    def summary(self, label: str = "pooled") -> str:
+        """How many ``label`` scales were fitted, from how many trials, and how many converged."""
+        ok = self.converged & self.identified
+        if not ok.any():
+            return f"{len(self.keys)} {label} scale(s); none converged"
+        return (
+            f"{len(self.keys)} {label} scale(s) from {int(self.n_trials.sum())} trials; "
+            f"{int(ok.sum())} converged; median sigma {np.nanmedian(self.sigma[ok]):.3g}"
+        )
+
+    def save(self, out_dir: str | Path, label: str = "sequence") -> list[Path]:
+        """Write ``scales_by_<label>.csv`` (:meth:`to_frame`) and ``fits_by_<label>.csv``
+        (:meth:`summary_frame` plus the skewness of each standard scale)."""
+        from humanlike.analysis.mlds.psychophysical import scale_skewness  # imports this module
+
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        summary = self.summary_frame()
+        summary["skewness"] = scale_skewness(self.scale_std)
+        scales_path, fits_path = out / f"scales_by_{label}.csv", out / f"fits_by_{label}.csv"
+        self.to_frame().to_csv(scales_path, index=False)
+        summary.to_csv(fits_path, index=False)
+        return [scales_path, fits_path]
 
 
 def scales_from_coef(coef: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

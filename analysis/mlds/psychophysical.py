@@ -12,8 +12,10 @@ the score in context (the study's Table 1).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -34,6 +36,32 @@ class PsychophysicalScore:
     n_sequences: int
     confidence_level: float
     bootstrap_distribution: np.ndarray = field(repr=False)
+
+    def summary(self) -> str:
+        """rho with its CI, the number of sequences and the p-value, on one line."""
+        low, high = self.ci
+        return (
+            f"Psychophysical-Score rho = {self.rho:.3f} [{low:.3f}, {high:.3f}] "
+            f"({self.confidence_level:.0%} CI) over {self.n_sequences} sequences; "
+            f"p = {self.p_value:.3g}"
+        )
+
+    def save(self, out_dir: str | Path) -> list[Path]:
+        """Write ``psychophysical_score.json`` (rho, CI, p-value, sequences, confidence level)."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        low, high = self.ci
+        record = {
+            "rho": float(self.rho),
+            "ci_low": float(low),
+            "ci_high": float(high),
+            "p_value": float(self.p_value),
+            "n_sequences": int(self.n_sequences),
+            "confidence_level": float(self.confidence_level),
+        }
+        path = out / "psychophysical_score.json"
+        path.write_text(json.dumps(record, indent=2) + "\n")
+        return [path]
 
 
 def scale_skewness(scale_std: np.ndarray) -> np.ndarray:

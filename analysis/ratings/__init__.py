@@ -3,6 +3,12 @@
 The public API of the subpackage; figures live in ``plots`` (imported lazily: matplotlib).
 """
 
+from humanlike.analysis.exclusions import (
+    ExclusionRules as ExclusionRules,
+)
+from humanlike.analysis.exclusions import (
+    as_rules as as_rules,
+)
 from humanlike.analysis.ratings.analysis import (
     RatingsAnalysis as RatingsAnalysis,
 )
@@ -73,13 +79,7 @@ from humanlike.analysis.ratings.ceilings import (
     upper_bound_optimized as upper_bound_optimized,
 )
 from humanlike.analysis.ratings.data import (
-    ExclusionRules as ExclusionRules,
-)
-from humanlike.analysis.ratings.data import (
     RatingArray as RatingArray,
-)
-from humanlike.analysis.ratings.data import (
-    as_rules as as_rules,
 )
 from humanlike.analysis.ratings.data import (
     attach_stimuli as attach_stimuli,

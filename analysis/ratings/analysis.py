@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
 
+from humanlike.analysis.exclusions import ExclusionRules, as_rules
 from humanlike.analysis.ratings.bootstrap import SUBSETS, RatingsBootstrap, bootstrap_ratings
 from humanlike.analysis.ratings.data import (
-    ExclusionRules,
     RatingArray,
-    as_rules,
     clean_ratings,
     participant_qc,
     rating_array,
@@ -31,9 +33,13 @@ class RatingsAnalysis:
     split_half: SplitHalfReliability
     bootstrap: RatingsBootstrap
     rules: ExclusionRules
+    settings: Mapping[str, object] = field(default_factory=dict)
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        """Named result tables: qc, scores, noise_ceiling, comparisons, per_participant, ..."""
+        """Named result tables: qc, scores, noise_ceiling, comparisons, per_participant, ...
+
+        ``reliability`` describes the analysed participants (the excluded are only in ``qc``)."""
+        analysed_repeat_r = self.qc.loc[~self.qc["excluded"].astype(bool), "repeat_r"]
         tables = {
             "qc": self.qc,
             "scores": self.bootstrap.scores,
@@ -47,8 +53,8 @@ class RatingsAnalysis:
                     {"measure": "n_splits", "value": self.split_half.n_splits},
                     {
                         "measure": "median_repeat_r",
-                        "value": float(np.nanmedian(self.qc["repeat_r"]))
-                        if self.qc["repeat_r"].notna().any()
+                        "value": float(np.nanmedian(analysed_repeat_r))
+                        if analysed_repeat_r.notna().any()
                         else np.nan,
                     },
                 ]
@@ -57,6 +63,84 @@ class RatingsAnalysis:
         if self.bootstrap.calibration is not None:
             tables["calibration"] = self.bootstrap.calibration
         return tables
+
+    def summary_record(self, sources: Mapping[str, str] | None = None) -> dict[str, object]:
+        """What ``summary.json`` holds: inputs, counts, settings, rules and reliability."""
+        return {
+            **(sources or {}),
+            "participants": len(self.qc),
+            "excluded": int(self.qc["excluded"].sum()),
+            "analysed_participants": len(self.ratings.participants),
+            "stimuli": {
+                kind: self.ratings.kinds.count(kind) for kind in sorted(set(self.ratings.kinds))
+            },
+            "categories": len(self.ratings.categories),
+            "missing_share": float(1.0 - self.ratings.observed.mean()),
+            **self.settings,
+            "rules": self.rules.active(),
+            "split_half_spearman_brown": self.split_half.spearman_brown,
+            "upper_bound_shift": self.bootstrap.upper_bound_shift,
+        }
+
+    def summary(self) -> str:
+        """Participants analysed, reliability, and per subset the noise ceiling and model scores."""
+        record = self.summary_record()
+        lines = [
+            f"{record['analysed_participants']} of {record['participants']} participants analysed "
+            f"({record['excluded']} excluded); split-half reliability (Spearman-Brown) "
+            f"{self.split_half.spearman_brown:.3f}"
+        ]
+        scores = self.bootstrap.scores.query("metric == 'pearson_r'")
+        ceilings = self.bootstrap.ceilings.query("metric == 'pearson_r'").set_index(
+            ["subset", "bound"]
+        )
+        for key, rows in scores.groupby("subset", sort=False):
+            subset = cast(str, key)
+            # one row each of the (subset, bound) index: a Series, not the scalar the stubs assume
+            low = cast(pd.Series, ceilings.loc[(subset, "lower")])
+            high = cast(pd.Series, ceilings.loc[(subset, "upper")])
+            lines.append(
+                f"[{subset}] noise ceiling r: lower {low['estimate']:.3f} "
+                f"[{low['ci_low']:.3f}, {low['ci_high']:.3f}], upper {high['estimate']:.3f}"
+            )
+            for row in rows.sort_values("estimate", ascending=False).itertuples():
+                lines.append(
+                    f"  {row.model:<24} r = {row.estimate:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}]"
+                )
+        return "\n".join(lines)
+
+    def save(self, out_dir: str | Path, sources: Mapping[str, str] | None = None) -> list[Path]:
+        """Write the :meth:`tables` as CSV, the score / reliability / RT figures as PNG and
+        ``summary.json`` (``sources``, e.g. the input paths, first) into ``out_dir``."""
+        import matplotlib.pyplot as plt
+
+        from humanlike.analysis.ratings.plots import (
+            plot_model_scores,
+            plot_repeat_reliability,
+            plot_rt_histograms,
+        )
+
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, table in self.tables().items():
+            table.to_csv(out / f"{name}.csv", index=False)
+            written.append(out / f"{name}.csv")
+        figures = {}
+        for subset in sorted(set(self.bootstrap.scores["subset"])):
+            for metric, suffix in (("pearson_r", ""), ("mse", "_mse")):
+                figures[f"scores_{subset}{suffix}.png"] = plot_model_scores(
+                    self.bootstrap, subset, metric
+                )
+        figures["repeat_reliability.png"] = plot_repeat_reliability(self.cleaned)
+        figures["rt_histograms.png"] = plot_rt_histograms(self.cleaned, self.rules.min_trial_rt_ms)
+        for name, figure in figures.items():
+            figure.savefig(out / name, dpi=150)
+            plt.close(figure)
+            written.append(out / name)
+        path = out / "summary.json"
+        path.write_text(json.dumps(self.summary_record(sources), indent=2) + "\n")
+        return [*written, path]
 
 
 def analyze_ratings(
@@ -109,4 +193,11 @@ def analyze_ratings(
         progress=progress,
         bias_correct_bounds=bias_correct_bounds,
     )
-    return RatingsAnalysis(cleaned, qc, ratings, split_half, bootstrap, rules)
+    settings = {
+        "n_resamples": n_resamples,
+        "confidence_level": confidence_level,
+        "seed": random_state if isinstance(random_state, int) else None,
+        "calibrate": calibrate,
+        "bias_correct_bounds": bias_correct_bounds,
+    }
+    return RatingsAnalysis(cleaned, qc, ratings, split_half, bootstrap, rules, settings)

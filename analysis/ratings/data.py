@@ -8,7 +8,6 @@ format of Golan, Raju & Kriegeskorte (2020), read by :mod:`humanlike.analysis.io
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
+from humanlike.analysis.exclusions import ExclusionRules, as_rules
 from humanlike.analysis.ratings.reliability import repeat_reliability
 
 REQUIRED_COLUMNS = ("participant", "stimulus", "category", "rating")
@@ -31,104 +31,26 @@ STIMULUS_METADATA = (
 _KIND_ORDER = {"natural": 0, "controversial": 1, "catch": 2}
 
 
-@dataclass(frozen=True)
-class ExclusionRules:
-    """Trial cleaning threshold and participant exclusion rules (``None`` switches a rule off).
-
-    Build it from the experiment spec's mapping with :meth:`from_mapping`; every key is a field name.
-    """
-
-    min_trial_rt_ms: float | None = 100.0
-    min_natural_accuracy: float | None = None
-    min_catch_accuracy: float | None = None
-    min_repeat_reliability: float | None = None
-    max_all_zero_share: float | None = None
-    min_median_rt_ms: float | None = None
-    max_median_rt_ms: float | None = None
-    min_completion_s: float | None = None
-    max_completion_s: float | None = None
-
-    @classmethod
-    def from_mapping(cls, mapping: Mapping[str, object] | None) -> ExclusionRules:
-        """Rules from a plain dict; unknown keys and non-numeric values raise ``ValueError``."""
-        if mapping is None:
-            return cls()
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(mapping) - names)
-        if unknown:
-            raise ValueError(f"unknown exclusion rule(s) {unknown}; known rules: {sorted(names)}")
-        values: dict[str, float | None] = {}
-        for key, value in mapping.items():
-            if value is None:
-                values[key] = None
-                continue
-            try:
-                values[key] = float(value)  # type: ignore[arg-type]
-            except (TypeError, ValueError):
-                raise ValueError(
-                    f"exclusion rule {key!r} must be a number, got {value!r}"
-                ) from None
-        return cls(**values)
-
-
-def as_rules(rules: ExclusionRules | Mapping[str, object] | None) -> ExclusionRules:
-    """Accept an :class:`ExclusionRules`, a plain mapping or ``None`` (defaults)."""
-    if isinstance(rules, ExclusionRules):
-        return rules
-    return ExclusionRules.from_mapping(rules)
-
-
 # --------------------------------------------------------------------------- loading
 
 
 def load_ratings(path: str | Path) -> pd.DataFrame:
     """The tidy rating frame from an export folder, a ratings CSV/Parquet, or a Golan et al. CSV.
 
-    An export folder contributes ``ratings.{parquet,csv}`` joined with ``stimuli.{parquet,csv}``
-    (``true_class`` and targeted models). A file whose columns include ``subject code`` is read as the
-    Golan et al. (2020) long format.
+    Read by :mod:`humanlike.analysis.io.export`: practice trials out, ``stimuli`` metadata (kind,
+    ``true_class``, targeted models) joined; a file whose columns include ``subject code`` is read
+    as the Golan et al. (2020) long format.
     """
-    from humanlike.analysis.io.golan import golan_to_tidy, is_golan_frame
+    from humanlike.analysis.io.export import read_export
 
-    path = Path(path)
-    if path.is_dir():
-        ratings = _read_table(path, "ratings")
-        if ratings is None:
-            raise ValueError(f"{path} holds no ratings.csv or ratings.parquet")
-        stimuli = _read_table(path, "stimuli")
-        if stimuli is not None:
-            ratings = attach_stimuli(ratings, stimuli)
-        return validate_ratings(ratings)
-    if not path.is_file():
-        raise ValueError(f"ratings input {path} does not exist")
-    frame = _read_file(path)
-    if is_golan_frame(frame):
-        return validate_ratings(golan_to_tidy(frame))
-    return validate_ratings(frame)
+    return read_export(path, table="ratings").ratings()
 
 
 def load_participants(path: str | Path) -> pd.DataFrame | None:
     """``participants.csv``/``.parquet`` of an export folder (or next to a ratings file), if present."""
-    path = Path(path)
-    folder = path if path.is_dir() else path.parent
-    return _read_table(folder, "participants")
+    from humanlike.analysis.io.export import read_export
 
-
-def _read_table(folder: Path, stem: str) -> pd.DataFrame | None:
-    for suffix in (".parquet", ".csv"):
-        candidate = folder / f"{stem}{suffix}"
-        if candidate.is_file():
-            return _read_file(candidate)
-    return None
-
-
-def _read_file(path: Path) -> pd.DataFrame:
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        return pd.read_parquet(path)
-    if suffix in (".csv", ".txt", ".gz"):
-        return pd.read_csv(path, dtype={"participant": str, "stimulus": str, "category": str})
-    raise ValueError(f"{path}: expected a .csv or .parquet file")
+    return read_export(path, table="ratings").participants
 
 
 def attach_stimuli(ratings: pd.DataFrame, stimuli: pd.DataFrame) -> pd.DataFrame:

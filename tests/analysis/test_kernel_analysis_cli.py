@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from humanlike.analysis.kernel.protocol import balanced_subsets, kernel_analysis_protocol
-from humanlike.server.cli import main
+from humanlike.cli import main
 
 N_PER_CLASS, CLASSES = 15, ("cat", "dog", "car")
 

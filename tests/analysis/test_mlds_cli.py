@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from humanlike.analysis.data_paths import shared_data_dir
 from humanlike.analysis.mlds.estimator import MLDS
 from humanlike.analysis.mlds.simulate import simulate_responses
-from humanlike.server.cli import main
+from humanlike.cli import main
 from humanlike.stimuli.mlds_design import triad_design
 
 

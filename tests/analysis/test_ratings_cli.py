@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from humanlike.analysis.ratings.simulation import simulate_rating_experiment
-from humanlike.server.cli import main
+from humanlike.cli import main
 
 
 @pytest.fixture(scope="module")

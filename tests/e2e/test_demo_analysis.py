@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 from click.testing import CliRunner
 
+from humanlike.cli import main
 from humanlike.server import create_app, database, experiments
-from humanlike.server.cli import main
 from humanlike.server.export import write_export
 
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from humanlike.analysis.data_paths import shared_data_dir
-from humanlike.server.cli import main
+from humanlike.cli import main
 
 EDGE = shared_data_dir() / "model-vs-human" / "raw-data" / "edge"
 

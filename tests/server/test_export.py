@@ -90,7 +90,7 @@ def test_failing_catch_trials_excludes_with_the_reason(app, tmp_path):
 
 
 def test_export_cli_names_an_unknown_experiment(app, database_url, tmp_path, monkeypatch):
-    from humanlike.server.cli import main
+    from humanlike.cli import main
 
     monkeypatch.setenv("HUMANLIKE_INSTANCE", str(tmp_path))
     result = CliRunner().invoke(main, ["export", "nope", "--out", str(tmp_path / "o"),

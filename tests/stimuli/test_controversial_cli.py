@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from humanlike.server.commands.stimuli_controversial import command
+from humanlike.cli.stimuli_controversial import command
 from humanlike.stimuli.demo_models import demo_models
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 from click.testing import CliRunner
 from PIL import Image
 
-from humanlike.server.cli import main
+from humanlike.cli import main
 
 
 def test_cli_makes_sequences_from_a_folder_with_mask_files(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from humanlike.server.commands.app_context import database_option, make_app
+from humanlike.cli.app_context import database_option, make_app
 
 
 @click.command("serve")

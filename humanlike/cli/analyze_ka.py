@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from humanlike.analysis.kernel.analysis import analyze_kernels
 from humanlike.analysis.kernel.inputs import (
     FeatureTable,
     attach_labels,
@@ -17,13 +18,7 @@ from humanlike.analysis.kernel.inputs import (
     read_labels,
     read_neural,
 )
-from humanlike.analysis.kernel.plots import (
-    auc_table,
-    auc_table_markdown,
-    curves_table,
-    save_ka_figure,
-)
-from humanlike.analysis.kernel.protocol import balanced_subsets, kernel_analysis_protocol
+from humanlike.analysis.kernel.protocol import balanced_subsets
 
 
 def _load_torch_model(spec: str):
@@ -236,46 +231,17 @@ def command(
         subsets = balanced_subsets(
             labels, n_subsets=n_subsets, fraction=fraction, random_state=seed
         )
-        dtype = np.float32 if use_float32 else np.float64
-        results = {
-            t.name: kernel_analysis_protocol(t.X, labels, subsets=subsets, quantiles=q, dtype=dtype)
-            for t in tqdm(tables, desc="kernel analysis", unit="representation")
-        }
+        result = analyze_kernels(
+            tables,
+            labels,
+            subsets,
+            quantiles=q,
+            dtype=np.float32 if use_float32 else np.float64,
+            progress=lambda items: tqdm(items, desc="kernel analysis", unit="representation"),
+        )
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
-    table = _write_outputs(out_dir, results, tables[0].ids, labels, subsets)
-    click.echo(auc_table_markdown(table), nl=False)
-    click.echo(f"wrote {', '.join(OUTPUTS)} to {out_dir}")
+    written = result.save(out_dir)
+    click.echo(result.summary(), nl=False)
+    click.echo(f"wrote {', '.join(path.name for path in written)} to {out_dir}")
 
-
-OUTPUTS = (
-    "ka_curves.csv",
-    "ka_auc.csv",
-    "ka_auc_subsets.csv",
-    "ka_subsets.csv",
-    "ka_auc.md",
-    "ka_curves.png",
-)
-
-
-def _write_outputs(out_dir: Path, results, ids, labels, subsets) -> pd.DataFrame:
-    """Write curves, AUC tables, subset membership and the figure; return the AUC table."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    curves_table(results).to_csv(out_dir / "ka_curves.csv", index=False)
-    table = auc_table(results)
-    table.to_csv(out_dir / "ka_auc.csv", index=False)
-    pd.DataFrame(
-        [(name, s, auc) for name, r in results.items() for s, auc in enumerate(r.aucs)],
-        columns=["representation", "subset", "auc"],
-    ).to_csv(out_dir / "ka_auc_subsets.csv", index=False)
-    flat = subsets.ravel()
-    pd.DataFrame(
-        {
-            "subset": np.repeat(np.arange(subsets.shape[0]), subsets.shape[1]),
-            "image": ids[flat],
-            "label": labels[flat],
-        }
-    ).to_csv(out_dir / "ka_subsets.csv", index=False)
-    (out_dir / "ka_auc.md").write_text(auc_table_markdown(table))
-    save_ka_figure(results, out_dir / "ka_curves.png")
-    return table

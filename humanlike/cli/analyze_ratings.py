@@ -1,7 +1,8 @@
 """``humanlike analyze ratings``: noise ceiling, model scores, bootstrap tests and figures for ratings.
 
 EXPORT is an export folder (``ratings.csv``/``.parquet`` + ``stimuli`` + ``participants``), a ratings
-CSV/Parquet file, or a human-response CSV in the Golan et al. (2020) long format. RESPONSES is the
+CSV/Parquet file, or a human-response CSV in the Golan et al. (2020) long format, read by
+:mod:`humanlike.analysis.io.export` (practice trials out, the export's exclusions applied). RESPONSES is the
 model-responses frame (``model, stimulus, category, probability[, logit]``) or a Golan model CSV.
 """
 
@@ -10,22 +11,15 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import cast
 
 import click
-import matplotlib.pyplot as plt
-import pandas as pd
 from tqdm import tqdm
 
+from humanlike.analysis.exclusions import ExclusionRules
+from humanlike.analysis.io.export import read_export
 from humanlike.analysis.ratings.analysis import analyze_ratings
-from humanlike.analysis.ratings.data import ExclusionRules, load_participants, load_ratings
-from humanlike.analysis.ratings.plots import (
-    plot_model_scores,
-    plot_repeat_reliability,
-    plot_rt_histograms,
-)
 from humanlike.analysis.ratings.scores import load_model_responses
-from humanlike.server.commands.options import alpha_option, confidence_option
+from humanlike.cli.options import alpha_option, confidence_option
 
 
 def _rules(rules_file: Path | None, overrides: tuple[str, ...]) -> ExclusionRules:
@@ -103,6 +97,8 @@ def _rules(rules_file: Path | None, overrides: tuple[str, ...]) -> ExclusionRule
 )
 @click.option(
     "--ignore-export-exclusions",
+    "--include-excluded",
+    "ignore_export_exclusions",
     is_flag=True,
     help="Re-include participants that participants.csv marks as excluded.",
 )
@@ -124,8 +120,8 @@ def command(
     """Score models against human ratings in EXPORT with a noise ceiling and bootstrap CIs."""
     rules = _rules(rules_file, rule_overrides)
     try:
-        frame = load_ratings(export)
-        participants = load_participants(export)
+        data = read_export(export, table="ratings", include_excluded=ignore_export_exclusions)
+        frame = data.ratings()
         models = load_model_responses(responses)
     except ValueError as error:
         raise click.ClickException(str(error)) from None
@@ -134,7 +130,7 @@ def command(
             result = analyze_ratings(
                 frame,
                 models,
-                participants=participants,
+                participants=data.participants,
                 rules=rules,
                 n_resamples=n_resamples,
                 confidence_level=confidence,
@@ -143,71 +139,14 @@ def command(
                 random_state=seed,
                 n_jobs=n_jobs,
                 progress=bar.update,
-                respect_export_exclusions=not ignore_export_exclusions,
+                respect_export_exclusions=not data.include_excluded,
                 bias_correct_bounds=bias_correct_bounds,
             )
         except ValueError as error:
             raise click.ClickException(str(error)) from None
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for name, table in result.tables().items():
-        table.to_csv(out_dir / f"{name}.csv", index=False)
-    figures = {}
-    for subset in sorted(set(result.bootstrap.scores["subset"])):
-        for metric, suffix in (("pearson_r", ""), ("mse", "_mse")):
-            figures[f"scores_{subset}{suffix}.png"] = plot_model_scores(
-                result.bootstrap, subset, metric
-            )
-    figures["repeat_reliability.png"] = plot_repeat_reliability(result.cleaned)
-    figures["rt_histograms.png"] = plot_rt_histograms(result.cleaned, rules.min_trial_rt_ms)
-    for name, figure in figures.items():
-        figure.savefig(out_dir / name, dpi=150)
-        plt.close(figure)
-
-    scores = result.bootstrap.scores.query("metric == 'pearson_r'")
-    ceilings = result.bootstrap.ceilings.query("metric == 'pearson_r'").set_index(
-        ["subset", "bound"]
-    )
-    summary = {
-        "export": str(export),
-        "models": str(responses),
-        "participants": len(result.qc),
-        "excluded": int(result.qc["excluded"].sum()),
-        "analysed_participants": len(result.ratings.participants),
-        "stimuli": {
-            kind: result.ratings.kinds.count(kind) for kind in sorted(set(result.ratings.kinds))
-        },
-        "categories": len(result.ratings.categories),
-        "missing_share": float(1.0 - result.ratings.observed.mean()),
-        "n_resamples": n_resamples,
-        "confidence_level": confidence,
-        "seed": seed,
-        "calibrate": calibrate,
-        "bias_correct_bounds": bias_correct_bounds,
-        "rules": {k: v for k, v in vars(rules).items() if v is not None},
-        "split_half_spearman_brown": result.split_half.spearman_brown,
-        "upper_bound_shift": result.bootstrap.upper_bound_shift,
-    }
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-
+    written = result.save(out_dir, sources={"export": str(export), "models": str(responses)})
+    click.echo(result.summary())
+    n_figures = sum(path.suffix == ".png" for path in written)
     click.echo(
-        f"{summary['analysed_participants']} of {summary['participants']} participants analysed "
-        f"({summary['excluded']} excluded); split-half reliability (Spearman-Brown) "
-        f"{result.split_half.spearman_brown:.3f}"
-    )
-    for key, rows in scores.groupby("subset", sort=False):
-        subset = cast(str, key)
-        # one row each of the (subset, bound) index: a Series, not the scalar the stubs assume
-        low = cast(pd.Series, ceilings.loc[(subset, "lower")])
-        high = cast(pd.Series, ceilings.loc[(subset, "upper")])
-        click.echo(
-            f"[{subset}] noise ceiling r: lower {low['estimate']:.3f} "
-            f"[{low['ci_low']:.3f}, {low['ci_high']:.3f}], upper {high['estimate']:.3f}"
-        )
-        for row in rows.sort_values("estimate", ascending=False).itertuples():
-            click.echo(
-                f"  {row.model:<24} r = {row.estimate:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}]"
-            )
-    click.echo(
-        f"wrote {len(result.tables())} tables, {len(figures)} figures and summary.json to {out_dir}"
+        f"wrote {len(result.tables())} tables, {n_figures} figures and summary.json to {out_dir}"
     )

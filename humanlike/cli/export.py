@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from humanlike.server.commands.app_context import database_option, make_app
+from humanlike.cli.app_context import database_option, make_app
 
 
 @click.command("export")

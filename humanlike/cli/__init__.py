@@ -1,4 +1,7 @@
-"""The ``humanlike`` command line: serve, demo, db, create-admin, export, analyze, stimuli."""
+"""The ``humanlike`` command line: serve, demo, db, create-admin, export, analyze, stimuli.
+
+One module per command next to this one, imported only when the command runs (``--help`` stays
+fast and never imports torch or matplotlib)."""
 
 from __future__ import annotations
 
@@ -27,11 +30,11 @@ class LazyGroup(click.Group):
 @click.group(
     cls=LazyGroup,
     lazy_commands={
-        "serve": "humanlike.server.commands.serve:command",
-        "demo": "humanlike.server.commands.demo:command",
-        "db": "humanlike.server.commands.db:command",
-        "create-admin": "humanlike.server.commands.create_admin:command",
-        "export": "humanlike.server.commands.export:command",
+        "serve": "humanlike.cli.serve:command",
+        "demo": "humanlike.cli.demo:command",
+        "db": "humanlike.cli.db:command",
+        "create-admin": "humanlike.cli.create_admin:command",
+        "export": "humanlike.cli.export:command",
     },
 )
 @click.version_option(package_name="humanlike")
@@ -42,10 +45,10 @@ def main() -> None:
 @main.group(
     cls=LazyGroup,
     lazy_commands={
-        "ec": "humanlike.server.commands.analyze_ec:command",
-        "ratings": "humanlike.server.commands.analyze_ratings:command",
-        "mlds": "humanlike.server.commands.analyze_mlds:command",
-        "ka": "humanlike.server.commands.analyze_ka:command",
+        "ec": "humanlike.cli.analyze_ec:command",
+        "ratings": "humanlike.cli.analyze_ratings:command",
+        "mlds": "humanlike.cli.analyze_mlds:command",
+        "ka": "humanlike.cli.analyze_ka:command",
     },
 )
 def analyze() -> None:
@@ -55,8 +58,8 @@ def analyze() -> None:
 @main.group(
     cls=LazyGroup,
     lazy_commands={
-        "mlds": "humanlike.server.commands.stimuli_mlds:command",
-        "controversial": "humanlike.server.commands.stimuli_controversial:command",
+        "mlds": "humanlike.cli.stimuli_mlds:command",
+        "controversial": "humanlike.cli.stimuli_controversial:command",
     },
 )
 def stimuli() -> None:

@@ -1,0 +1,165 @@
+"""The whole error-consistency analysis in one call: kappa matrix with CIs, independence tests
+(Holm-Sidak corrected), model comparisons; the result prints and saves itself."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import numpy as np
+import pandas as pd
+
+from humanlike.analysis.error_consistency.matrix import KappaMatrix, kappa_matrix
+from humanlike.analysis.error_consistency.significance import (
+    compare_models,
+    holm_sidak,
+    independence_pvalues,
+)
+
+COLUMNS = ("observer", "stimulus", "correct", "group", "condition", "experiment")
+
+
+def file_slug(name: object) -> str:
+    """A name safe in a file name (runs of other characters become '-'; empty becomes 'all')."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(name)).strip("-") or "all"
+
+
+@dataclass(frozen=True)
+class ErrorConsistencyAnalysis:
+    """Kappa matrix, pairs with independence p-values (raw and Holm-Sidak), model comparisons."""
+
+    kappa: KappaMatrix
+    pairs: pd.DataFrame
+    comparisons: pd.DataFrame | None
+    confidence_level: float
+
+    @property
+    def n_models(self) -> int:
+        """Observers of group 'model'."""
+        return int((self.kappa.observers["group"] == "model").sum())
+
+    def summary(self) -> str:
+        """One line per experiment and statistic: kappa with its CI."""
+        summary = self.kappa.summary
+        lines = []
+        for _, row in summary[summary["level"] == "experiment"].iterrows():
+            label = row["statistic"] if not row["model"] else f"{row['model']} vs humans"
+            ci = f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]" if "ci_low" in row else ""
+            lines.append(f"  {row['experiment']}: {label} kappa = {row['kappa']:.5f}{ci}")
+        return "\n".join(lines)
+
+    def save(self, out_dir: str | Path, figures: bool = True) -> list[Path]:
+        """Write pairs.csv, summary.csv, model_comparisons.csv (two or more models) and per
+        experiment matrix_<experiment>.csv and (``figures``) its heatmap, c_exp/c_obs scatter and,
+        with models, EC per model as PNG."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        self.pairs.to_csv(out / "pairs.csv", index=False)
+        self.kappa.summary.to_csv(out / "summary.csv", index=False)
+        written = [out / "pairs.csv", out / "summary.csv"]
+        if self.comparisons is not None:
+            self.comparisons.to_csv(out / "model_comparisons.csv", index=False)
+            written.append(out / "model_comparisons.csv")
+        for experiment in sorted(self.pairs["experiment"].unique()):
+            slug = file_slug(experiment)
+            self.kappa.matrix(experiment).to_csv(out / f"matrix_{slug}.csv")
+            written.append(out / f"matrix_{slug}.csv")
+            if figures:
+                written += self._save_figures(experiment, slug, out)
+        return written
+
+    def _save_figures(self, experiment: str, slug: str, out: Path) -> list[Path]:
+        from humanlike.analysis.error_consistency import plots  # matplotlib only for figures
+
+        drawn = {
+            f"matrix_{slug}.png": plots.plot_kappa_matrix(self.kappa, experiment),
+            f"scatter_{slug}.png": plots.plot_consistency_scatter(
+                self.pairs[self.pairs["experiment"] == experiment],
+                confidence_level=self.confidence_level,
+            ),
+        }
+        if self.n_models > 0:
+            drawn[f"ec_per_model_{slug}.png"] = plots.plot_ec_per_model(self.kappa, experiment)
+        for name, figure in drawn.items():
+            figure.savefig(out / name, dpi=150)
+            plots.plt.close(figure)
+        return [out / name for name in drawn]
+
+
+def analyze_error_consistency(
+    frame: pd.DataFrame,
+    n_resamples: int = 10_000,
+    n_sim: int = 10_000,
+    confidence_level: float = 0.95,
+    alpha: float = 0.05,
+    degenerate: Literal["mvh", "strict"] = "mvh",
+    unbiased: bool = False,
+    random_state: int | np.random.Generator | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ErrorConsistencyAnalysis:
+    """Kappa of every observer pair with bootstrap CIs, the independence test of each pair
+    (Holm-Sidak over pairs at ``alpha``) and, with two or more models, the model comparisons.
+
+    ``frame`` has the standard columns ``observer, stimulus, correct, group, condition,
+    experiment``; one generator drives all resampling in that order.
+    """
+    rng = np.random.default_rng(random_state)
+    columns: dict[str, Any] = {c: c for c in COLUMNS}
+    step = progress or (lambda n: None)
+    kappa = kappa_matrix(
+        frame,
+        **columns,
+        degenerate=degenerate,
+        unbiased=unbiased,
+        n_boot=n_resamples,
+        confidence_level=confidence_level,
+        random_state=rng,
+    )
+    step(1)
+    pairs = kappa.pairs.copy()
+    pairs["p_independence"] = cast(np.ndarray, independence_pvalues(  # return_null=False
+        pairs["kappa"].to_numpy(),
+        np.rint(pairs["acc_a"] * pairs["n"]),
+        np.rint(pairs["acc_b"] * pairs["n"]),
+        pairs["n"].to_numpy(),
+        n_sim=n_sim,
+        degenerate=degenerate,
+        unbiased=unbiased,
+        random_state=rng,
+    ))
+    adjusted = holm_sidak(pairs["p_independence"].to_numpy(), alpha=alpha)
+    pairs["p_holm_sidak"] = adjusted.p_adjusted
+    pairs["significant"] = adjusted.reject
+    step(1)
+    comparisons = None
+    if int((kappa.observers["group"] == "model").sum()) >= 2:
+        comparisons = compare_models(
+            frame,
+            **columns,
+            n_boot=n_resamples,
+            confidence_level=confidence_level,
+            alpha=alpha,
+            degenerate=degenerate,
+            unbiased=unbiased,
+            random_state=rng,
+        )
+    step(1)
+    return ErrorConsistencyAnalysis(kappa, pairs, comparisons, confidence_level)
+
+
+def standard_trials(frame: pd.DataFrame) -> pd.DataFrame:
+    """Export classification trials as the standard columns (participants become observers of
+    group 'human' unless a ``group`` column says otherwise)."""
+    return pd.DataFrame(
+        {
+            "experiment": frame["experiment"] if "experiment" in frame.columns else "all",
+            "condition": frame["condition"] if "condition" in frame.columns else "all",
+            "observer": frame["participant"].astype(str),
+            "group": frame["group"] if "group" in frame.columns else "human",
+            "stimulus": frame["stimulus"].astype(str),
+            "correct": frame["correct"],
+        }
+    )
