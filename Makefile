@@ -44,7 +44,7 @@ demo: setup
 	$(HUMANLIKE) demo
 
 test: setup chromium js-test
-	$(VENV)/bin/ruff check analysis server stimuli deploy tests bench
+	$(VENV)/bin/ruff check humanlike analysis server stimuli deploy tests bench
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # the browser scripts: JSDoc types checked by TypeScript, unit tests in tests/js/ (vitest, happy-dom)
@@ -53,7 +53,7 @@ js-test: npm
 	npx vitest run
 
 lint: setup
-	$(VENV)/bin/ruff check analysis server stimuli deploy tests bench
+	$(VENV)/bin/ruff check humanlike analysis server stimuli deploy tests bench
 
 bench: setup
 	$(PY) bench/ingest.py
