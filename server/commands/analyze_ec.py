@@ -15,14 +15,18 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from humanlike.analysis.error_consistency.pairwise import (
+from humanlike.analysis import holm_sidak
+from humanlike.analysis.error_consistency import (
     compare_models,
-    holm_sidak,
     independence_pvalues,
     kappa_matrix,
 )
 from humanlike.analysis.io.model_vs_human import MVH_COLUMNS, read_model_vs_human
-from humanlike.server.commands.options import alpha_option, confidence_option
+from humanlike.server.commands.options import (
+    alpha_option,
+    confidence_option,
+    n_resamples_option,
+)
 
 _EXPORT_NAMES = ("classifications.parquet", "classifications.csv")
 _STANDARD = ["experiment", "condition", "observer", "group", "stimulus", "correct"]
@@ -137,13 +141,7 @@ def _slug(name: str) -> str:
     type=click.Path(path_type=Path),
     help="Folder for the CSVs and figures (created if needed).",
 )
-@click.option(
-    "--n-boot",
-    default=10_000,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Bootstrap resamples of stimuli.",
-)
+@n_resamples_option(10_000, "Bootstrap resamples of stimuli.")
 @click.option(
     "--n-sim",
     default=10_000,
@@ -173,7 +171,7 @@ def _slug(name: str) -> str:
 def command(
     trials: Path,
     out_dir: Path,
-    n_boot: int,
+    n_resamples: int,
     n_sim: int,
     confidence: float,
     alpha: float,
@@ -206,7 +204,7 @@ def command(
             **columns,
             degenerate=degenerate,
             unbiased=unbiased,
-            n_boot=n_boot,
+            n_resamples=n_resamples,
             confidence_level=confidence,
             random_state=rng,
         )
@@ -238,7 +236,7 @@ def command(
         comparisons = compare_models(
             frame,
             **columns,
-            n_boot=n_boot,
+            n_resamples=n_resamples,
             confidence_level=confidence,
             alpha=alpha,
             degenerate=degenerate,

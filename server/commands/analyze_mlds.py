@@ -12,7 +12,7 @@ from tqdm import tqdm
 
 from humanlike.analysis.mlds.batch import fit_many
 from humanlike.analysis.mlds.psychophysical import scale_skewness
-from humanlike.server.commands.options import confidence_option
+from humanlike.server.commands.options import confidence_option, n_resamples_option
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -27,12 +27,11 @@ def _read(path: Path) -> pd.DataFrame:
               help="Folder for the CSVs and the figure.")
 @click.option("--design", type=click.Choice(["triads", "quadruples"]), default="triads",
               show_default=True)
-@click.option("--n-boot", default=1000, show_default=True,
-              help="Parametric bootstrap replicates per pooled scale (0: no CIs).")
+@n_resamples_option(1000, "Parametric bootstrap replicates per pooled scale (0: no CIs).", 0)
 @confidence_option
 @click.option("--seed", default=0, show_default=True, help="Random seed of the bootstrap.")
 @click.option("--max-panels", default=12, show_default=True, help="Sequences shown in the figure.")
-def command(triads: Path, out_dir: Path, design: Literal["triads", "quadruples"], n_boot: int,
+def command(triads: Path, out_dir: Path, design: Literal["triads", "quadruples"], n_resamples: int,
             confidence: float, seed: int, max_panels: int) -> None:
     """Fit MLDS scales to TRIADS (the export's triads.csv/.parquet, or R's resp,S1,S2,S3[,S4]).
 
@@ -45,8 +44,8 @@ def command(triads: Path, out_dir: Path, design: Literal["triads", "quadruples"]
     df = _read(triads)
     by = "sequence" if "sequence" in df.columns else None
     try:
-        with tqdm(total=n_boot, desc="bootstrap", unit="rep", disable=n_boot == 0) as bar:
-            pooled = fit_many(df, by=by, design=design, n_boot=n_boot,
+        with tqdm(total=n_resamples, desc="bootstrap", unit="rep", disable=n_resamples == 0) as bar:
+            pooled = fit_many(df, by=by, design=design, n_resamples=n_resamples,
                               confidence_level=confidence, random_state=seed,
                               progress=bar.update)
         per_participant = None

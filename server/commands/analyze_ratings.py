@@ -25,7 +25,11 @@ from humanlike.analysis.ratings.plots import (
     plot_rt_histograms,
 )
 from humanlike.analysis.ratings.scores import load_model_responses
-from humanlike.server.commands.options import alpha_option, confidence_option
+from humanlike.server.commands.options import (
+    alpha_option,
+    confidence_option,
+    n_resamples_option,
+)
 
 
 def _rules(rules_file: Path | None, overrides: tuple[str, ...]) -> ExclusionRules:
@@ -66,7 +70,7 @@ def _rules(rules_file: Path | None, overrides: tuple[str, ...]) -> ExclusionRule
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder for the tables and figures.",
 )
-@click.option("--n-resamples", default=10_000, show_default=True, type=click.IntRange(min=1))
+@n_resamples_option(10_000, "Bootstrap resamples of participants and stimuli.")
 @confidence_option
 @alpha_option
 @click.option(
