@@ -453,7 +453,7 @@ def kappa_matrix(
     ``trials`` has one row per (observer, stimulus[, condition, experiment]); ``correct`` holds
     True/False or 0/1; ``group`` (optional) labels each observer ``human`` or ``model`` (all are
     humans without it). Kappa follows Geirhos et al. (2020, eq. 3) with the ``degenerate`` policy
-    of :func:`~humanlike.analysis.ec_kappa.kappa_from_rates`. With ``n_resamples > 0`` stimuli are
+    of :func:`~humanlike.analysis.error_consistency.kappa.kappa_from_rates`. With ``n_resamples > 0`` stimuli are
     resampled with replacement within each condition (same draws for all observers) and each
     resample is carried through the whole hierarchy; ``ci_low, ci_high`` are percentile bounds.
     ``indices`` fixes the draws: an (n_resamples x n_stimuli) array of positions into the condition's

@@ -2,7 +2,7 @@
 
 Every group's trials are collapsed to binomial counts on the distinct level tuples of the whole
 data set (35 rows for all triads of 7 levels), so each group is a probit GLM on a shared design
-matrix; :func:`humanlike.analysis.probit_irls.fit_probit_batch` then runs Fisher scoring on all
+matrix; :func:`humanlike.analysis.mlds.probit_irls.fit_probit_batch` then runs Fisher scoring on all
 groups' stacked normal equations together. The estimates are the maximum-likelihood estimates of
 fitting each group alone (Knoblauch & Maloney 2008, J. Stat. Softw. 25(2)).
 """

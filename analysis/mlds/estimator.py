@@ -23,7 +23,6 @@ from sklearn.utils.validation import check_is_fitted
 from humanlike.analysis._resampling import ConfidenceInterval, confidence_interval
 from humanlike.analysis.mlds.batch import bootstrap_coefs, scales_from_coef
 from humanlike.analysis.mlds.data import (
-    DESIGN_WEIGHTS,
     Design,
     canonical_trials,
     check_design,
@@ -182,9 +181,6 @@ class MLDS(BaseEstimator):
             n_failed=int(np.isnan(sigma).sum()),
         )
 
-    def design_weights(self) -> tuple[float, ...]:
-        """Weights of the decision variable on (S1, S2, S3[, S4])."""
-        return DESIGN_WEIGHTS[check_design(self.design)]
 
 
 def _fit_statsmodels(X: np.ndarray, y: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, bool]:
