@@ -1,6 +1,6 @@
 """Benchmark: 10,000 bootstrap resamples of a full 13 x 13 kappa matrix.
 
-Times ``kappa_matrix(..., n_boot=10_000)`` (point estimates, 10,000 stimulus resamples carried
+Times ``kappa_matrix(..., n_resamples=10_000)`` (point estimates, 10,000 stimulus resamples carried
 through the summaries, percentile intervals) on the 160-trial model-vs-human edge data and on
 1,280 synthetic trials of 13 observers (10 humans, 3 models). Best of ``--repeats`` runs after
 one warm-up. Ends with one JSON line: ``{"seconds_160": ..., "seconds_1280": ...}``.
@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 
 from humanlike.analysis.data_paths import shared_data_dir
-from humanlike.analysis.error_consistency.pairwise import kappa_matrix
+from humanlike.analysis.error_consistency import kappa_matrix
 from humanlike.analysis.io import read_model_vs_human
 
-N_BOOT = 10_000
+N_RESAMPLES = 10_000
 
 
 def synthetic_trials(n_trials: int = 1280, seed: int = 0) -> pd.DataFrame:
@@ -53,14 +53,14 @@ def best_time(trials: pd.DataFrame, repeats: int) -> tuple[float, float]:
     CPU time (all threads of this process) shows the cost of the work itself when other jobs
     compete for the two cores and inflate the wall time.
     """
-    kappa_matrix(trials, group="group", n_boot=N_BOOT, random_state=0)
+    kappa_matrix(trials, group="group", n_resamples=N_RESAMPLES, random_state=0)
     wall, cpu = [], []
     for r in range(repeats):
         start, start_cpu = time.perf_counter(), time.process_time()
-        result = kappa_matrix(trials, group="group", n_boot=N_BOOT, random_state=r)
+        result = kappa_matrix(trials, group="group", n_resamples=N_RESAMPLES, random_state=r)
         wall.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
-    assert result.pair_distribution.shape == (N_BOOT, 78)
+    assert result.pair_distribution.shape == (N_RESAMPLES, 78)
     return min(wall), min(cpu)
 
 

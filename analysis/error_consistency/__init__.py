@@ -3,39 +3,6 @@
 The public API of the subpackage; figures live in ``plots`` (imported lazily: matplotlib).
 """
 
-from humanlike.analysis.error_consistency.bootstrap import (
-    ConfidenceInterval as ConfidenceInterval,
-)
-from humanlike.analysis.error_consistency.bootstrap import (
-    as_rng as as_rng,
-)
-from humanlike.analysis.error_consistency.bootstrap import (
-    batch_size as batch_size,
-)
-from humanlike.analysis.error_consistency.bootstrap import (
-    bootstrap_counts as bootstrap_counts,
-)
-from humanlike.analysis.error_consistency.bootstrap import (
-    check_confidence_level as check_confidence_level,
-)
-from humanlike.analysis.error_consistency.bootstrap import (
-    check_n_boot as check_n_boot,
-)
-from humanlike.analysis.error_consistency.bootstrap import (
-    counts_from_indices as counts_from_indices,
-)
-from humanlike.analysis.error_consistency.bootstrap import (
-    iter_batches as iter_batches,
-)
-from humanlike.analysis.error_consistency.bootstrap import (
-    percentile_interval as percentile_interval,
-)
-from humanlike.analysis.error_consistency.bootstrap import (
-    quiet_nan_warnings as quiet_nan_warnings,
-)
-from humanlike.analysis.error_consistency.bootstrap import (
-    resample_indices as resample_indices,
-)
 from humanlike.analysis.error_consistency.bounds import (
     c_obs_bounds as c_obs_bounds,
 )
@@ -118,16 +85,10 @@ from humanlike.analysis.error_consistency.significance import (
     IndependenceTestResult as IndependenceTestResult,
 )
 from humanlike.analysis.error_consistency.significance import (
-    MultipleTestResult as MultipleTestResult,
-)
-from humanlike.analysis.error_consistency.significance import (
     compare_models as compare_models,
 )
 from humanlike.analysis.error_consistency.significance import (
     equal_ec_test as equal_ec_test,
-)
-from humanlike.analysis.error_consistency.significance import (
-    holm_sidak as holm_sidak,
 )
 from humanlike.analysis.error_consistency.significance import (
     independence_pvalues as independence_pvalues,

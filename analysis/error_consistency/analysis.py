@@ -114,7 +114,7 @@ def analyze_error_consistency(
         **columns,
         degenerate=degenerate,
         unbiased=unbiased,
-        n_boot=n_resamples,
+        n_resamples=n_resamples,
         confidence_level=confidence_level,
         random_state=rng,
     )
@@ -139,7 +139,7 @@ def analyze_error_consistency(
         comparisons = compare_models(
             frame,
             **columns,
-            n_boot=n_resamples,
+            n_resamples=n_resamples,
             confidence_level=confidence_level,
             alpha=alpha,
             degenerate=degenerate,

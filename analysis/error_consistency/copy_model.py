@@ -29,10 +29,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from humanlike.analysis.error_consistency.bootstrap import (
+from humanlike.analysis._resampling import (
     as_rng,
     check_confidence_level,
-    check_n_boot,
+    check_n_resamples,
+    percentile_interval,
 )
 from humanlike.analysis.error_consistency.bounds import kappa_max, kappa_min
 from humanlike.analysis.error_consistency.kappa import expected_consistency, kappa_from_rates
@@ -100,7 +101,7 @@ def simulate_copy_model(
         raise ValueError(f"n_trials must be a positive integer, got {n_trials!r}")
     params = copy_model_params(kappa, acc1, acc2)
     gen = as_rng(rng)
-    shape = (int(n_trials),) if size is None else (check_n_boot(size), int(n_trials))
+    shape = (int(n_trials),) if size is None else (check_n_resamples(size, "size"), int(n_trials))
     source = gen.random(shape) < acc1
     copies = gen.random(shape) < abs(params.copy_probability)
     own = gen.random(shape) < params.copier_marginal
@@ -155,7 +156,7 @@ def simulated_ci_halfwidth(
     :func:`joint_table` probabilities; all ``n_sim`` experiments per ``n`` are drawn at once.
     """
     check_confidence_level(confidence_level)
-    n_sim = check_n_boot(n_sim)
+    n_sim = check_n_resamples(n_sim, "n_sim")
     rng = as_rng(random_state)
     n = np.atleast_1d(np.asarray(n_trials, dtype=np.int64))
     if np.any(n < 2):
@@ -169,8 +170,7 @@ def simulated_ci_halfwidth(
         (table[..., 0] + table[..., 2]) / nf,
         nf,
     )
-    alpha = 1.0 - confidence_level
-    low, high = np.nanquantile(kap, [alpha / 2, 1 - alpha / 2], axis=1)
+    low, high = percentile_interval(kap, confidence_level, axis=1)
     return (high - low) / 2.0
 
 

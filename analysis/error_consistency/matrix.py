@@ -23,12 +23,12 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from humanlike.analysis.error_consistency.bootstrap import (
+from humanlike.analysis._resampling import (
     as_rng,
     batch_size,
     bootstrap_counts,
     check_confidence_level,
-    check_n_boot,
+    check_n_resamples,
     counts_from_indices,
     iter_batches,
     percentile_interval,
@@ -118,7 +118,7 @@ class KappaMatrix:
     pairs: pd.DataFrame
     summary: pd.DataFrame
     observers: pd.DataFrame
-    n_boot: int = 0
+    n_resamples: int = 0
     confidence_level: float = 0.95
     pair_distribution: np.ndarray | None = None
     summary_distribution: np.ndarray | None = None
@@ -414,7 +414,7 @@ def _block_indices(
             )
         indices = {(blocks[0].experiment, blocks[0].condition): indices}
     out = []
-    n_boot = None
+    n_resamples = None
     for b in blocks:
         key = (b.experiment, b.condition)
         if key not in indices:
@@ -422,11 +422,11 @@ def _block_indices(
         idx = np.asarray(indices[key])
         if idx.ndim != 2 or idx.shape[1] != b.n_stimuli:
             raise ValueError(
-                f"indices for {key} must have shape (n_boot, {b.n_stimuli}), got {idx.shape}"
+                f"indices for {key} must have shape (n_resamples, {b.n_stimuli}), got {idx.shape}"
             )
-        if n_boot is not None and idx.shape[0] != n_boot:
+        if n_resamples is not None and idx.shape[0] != n_resamples:
             raise ValueError("indices of all conditions must have the same number of resamples")
-        n_boot = idx.shape[0]
+        n_resamples = idx.shape[0]
         out.append(idx)
     return out
 
@@ -442,7 +442,7 @@ def kappa_matrix(
     experiment: str | None = None,
     degenerate: Degenerate = "mvh",
     unbiased: bool = False,
-    n_boot: int = 0,
+    n_resamples: int = 0,
     confidence_level: float = 0.95,
     random_state: int | np.random.Generator | None = None,
     indices: np.ndarray | Mapping[tuple[str, str], np.ndarray] | None = None,
@@ -453,10 +453,10 @@ def kappa_matrix(
     ``trials`` has one row per (observer, stimulus[, condition, experiment]); ``correct`` holds
     True/False or 0/1; ``group`` (optional) labels each observer ``human`` or ``model`` (all are
     humans without it). Kappa follows Geirhos et al. (2020, eq. 3) with the ``degenerate`` policy
-    of :func:`~humanlike.analysis.ec_kappa.kappa_from_rates`. With ``n_boot > 0`` stimuli are
+    of :func:`~humanlike.analysis.error_consistency.kappa.kappa_from_rates`. With ``n_resamples > 0`` stimuli are
     resampled with replacement within each condition (same draws for all observers) and each
     resample is carried through the whole hierarchy; ``ci_low, ci_high`` are percentile bounds.
-    ``indices`` fixes the draws: an (n_boot x n_stimuli) array of positions into the condition's
+    ``indices`` fixes the draws: an (n_resamples x n_stimuli) array of positions into the condition's
     stimuli sorted as strings, or a dict of them keyed by ``(experiment, condition)`` (labels
     are ``"all"`` when no column is given). ``batch`` bounds how many resamples are held at once.
     """
@@ -482,17 +482,17 @@ def kappa_matrix(
     summary["kappa"] = summarise(kaps)[0]
     if indices is not None:
         block_idx = _block_indices(indices, blocks)
-        n_boot = block_idx[0].shape[0]
-    if not n_boot:
+        n_resamples = block_idx[0].shape[0]
+    if not n_resamples:
         return KappaMatrix(pairs=pairs, summary=summary, observers=observers)
 
-    n_boot = check_n_boot(n_boot)
+    n_resamples = check_n_resamples(n_resamples)
     check_confidence_level(confidence_level)
     rng = as_rng(random_state)
-    step = batch_size(max(b.n_stimuli for b in blocks), n_boot, batch)
-    pair_dist = np.empty((n_boot, len(pairs)))
-    summary_dist = np.empty((n_boot, len(summary)))
-    for sl in iter_batches(n_boot, step):
+    step = batch_size(max(b.n_stimuli for b in blocks), n_resamples, batch)
+    pair_dist = np.empty((n_resamples, len(pairs)))
+    summary_dist = np.empty((n_resamples, len(summary)))
+    for sl in iter_batches(n_resamples, step):
         size = sl.stop - sl.start
         if indices is not None:
             weights = [
@@ -510,7 +510,7 @@ def kappa_matrix(
         pairs=pairs,
         summary=summary,
         observers=observers,
-        n_boot=n_boot,
+        n_resamples=n_resamples,
         confidence_level=confidence_level,
         pair_distribution=pair_dist,
         summary_distribution=summary_dist,

@@ -9,7 +9,6 @@
   bootstrapped and, per drawn trial, the candidates' responses are swapped with probability
   .5; that builds the null distribution of the EC difference under exchangeable candidates
   (a t-test over bootstrap deltas is anti-conservative, Klein et al. 2025).
-* :func:`holm_sidak`: step-down Holm-Sidak adjustment across many comparisons (statsmodels).
 
 Everything is vectorised over simulations / resamples (and over pairs in
 :func:`independence_pvalues`).
@@ -23,17 +22,18 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
-from statsmodels.stats.multitest import multipletests
 
-from humanlike.analysis.error_consistency.bootstrap import (
+from humanlike.analysis._resampling import (
     ConfidenceInterval,
     as_rng,
     batch_size,
     check_confidence_level,
-    check_n_boot,
+    check_n_resamples,
+    confidence_interval,
     counts_from_indices,
+    holm_sidak,
     iter_batches,
-    percentile_interval,
+    null_p_value,
     quiet_nan_warnings,
     resample_indices,
 )
@@ -66,37 +66,18 @@ class EqualECTestResult:
 
     ``kappa_a``/``kappa_b`` are mean kappas over reference observers (and over strata);
     ``ci`` is the percentile bootstrap interval of ``delta``; ``p_value`` comes from the swap
-    null of Klein et al. (2025): ``(1 + #{|delta_null| >= |delta|}) / (1 + n_boot)``.
+    null of Klein et al. (2025): ``(1 + #{|delta_null| >= |delta|}) / (1 + n_resamples)``.
     """
 
     kappa_a: float
     kappa_b: float
     delta: float
-    ci: ConfidenceInterval
+    ci: ConfidenceInterval[float]
     p_value: float
     n: int
-    n_boot: int
+    n_resamples: int
     null_distribution: np.ndarray
     bootstrap_distribution: np.ndarray
-
-
-@dataclass(frozen=True)
-class MultipleTestResult:
-    """Holm-Sidak adjusted p-values and rejections at family-wise level ``alpha`` (NaN kept)."""
-
-    p_adjusted: np.ndarray
-    reject: np.ndarray
-    alpha: float
-
-
-def _two_sided_pvalue(null: np.ndarray, observed: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Return ``(1 + #{|null| >= |observed|}) / (1 + n_null)`` along ``axis`` (NaN nulls never count)."""
-    n_null = null.shape[axis]
-    tol = 1e-12  # equal kappas computed along different float paths still count as ties
-    with np.errstate(invalid="ignore"):
-        extreme = np.abs(null) >= np.abs(np.expand_dims(observed, axis)) - tol
-    p = (1.0 + extreme.sum(axis=axis)) / (1.0 + n_null)
-    return np.where(np.isfinite(observed), p, np.nan)
 
 
 def independence_pvalues(
@@ -118,7 +99,7 @@ def independence_pvalues(
     ``(1 + #{|kappa_null| >= |kappa|}) / (1 + n_sim)``. Inputs broadcast to one shape.
     """
     check_degenerate(degenerate)
-    n_sim = check_n_boot(n_sim)
+    n_sim = check_n_resamples(n_sim, "n_sim")
     rng = as_rng(random_state)
     kap, ka, kb, nn = np.broadcast_arrays(
         np.asarray(kappa, dtype=float),
@@ -149,7 +130,7 @@ def independence_pvalues(
             degenerate=degenerate,
             unbiased=unbiased,
         )
-        p_values[sl] = _two_sided_pvalue(null, kap[sl])
+        p_values[sl] = null_p_value(null, kap[sl])
         if null_all is not None:
             null_all[sl] = null
     p_values = p_values.reshape(shape)
@@ -231,14 +212,14 @@ def _stratum_kappas(
 def _equal_ec(
     strata: list[_Stratum],
     *,
-    n_boot: int,
+    n_resamples: int,
     confidence_level: float,
     degenerate: Degenerate,
     unbiased: bool,
     rng: np.random.Generator,
     batch: int | None = None,
 ) -> EqualECTestResult:
-    n_boot = check_n_boot(n_boot)
+    n_resamples = check_n_resamples(n_resamples)
     check_confidence_level(confidence_level)
     check_degenerate(degenerate)
     designs = [s.design() for s in strata]
@@ -271,10 +252,10 @@ def _equal_ec(
     ]
     _, _, obs_a, obs_b = deltas(ones)
     delta = float(obs_a[0] - obs_b[0])
-    null = np.empty(n_boot)
-    boot = np.empty(n_boot)
-    step = batch_size(2 * max(s.a.size for s in strata), n_boot, batch)  # 2 n count columns
-    for sl in iter_batches(n_boot, step):
+    null = np.empty(n_resamples)
+    boot = np.empty(n_resamples)
+    step = batch_size(2 * max(s.a.size for s in strata), n_resamples, batch)  # 2 n count columns
+    for sl in iter_batches(n_resamples, step):
         size = sl.stop - sl.start
         # an index drawn from [0, 2n) picks trial (i mod n) and swaps it iff i >= n: both uniform
         rows = [
@@ -284,15 +265,14 @@ def _equal_ec(
         null_a, null_b, boot_a, boot_b = deltas(rows)
         null[sl] = null_a - null_b
         boot[sl] = boot_a - boot_b
-    low, high = percentile_interval(boot, confidence_level)
     return EqualECTestResult(
         kappa_a=float(obs_a[0]),
         kappa_b=float(obs_b[0]),
         delta=delta,
-        ci=ConfidenceInterval(float(low), float(high)),
-        p_value=float(_two_sided_pvalue(null, np.asarray(delta))),
+        ci=confidence_interval(boot, confidence_level),
+        p_value=float(null_p_value(null, np.asarray(delta))),
         n=int(sum(s.a.size for s in strata)),
-        n_boot=n_boot,
+        n_resamples=n_resamples,
         null_distribution=null,
         bootstrap_distribution=boot,
     )
@@ -304,7 +284,7 @@ def equal_ec_test(
     candidate_b: ArrayLike,
     *,
     strata: ArrayLike | None = None,
-    n_boot: int = 10_000,
+    n_resamples: int = 10_000,
     confidence_level: float = 0.95,
     degenerate: Degenerate = "mvh",
     unbiased: bool = False,
@@ -342,26 +322,12 @@ def equal_ec_test(
     ]
     return _equal_ec(
         parts,
-        n_boot=n_boot,
+        n_resamples=n_resamples,
         confidence_level=confidence_level,
         degenerate=degenerate,
         unbiased=unbiased,
         rng=as_rng(random_state),
     )
-
-
-def holm_sidak(p_values: ArrayLike, alpha: float = 0.05) -> MultipleTestResult:
-    """Return Holm-Sidak step-down adjusted p-values (statsmodels ``multipletests``); NaNs pass through."""
-    p = np.asarray(p_values, dtype=float)
-    adjusted = np.full(p.shape, np.nan)
-    reject = np.zeros(p.shape, dtype=bool)
-    finite = np.isfinite(p)
-    if finite.any():
-        with np.errstate(divide="ignore"):  # p = 1 gives log1p(-1) inside statsmodels
-            rej, adj, _, _ = multipletests(p[finite], alpha=alpha, method="holm-sidak")
-        adjusted[finite] = adj
-        reject[finite] = rej
-    return MultipleTestResult(p_adjusted=adjusted, reject=reject, alpha=alpha)
 
 
 def compare_models(
@@ -373,7 +339,7 @@ def compare_models(
     group: str = "group",
     condition: str | None = None,
     experiment: str | None = None,
-    n_boot: int = 10_000,
+    n_resamples: int = 10_000,
     confidence_level: float = 0.95,
     alpha: float = 0.05,
     degenerate: Degenerate = "mvh",
@@ -408,7 +374,7 @@ def compare_models(
                 continue
             res = _equal_ec(
                 strata,
-                n_boot=n_boot,
+                n_resamples=n_resamples,
                 confidence_level=confidence_level,
                 degenerate=degenerate,
                 unbiased=unbiased,

@@ -13,9 +13,6 @@ from humanlike.analysis.mlds.batch import (
     fit_many as fit_many,
 )
 from humanlike.analysis.mlds.batch import (
-    percentile_limits as percentile_limits,
-)
-from humanlike.analysis.mlds.batch import (
     scales_from_coef as scales_from_coef,
 )
 from humanlike.analysis.mlds.data import (

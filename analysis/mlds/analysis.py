@@ -72,7 +72,7 @@ def analyze_mlds(
         triads,
         by=by,
         design=design,
-        n_boot=n_resamples,
+        n_resamples=n_resamples,
         confidence_level=confidence_level,
         random_state=random_state,
         progress=progress,

@@ -2,7 +2,7 @@
 
 Every group's trials are collapsed to binomial counts on the distinct level tuples of the whole
 data set (35 rows for all triads of 7 levels), so each group is a probit GLM on a shared design
-matrix; :func:`humanlike.analysis.probit_irls.fit_probit_batch` then runs Fisher scoring on all
+matrix; :func:`humanlike.analysis.mlds.probit_irls.fit_probit_batch` then runs Fisher scoring on all
 groups' stacked normal equations together. The estimates are the maximum-likelihood estimates of
 fitting each group alone (Knoblauch & Maloney 2008, J. Stat. Softw. 25(2)).
 """
@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from humanlike.analysis._resampling import ConfidenceInterval, confidence_interval
 from humanlike.analysis.mlds.data import (
     Design,
     canonical_trials,
@@ -39,8 +40,9 @@ class ScaleFits:
     1); ``sigma`` = 1 / psi_N (noise on the standard scale); ``se`` (G, N): asymptotic standard
     errors of ``scale``; ``loglik``: Bernoulli log-likelihood of the trials; ``n_trials``;
     ``converged`` / ``identified``: whether Fisher scoring converged and every level was observed.
-    With a bootstrap, ``ci_low``/``ci_high`` (G, N) are percentile limits of ``scale_std`` and
-    ``sigma_ci`` (G, 2) of ``sigma``; ``n_boot_failed`` counts replicates that did not converge.
+    With a bootstrap of ``n_resamples`` replicates, ``ci`` holds (G, N) percentile limits of
+    ``scale_std`` and ``sigma_ci`` (G,) limits of ``sigma``; ``n_failed`` (G,) counts replicates
+    that did not converge.
     """
 
     keys: pd.DataFrame
@@ -52,11 +54,10 @@ class ScaleFits:
     n_trials: np.ndarray
     converged: np.ndarray
     identified: np.ndarray
-    ci_low: np.ndarray | None = None
-    ci_high: np.ndarray | None = None
-    sigma_ci: np.ndarray | None = None
-    n_boot: int = 0
-    n_boot_failed: np.ndarray | None = None
+    ci: ConfidenceInterval[np.ndarray] | None = None
+    sigma_ci: ConfidenceInterval[np.ndarray] | None = None
+    n_resamples: int = 0
+    n_failed: np.ndarray | None = None
     confidence_level: float = 0.95
 
     @property
@@ -68,14 +69,14 @@ class ScaleFits:
         out = self.keys.copy()
         out["sigma"] = self.sigma
         if self.sigma_ci is not None:
-            out["sigma_ci_low"], out["sigma_ci_high"] = self.sigma_ci[:, 0], self.sigma_ci[:, 1]
+            out["sigma_ci_low"], out["sigma_ci_high"] = self.sigma_ci.low, self.sigma_ci.high
         out["loglik"] = self.loglik
         out["n_trials"] = self.n_trials
         out["converged"] = self.converged
         out["identified"] = self.identified
-        if self.n_boot_failed is not None:
-            out["n_boot"] = self.n_boot
-            out["n_boot_failed"] = self.n_boot_failed
+        if self.n_failed is not None:
+            out["n_resamples"] = self.n_resamples
+            out["n_failed"] = self.n_failed
         return out
 
     def to_frame(self) -> pd.DataFrame:
@@ -86,10 +87,9 @@ class ScaleFits:
         out["scale"] = self.scale.ravel()
         out["scale_std"] = self.scale_std.ravel()
         out["se"] = self.se.ravel()
-        if self.ci_low is not None:
-            assert self.ci_high is not None
-            out["ci_low"] = self.ci_low.ravel()
-            out["ci_high"] = self.ci_high.ravel()
+        if self.ci is not None:
+            out["ci_low"] = self.ci.low.ravel()
+            out["ci_high"] = self.ci.high.ravel()
         return out
 
     def summary(self, label: str = "pooled") -> str:
@@ -133,7 +133,7 @@ def fit_many(
     *,
     design: Design = "triads",
     n_levels: int | None = None,
-    n_boot: int = 0,
+    n_resamples: int = 0,
     confidence_level: float = 0.95,
     random_state: int | np.random.Generator | None = None,
     max_iter: int = 100,
@@ -143,7 +143,7 @@ def fit_many(
     """Fit one MLDS scale per group of ``df`` (tidy or R layout) in one batched Fisher scoring.
 
     ``by``: column(s) defining the groups (``None``: all trials pooled into one scale). With
-    ``n_boot > 0`` a parametric bootstrap (responses simulated from each group's fitted
+    ``n_resamples > 0`` a parametric bootstrap (responses simulated from each group's fitted
     probabilities and refitted, all groups and replicates batched) gives percentile CIs.
     """
     by_cols = [] if by is None else [by] if isinstance(by, str) else list(by)
@@ -173,14 +173,14 @@ def fit_many(
         "identified": fit.identified,
         "confidence_level": confidence_level,
     }
-    if n_boot > 0:
+    if n_resamples > 0:
         with np.errstate(invalid="ignore"):
             p = special.ndtr(np.nan_to_num(fit.coef) @ X.T)
         boot = bootstrap_coefs(
             X,
             p,
             counts.trials,
-            n_boot,
+            n_resamples,
             random_state,
             max_iter=max_iter,
             tol=tol,
@@ -189,32 +189,23 @@ def fit_many(
         )
         _, boot_std, boot_sigma = scales_from_coef(boot)  # (G, B, N), (G, B)
         failed = np.isnan(boot_sigma)
-        alpha = (1.0 - confidence_level) / 2.0
-        lo, hi = percentile_limits(boot_std, alpha, axis=1)
-        sig = np.column_stack(percentile_limits(boot_sigma, alpha, axis=1))
-        lo[~fit.identified] = np.nan
-        hi[~fit.identified] = np.nan
+        ci = confidence_interval(boot_std, confidence_level, axis=1)
+        ci.low[~fit.identified] = np.nan
+        ci.high[~fit.identified] = np.nan
         result.update(
-            ci_low=lo, ci_high=hi, sigma_ci=sig, n_boot=n_boot, n_boot_failed=failed.sum(axis=1)
+            ci=ci,
+            sigma_ci=confidence_interval(boot_sigma, confidence_level, axis=1),
+            n_resamples=n_resamples,
+            n_failed=failed.sum(axis=1),
         )
     return ScaleFits(**result)
-
-
-def percentile_limits(
-    samples: np.ndarray, alpha: float, axis: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile-bootstrap limits (alpha and 1 - alpha quantiles), ignoring NaN replicates."""
-    quantile = np.nanquantile if np.isnan(samples).any() else np.quantile
-    with np.errstate(invalid="ignore"):
-        lo, hi = quantile(samples, [alpha, 1.0 - alpha], axis=axis)
-    return lo, hi
 
 
 def bootstrap_coefs(
     X: np.ndarray,
     p: np.ndarray,
     trials: np.ndarray,
-    n_boot: int,
+    n_resamples: int,
     random_state: int | np.random.Generator | None = None,
     *,
     max_iter: int = 100,
@@ -222,7 +213,7 @@ def bootstrap_coefs(
     progress: Callable[[int], object] | None = None,
     start: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Parametric bootstrap: (G, n_boot, P) coefficients refitted to binomial counts drawn from
+    """Parametric bootstrap: (G, n_resamples, P) coefficients refitted to binomial counts drawn from
     fitted probabilities ``p`` (G, R) with ``trials`` (G, R); replicates that fail to converge
     are NaN (Knoblauch & Maloney 2008, ``boot.mlds``). Drawn and refitted in memory-bounded
     chunks of replicates, each chunk one batched fit started at ``start`` (G, P), the groups'
@@ -233,11 +224,11 @@ def bootstrap_coefs(
     n_groups, n_rows = p.shape
     n_par = X.shape[1]
     p = np.where(np.isfinite(p), p, 0.5)
-    out = np.full((n_groups, n_boot, n_par), np.nan)
+    out = np.full((n_groups, n_resamples, n_par), np.nan)
     per_replicate = max(1, n_groups * n_rows * n_par)
-    chunk = max(1, min(n_boot, _BOOT_CHUNK_ELEMENTS // per_replicate))
-    for first in range(0, n_boot, chunk):  # memory-bounded chunks, each one batched fit
-        m = min(chunk, n_boot - first)
+    chunk = max(1, min(n_resamples, _BOOT_CHUNK_ELEMENTS // per_replicate))
+    for first in range(0, n_resamples, chunk):  # memory-bounded chunks, each one batched fit
+        m = min(chunk, n_resamples - first)
         y = rng.binomial(trials.astype(np.int64)[None], p[None], size=(m, n_groups, n_rows))
         init = None if start is None else np.tile(np.nan_to_num(start), (m, 1))
         fit = fit_probit_batch(

@@ -15,6 +15,7 @@ from itertools import combinations
 
 import numpy as np
 from scipy import special
+from sklearn.utils.validation import check_is_fitted
 
 from humanlike.analysis.mlds.data import row_codes
 from humanlike.analysis.mlds.estimator import MLDS
@@ -207,5 +208,6 @@ def _simulate(model: MLDS, n_sim: int, random_state, statistic) -> np.ndarray:
 
 
 def _check(model: MLDS) -> None:
-    if not isinstance(model, MLDS) or not hasattr(model, "coef_"):
+    if not isinstance(model, MLDS):
         raise ValueError("pass a fitted humanlike.analysis.mlds.MLDS instance")
+    check_is_fitted(model)

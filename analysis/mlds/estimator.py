@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from scipy import optimize, special
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
-from humanlike.analysis.mlds.batch import bootstrap_coefs, percentile_limits, scales_from_coef
+from humanlike.analysis._resampling import ConfidenceInterval, confidence_interval
+from humanlike.analysis.mlds.batch import bootstrap_coefs, scales_from_coef
 from humanlike.analysis.mlds.data import (
-    DESIGN_WEIGHTS,
     Design,
     canonical_trials,
     check_design,
@@ -42,24 +44,26 @@ METHODS = ("glm", "optim", "irls")
 class MLDSBootstrap:
     """Parametric bootstrap of an MLDS fit (Knoblauch & Maloney 2008, ``boot.mlds``).
 
-    ``scale_std`` (n_boot, N) and ``sigma`` (n_boot,): refitted standard scales and noise, NaN for
-    replicates that did not converge (``n_failed``); ``ci_low``/``ci_high`` (N,): percentile
-    limits of the standard scale at ``confidence_level``; ``sigma_ci``: (low, high) of sigma;
+    ``scale_std`` (n_resamples, N) and ``sigma`` (n_resamples,): refitted standard scales and
+    noise, NaN for replicates that did not converge (``n_failed``); ``ci`` (N,): percentile limits
+    of the standard scale at ``confidence_level``; ``sigma_ci``: the interval of sigma;
     ``standard_error`` (N,): bootstrap standard deviation of the standard scale.
     """
 
     scale_std: np.ndarray = field(repr=False)
     sigma: np.ndarray = field(repr=False)
-    ci_low: np.ndarray
-    ci_high: np.ndarray
-    sigma_ci: tuple[float, float]
+    ci: ConfidenceInterval[np.ndarray]
+    sigma_ci: ConfidenceInterval[float]
     standard_error: np.ndarray
     confidence_level: float
     n_failed: int
 
 
-class MLDS:
+class MLDS(BaseEstimator):
     """Fit a difference scale to triad or quadruple judgements by maximum likelihood.
+
+    A scikit-learn estimator: ``__init__`` stores the parameters, ``fit`` learns the attributes
+    ending in ``_`` and returns ``self``; ``bootstrap`` needs a fit.
 
     Parameters
     ----------
@@ -69,6 +73,7 @@ class MLDS:
         with scipy.optimize, like R's ``method = "optim"`` without the [0, 1] constraint), or
         "irls" (this package's batched Fisher scoring with one problem).
     n_levels : number of stimulus levels N (default: the highest level in the data).
+    random_state : seed or generator of the bootstrap (when ``bootstrap`` is given none).
 
     Attributes (after ``fit``)
     --------------------------
@@ -82,36 +87,45 @@ class MLDS:
     """
 
     def __init__(
-        self, design: Design = "triads", *, method: str = "glm", n_levels: int | None = None
+        self,
+        design: Design = "triads",
+        *,
+        method: str = "glm",
+        n_levels: int | None = None,
+        random_state: int | np.random.Generator | None = None,
     ):
         self.design = design
         self.method = method
         self.n_levels = n_levels
+        self.random_state = random_state
 
-    def fit(self, df: pd.DataFrame) -> MLDS:
-        """Fit the scale of one sequence (tidy export or R layout; all participants pooled)."""
+    def fit(self, df: pd.DataFrame, y: None = None) -> MLDS:
+        """Fit the scale of one sequence (tidy export or R layout; all participants pooled).
+
+        ``y`` is ignored (the responses are a column of ``df``); it is there for scikit-learn.
+        """
         check_design(self.design)
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
         if "sequence" in df.columns and df["sequence"].nunique(dropna=False) > 1:
             raise ValueError(
                 f"column 'sequence' holds {df['sequence'].nunique(dropna=False)} sequences; fit "
-                "one sequence at a time or use humanlike.analysis.mlds_batch.fit_many"
+                "one sequence at a time or use humanlike.analysis.mlds.fit_many"
             )
         trials = canonical_trials(df, self.design)
         n_levels = infer_n_levels(trials, self.n_levels)
         check_levels_present(trials, n_levels)
         counts = count_trials(trials, n_levels)
         X = design_matrix(counts.rows, n_levels, self.design)
-        y, n = counts.successes[0], counts.trials[0]
+        k, n = counts.successes[0], counts.trials[0]
         if self.method == "glm":
-            coef, converged = _fit_statsmodels(X, y, n)
+            coef, converged = _fit_statsmodels(X, k, n)
         elif self.method == "optim":
-            coef, converged = _fit_optim(X, y, n)
+            coef, converged = _fit_optim(X, k, n)
         else:
-            fit = fit_probit_batch(X, y, n)
+            fit = fit_probit_batch(X, k, n)
             coef, converged = fit.coef[0], bool(fit.converged[0])
-        _, info = score_and_information(X, coef[None], y[None], n[None])
+        _, info = score_and_information(X, coef[None], k[None], n[None])
         eig = np.linalg.eigvalsh(info[0])
         if not eig[0] > 1e-10 * eig[-1]:  # (quasi-)separated: the MLE does not exist
             converged = False
@@ -128,7 +142,7 @@ class MLDS:
         self.sigma_ = float(sigma)
         self.cov_ = cov
         self.se_ = np.concatenate([[0.0], np.sqrt(np.diag(cov))])
-        self.loglik_ = float(probit_loglik(X @ coef, y, n))
+        self.loglik_ = float(probit_loglik(X @ coef, k, n))
         self.aic_ = -2.0 * self.loglik_ + 2.0 * X.shape[1]
         self.daf_ = 1.0 - self.loglik_ / (trials.n_trials * np.log(0.5))
         self.fitted_ = special.ndtr(X @ coef)[counts.row_of_trial]
@@ -139,42 +153,34 @@ class MLDS:
 
     def bootstrap(
         self,
-        n_boot: int = 1000,
+        n_resamples: int = 1000,
         *,
         confidence_level: float = 0.95,
         random_state: int | np.random.Generator | None = None,
     ) -> MLDSBootstrap:
         """Parametric bootstrap: responses simulated from the fitted probabilities, all
-        ``n_boot`` response sets refitted in one batched fit; percentile CIs per level."""
-        self._check_fitted()
-        if n_boot < 2:
-            raise ValueError(f"n_boot must be at least 2, got {n_boot}")
+        ``n_resamples`` response sets refitted in one batched fit; percentile CIs per level.
+        ``random_state`` defaults to the estimator's."""
+        check_is_fitted(self)
+        if random_state is None:
+            random_state = self.random_state
+        if n_resamples < 2:
+            raise ValueError(f"n_resamples must be at least 2, got {n_resamples}")
         p = special.ndtr(self._X @ self.coef_)
         coefs = bootstrap_coefs(
-            self._X, p, self._counts.trials[0], n_boot, random_state, start=self.coef_[None]
+            self._X, p, self._counts.trials[0], n_resamples, random_state, start=self.coef_[None]
         )[0]
         _, scale_std, sigma = scales_from_coef(coefs)
-        alpha = (1.0 - confidence_level) / 2.0
-        lo, hi = percentile_limits(scale_std, alpha, axis=0)
-        s_lo, s_hi = percentile_limits(sigma, alpha)
         return MLDSBootstrap(
             scale_std=scale_std,
             sigma=sigma,
-            ci_low=lo,
-            ci_high=hi,
-            sigma_ci=(float(s_lo), float(s_hi)),
+            ci=confidence_interval(scale_std, confidence_level, axis=0),
+            sigma_ci=confidence_interval(sigma, confidence_level),
             standard_error=np.nanstd(scale_std, axis=0, ddof=1),
             confidence_level=confidence_level,
             n_failed=int(np.isnan(sigma).sum()),
         )
 
-    def design_weights(self) -> tuple[float, ...]:
-        """Weights of the decision variable on (S1, S2, S3[, S4])."""
-        return DESIGN_WEIGHTS[check_design(self.design)]
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "coef_"):
-            raise ValueError("this MLDS instance is not fitted yet; call fit(df) first")
 
 
 def _fit_statsmodels(X: np.ndarray, y: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, bool]:

@@ -44,9 +44,8 @@ def plot_scales(
             for curve in participants.scale_std[own]:
                 ax.plot(levels, curve, color="0.75", lw=0.7, zorder=1)
         y = fits.scale_std[i]
-        if fits.ci_low is not None:
-            assert fits.ci_high is not None
-            err = np.vstack([y - fits.ci_low[i], fits.ci_high[i] - y])
+        if fits.ci is not None:
+            err = np.vstack([y - fits.ci.low[i], fits.ci.high[i] - y])
             ax.errorbar(levels, y, yerr=np.clip(err, 0, None), fmt="o-", color="C0", ms=4,
                         capsize=2, zorder=3)
         else:
@@ -58,7 +57,7 @@ def plot_scales(
         ax.set_xlabel("level")
     for ax in axes[:, 0]:
         ax.set_ylabel("standard scale")
-    ci = f"{fits.confidence_level:.0%} bootstrap CI" if fits.ci_low is not None else "no CI"
+    ci = f"{fits.confidence_level:.0%} bootstrap CI" if fits.ci is not None else "no CI"
     fig.suptitle(f"MLDS scales ({ci}; grey: participants)", fontsize=9)
     fig.tight_layout()
     if path is not None:

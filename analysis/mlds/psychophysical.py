@@ -21,17 +21,18 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from humanlike.analysis._resampling import ConfidenceInterval
 from humanlike.analysis.mlds.batch import ScaleFits, fit_many
 
 
 @dataclass(frozen=True)
 class PsychophysicalScore:
     """Spearman ``rho`` between model and human skewnesses over ``n_sequences`` sequences, its
-    bootstrap confidence interval ``ci = (low, high)`` (sequences resampled with replacement),
+    bootstrap confidence interval ``ci`` (sequences resampled with replacement),
     the ``bootstrap_distribution`` and scipy's asymptotic ``p_value`` for rho = 0."""
 
     rho: float
-    ci: tuple[float, float]
+    ci: ConfidenceInterval[float]
     p_value: float
     n_sequences: int
     confidence_level: float
@@ -97,7 +98,7 @@ def psychophysical_score(
     model_skewness: pd.Series | np.ndarray,
     human_skewness: pd.Series | np.ndarray,
     *,
-    n_boot: int = 10_000,
+    n_resamples: int = 10_000,
     confidence_level: float = 0.95,
     method: str = "percentile",
     random_state: int | np.random.Generator | None = None,
@@ -123,7 +124,7 @@ def psychophysical_score(
         _spearman,
         paired=True,
         vectorized=True,
-        n_resamples=n_boot,
+        n_resamples=n_resamples,
         confidence_level=confidence_level,
         method=method,
         rng=np.random.default_rng(random_state),
@@ -131,7 +132,11 @@ def psychophysical_score(
     )
     return PsychophysicalScore(
         rho=float(rho),
-        ci=(float(res.confidence_interval.low), float(res.confidence_interval.high)),
+        ci=ConfidenceInterval(
+            float(res.confidence_interval.low),
+            float(res.confidence_interval.high),
+            float(confidence_level),
+        ),
         p_value=float(p_value),
         n_sequences=int(x.size),
         confidence_level=confidence_level,
@@ -156,7 +161,7 @@ def score_table(
     *,
     human: str = "human",
     key: str = "sequence",
-    n_boot: int = 10_000,
+    n_resamples: int = 10_000,
     confidence_level: float = 0.95,
     random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
@@ -177,14 +182,14 @@ def score_table(
             score = psychophysical_score(
                 wide[obs],
                 wide[human],
-                n_boot=n_boot,
+                n_resamples=n_resamples,
                 confidence_level=confidence_level,
                 random_state=rng,
             )
             row.update(
                 rho=score.rho,
-                ci_low=score.ci[0],
-                ci_high=score.ci[1],
+                ci_low=score.ci.low,
+                ci_high=score.ci.high,
                 p_value=score.p_value,
                 n_sequences=score.n_sequences,
             )

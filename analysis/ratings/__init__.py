@@ -19,19 +19,10 @@ from humanlike.analysis.ratings.bootstrap import (
     RatingsBootstrap as RatingsBootstrap,
 )
 from humanlike.analysis.ratings.bootstrap import (
-    bootstrap_p_value as bootstrap_p_value,
-)
-from humanlike.analysis.ratings.bootstrap import (
     bootstrap_ratings as bootstrap_ratings,
 )
 from humanlike.analysis.ratings.bootstrap import (
     bootstrap_statistics as bootstrap_statistics,
-)
-from humanlike.analysis.ratings.bootstrap import (
-    draw_resample_counts as draw_resample_counts,
-)
-from humanlike.analysis.ratings.bootstrap import (
-    holm_sidak as holm_sidak,
 )
 from humanlike.analysis.ratings.calibration import (
     RatingCalibration as RatingCalibration,
@@ -107,9 +98,6 @@ from humanlike.analysis.ratings.data import (
 )
 from humanlike.analysis.ratings.data import (
     validate_ratings as validate_ratings,
-)
-from humanlike.analysis.ratings.pearson import (
-    masked_pearson as masked_pearson,
 )
 from humanlike.analysis.ratings.pearson import (
     mse_from_sums as mse_from_sums,

@@ -165,7 +165,7 @@ def analyze_ratings(
     ``qc``, including those the export's ``participants`` table already excluded unless
     ``respect_export_exclusions`` is false) are left out of everything after QC. Natural and
     controversial first presentations are scored. ``bias_correct_bounds`` is passed to
-    :func:`~humanlike.analysis.ratings_bootstrap.bootstrap_ratings`.
+    :func:`~humanlike.analysis.ratings.bootstrap.bootstrap_ratings`.
     """
     rules = as_rules(rules)
     rng = np.random.default_rng(random_state)

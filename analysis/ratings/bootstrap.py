@@ -43,9 +43,15 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import pandas as pd
 from scipy.special import expit
-from statsmodels.stats.multitest import multipletests
 from threadpoolctl import threadpool_limits
 
+from humanlike.analysis._resampling import (
+    bootstrap_p_value,
+    check_confidence_level,
+    draw_resample_counts,
+    holm_sidak,
+    percentile_interval,
+)
 from humanlike.analysis.ratings.calibration import clipped_logit
 from humanlike.analysis.ratings.ceilings import (
     leave_one_out_calibration,
@@ -64,37 +70,6 @@ if TYPE_CHECKING:
 
 SUBSETS = ("all", "controversial", "natural")
 _CHUNK_ELEMENTS = 2_000_000
-
-
-# --------------------------------------------------------------------------- resampling
-
-
-def draw_resample_counts(
-    strata: Sequence[str],
-    n_participants: int,
-    n_resamples: int,
-    random_state: int | np.random.Generator | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Integer resample counts: participants (B, P) and stimuli stratified by ``strata`` (B, S).
-
-    Row b of the participant counts is Multinomial(P, 1/P) -- P draws with replacement; within each
-    stratum of n_g stimuli the counts are Multinomial(n_g, 1/n_g), so every resample keeps the
-    stratum sizes.
-    """
-    if n_resamples < 1:
-        raise ValueError("n_resamples must be at least 1")
-    rng = np.random.default_rng(random_state)
-    labels = np.asarray(strata, dtype=object)
-    people = rng.multinomial(
-        n_participants, np.full(n_participants, 1.0 / n_participants), size=n_resamples
-    ).astype(np.int32)
-    stimuli = np.zeros((n_resamples, labels.size), dtype=np.int32)
-    for label in sorted(set(labels.tolist())):
-        idx = np.flatnonzero(labels == label)
-        stimuli[:, idx] = rng.multinomial(
-            idx.size, np.full(idx.size, 1.0 / idx.size), size=n_resamples
-        )
-    return people, stimuli
 
 
 # --------------------------------------------------------------------------- weighted statistics
@@ -449,29 +424,6 @@ def _n_workers(n_jobs: int | None) -> int:
 # --------------------------------------------------------------------------- inference
 
 
-def bootstrap_p_value(differences: np.ndarray) -> float:
-    """Two-sided bootstrap p = min(1, 2 min(#(d <= 0) + 1, #(d >= 0) + 1) / (B + 1)), NaN-free d."""
-    d = np.asarray(differences, dtype=float)
-    d = d[np.isfinite(d)]
-    if d.size == 0:
-        return float("nan")
-    below = (np.count_nonzero(d <= 0) + 1) / (d.size + 1)
-    above = (np.count_nonzero(d >= 0) + 1) / (d.size + 1)
-    return float(min(1.0, 2.0 * min(below, above)))
-
-
-def holm_sidak(p_values: Sequence[float], alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-    """Holm-Sidak step-down adjusted p-values and rejections (statsmodels ``multipletests``)."""
-    p = np.asarray(p_values, dtype=float)
-    adjusted = np.full(p.shape, np.nan)
-    reject = np.zeros(p.shape, dtype=bool)
-    ok = np.isfinite(p)
-    if ok.any():
-        with np.errstate(divide="ignore"):  # p = 1 makes statsmodels take log(0); result is fine
-            reject[ok], adjusted[ok], _, _ = multipletests(p[ok], alpha=alpha, method="holm-sidak")
-    return adjusted, reject
-
-
 @dataclass(frozen=True)
 class RatingsBootstrap:
     """Bootstrap results for rating scores.
@@ -492,13 +444,6 @@ class RatingsBootstrap:
     confidence_level: float
     upper_bound_shift: dict[str, float]
     calibration: pd.DataFrame | None = None
-
-
-def _interval(dist: np.ndarray, confidence_level: float) -> tuple[np.ndarray, np.ndarray]:
-    tail = (1.0 - confidence_level) / 2.0
-    with np.errstate(all="ignore"):
-        low, high = np.nanquantile(dist, [tail, 1.0 - tail], axis=0)
-    return low, high
 
 
 def bootstrap_ratings(
@@ -525,8 +470,7 @@ def bootstrap_ratings(
     held fixed across resamples. With ``bias_correct_bounds`` (default) the bounds' resample
     distributions are re-centred on their estimates before intervals and tests (module docstring).
     """
-    if not 0.0 < confidence_level < 1.0:
-        raise ValueError("confidence_level must lie strictly between 0 and 1")
+    check_confidence_level(confidence_level)
     if tuple(ratings.stimuli) != tuple(predictions.stimuli):
         raise ValueError("model predictions and ratings have different stimuli")
     unknown = sorted(set(subsets) - set(SUBSETS))
@@ -584,7 +528,7 @@ def bootstrap_ratings(
         bias = np.nanmean(dist[:, -2:], axis=0) - est[-2:]
         if bias_correct_bounds:
             dist[:, -2:] -= bias
-        low, high = _interval(dist, confidence_level)
+        low, high = percentile_interval(dist, confidence_level)
         se = np.nanstd(dist, axis=0, ddof=1) if len(dist) > 1 else np.full(dist.shape[1], np.nan)
         distributions[subset, metric] = pd.DataFrame(dist, columns=columns)
         for j, name in enumerate(columns):
@@ -610,7 +554,7 @@ def bootstrap_ratings(
         rows = []
         for kind, a, b in family:
             d = dist[:, a] - dist[:, b]
-            d_low, d_high = _interval(d[:, None], confidence_level)
+            d_low, d_high = percentile_interval(d[:, None], confidence_level)
             rows.append(
                 {
                     "subset": subset,
@@ -624,8 +568,8 @@ def bootstrap_ratings(
                     "p_value": bootstrap_p_value(d),
                 }
             )
-        adjusted, reject = holm_sidak([r["p_value"] for r in rows], alpha)
-        for row, p_adj, rej in zip(rows, adjusted, reject):
+        corrected = holm_sidak([r["p_value"] for r in rows], alpha)
+        for row, p_adj, rej in zip(rows, corrected.p_adjusted, corrected.reject):
             row["p_holm_sidak"] = float(p_adj)
             row["significant"] = bool(rej)
         comparison_rows.extend(rows)

@@ -7,6 +7,8 @@ import warnings
 import numpy as np
 import statsmodels.api as sm
 from scipy.special import expit, log_expit, logit
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
 
 def clipped_logit(p: np.ndarray, eps: float = 1e-3) -> np.ndarray:
@@ -14,13 +16,14 @@ def clipped_logit(p: np.ndarray, eps: float = 1e-3) -> np.ndarray:
     return logit(np.clip(np.asarray(p, dtype=float), eps, 1.0 - eps))
 
 
-class RatingCalibration:
+class RatingCalibration(BaseEstimator):
     """One slope and one intercept on the logits, fitted by cross-entropy to graded ratings.
 
     Minimises sum over observed ratings x of -[x log p + (1 - x) log(1 - p)] with
     p = sigmoid(slope * z + intercept): a binomial GLM with a logit link on the fractional ratings
     (quasi-likelihood, statsmodels ``GLM``), as used to give models and the noise ceiling the same
-    flexibility (Golan, Raju & Kriegeskorte 2020, Methods).
+    flexibility (Golan, Raju & Kriegeskorte 2020, Methods). A scikit-learn estimator without
+    parameters: ``fit`` learns ``slope_``, ``intercept_`` and ``cross_entropy_`` and returns ``self``.
     """
 
     def fit(self, logits: np.ndarray, ratings: np.ndarray) -> RatingCalibration:
@@ -63,6 +66,7 @@ class RatingCalibration:
 
     def transform(self, logits: np.ndarray) -> np.ndarray:
         """Calibrated logits slope_ * z + intercept_."""
+        check_is_fitted(self)
         return self.slope_ * np.asarray(logits, dtype=float) + self.intercept_
 
     def predict(self, logits: np.ndarray) -> np.ndarray:

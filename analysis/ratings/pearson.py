@@ -34,20 +34,3 @@ def mse_from_sums(n: np.ndarray, sxx: np.ndarray, syy: np.ndarray, sxy: np.ndarr
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(n > 0, (sxx - 2.0 * sxy + syy) / np.where(n > 0, n, 1.0), np.nan)
 
-
-def masked_pearson(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Pearson r along ``axis`` over the positions where both ``x`` and ``y`` are finite."""
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    x, y = np.broadcast_arrays(x, y)
-    m = np.isfinite(x) & np.isfinite(y)
-    x0 = np.where(m, x, 0.0)
-    y0 = np.where(m, y, 0.0)
-    return pearson_from_sums(
-        m.sum(axis),
-        x0.sum(axis),
-        y0.sum(axis),
-        (x0 * x0).sum(axis),
-        (y0 * y0).sum(axis),
-        (x0 * y0).sum(axis),
-    )

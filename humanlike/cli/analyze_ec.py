@@ -20,7 +20,7 @@ from humanlike.analysis.error_consistency.analysis import (
 )
 from humanlike.analysis.io.export import find_table, read_export
 from humanlike.analysis.io.model_vs_human import MVH_COLUMNS, read_model_vs_human
-from humanlike.cli.options import alpha_option, confidence_option
+from humanlike.cli.options import alpha_option, confidence_option, n_resamples_option
 
 _STANDARD = ["experiment", "condition", "observer", "group", "stimulus", "correct"]
 
@@ -63,13 +63,7 @@ def load_trials(path: Path, include_excluded: bool = False) -> tuple[pd.DataFram
     type=click.Path(path_type=Path),
     help="Folder for the CSVs and figures (created if needed).",
 )
-@click.option(
-    "--n-boot",
-    default=10_000,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Bootstrap resamples of stimuli.",
-)
+@n_resamples_option(10_000, "Bootstrap resamples of stimuli.")
 @click.option(
     "--n-sim",
     default=10_000,
@@ -99,7 +93,7 @@ def load_trials(path: Path, include_excluded: bool = False) -> tuple[pd.DataFram
 def command(
     trials: Path,
     out_dir: Path,
-    n_boot: int,
+    n_resamples: int,
     n_sim: int,
     confidence: float,
     alpha: float,
@@ -124,7 +118,7 @@ def command(
         try:
             result = analyze_error_consistency(
                 frame,
-                n_resamples=n_boot,
+                n_resamples=n_resamples,
                 n_sim=n_sim,
                 confidence_level=confidence,
                 alpha=alpha,

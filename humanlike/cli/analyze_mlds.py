@@ -10,7 +10,7 @@ from tqdm import tqdm
 
 from humanlike.analysis.io.export import read_export
 from humanlike.analysis.mlds.analysis import analyze_mlds
-from humanlike.cli.options import confidence_option
+from humanlike.cli.options import confidence_option, n_resamples_option
 
 
 @click.command("mlds")
@@ -19,14 +19,13 @@ from humanlike.cli.options import confidence_option
               help="Folder for the CSVs and the figure.")
 @click.option("--design", type=click.Choice(["triads", "quadruples"]), default="triads",
               show_default=True)
-@click.option("--n-boot", default=1000, show_default=True,
-              help="Parametric bootstrap replicates per pooled scale (0: no CIs).")
+@n_resamples_option(1000, "Parametric bootstrap replicates per pooled scale (0: no CIs).", 0)
 @confidence_option
 @click.option("--seed", default=0, show_default=True, help="Random seed of the bootstrap.")
 @click.option("--max-panels", default=12, show_default=True, help="Sequences shown in the figure.")
 @click.option("--include-excluded", is_flag=True,
               help="Keep participants flagged excluded in the export's participants table.")
-def command(triads: Path, out_dir: Path, design: Literal["triads", "quadruples"], n_boot: int,
+def command(triads: Path, out_dir: Path, design: Literal["triads", "quadruples"], n_resamples: int,
             confidence: float, seed: int, max_panels: int, include_excluded: bool) -> None:
     """Fit MLDS scales to TRIADS (the export's triads.csv/.parquet, or R's resp,S1,S2,S3[,S4]).
 
@@ -38,8 +37,8 @@ def command(triads: Path, out_dir: Path, design: Literal["triads", "quadruples"]
     """
     try:
         selection = read_export(triads, "triads", include_excluded).triads()
-        with tqdm(total=n_boot, desc="bootstrap", unit="rep", disable=n_boot == 0) as bar:
-            result = analyze_mlds(selection.frame, design=design, n_resamples=n_boot,
+        with tqdm(total=n_resamples, desc="bootstrap", unit="rep", disable=n_resamples == 0) as bar:
+            result = analyze_mlds(selection.frame, design=design, n_resamples=n_resamples,
                                   confidence_level=confidence, random_state=seed,
                                   progress=bar.update)
     except ValueError as exc:

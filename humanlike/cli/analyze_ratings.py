@@ -19,7 +19,7 @@ from humanlike.analysis.exclusions import ExclusionRules
 from humanlike.analysis.io.export import read_export
 from humanlike.analysis.ratings.analysis import analyze_ratings
 from humanlike.analysis.ratings.scores import load_model_responses
-from humanlike.cli.options import alpha_option, confidence_option
+from humanlike.cli.options import alpha_option, confidence_option, n_resamples_option
 
 
 def _rules(rules_file: Path | None, overrides: tuple[str, ...]) -> ExclusionRules:
@@ -60,7 +60,7 @@ def _rules(rules_file: Path | None, overrides: tuple[str, ...]) -> ExclusionRule
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder for the tables and figures.",
 )
-@click.option("--n-resamples", default=10_000, show_default=True, type=click.IntRange(min=1))
+@n_resamples_option(10_000, "Bootstrap resamples of participants and stimuli.")
 @confidence_option
 @alpha_option
 @click.option(

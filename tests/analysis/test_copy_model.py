@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from humanlike.analysis.error_consistency.pairwise import (
+from humanlike.analysis.error_consistency import (
     copy_model_params,
     joint_table,
     kappa,

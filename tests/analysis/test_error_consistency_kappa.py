@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
-from humanlike.analysis.error_consistency.pairwise import (
+from humanlike.analysis.error_consistency import (
     error_consistency,
     kappa,
     kappa_bounds,
@@ -132,7 +132,7 @@ def test_error_consistency_reports_kappa_agreements_ci_and_p_value():
     rng = np.random.default_rng(3)
     a = rng.random(400) < 0.7
     b = np.where(rng.random(400) < 0.5, a, rng.random(400) < 0.7)
-    res = error_consistency(a, b, n_boot=2000, n_sim=2000, random_state=0)
+    res = error_consistency(a, b, n_resamples=2000, n_sim=2000, random_state=0)
     assert res.kappa == pytest.approx(kappa(a, b))
     assert res.c_obs == pytest.approx(np.mean(a == b))
     assert res.c_exp == pytest.approx(a.mean() * b.mean() + (1 - a.mean()) * (1 - b.mean()))
@@ -140,18 +140,18 @@ def test_error_consistency_reports_kappa_agreements_ci_and_p_value():
     assert res.ci.low < res.kappa < res.ci.high
     # half the trials are copies: kappa is far from independence
     assert res.p_value == pytest.approx(1 / 2001)
-    again = error_consistency(a, b, n_boot=2000, n_sim=2000, random_state=0)
+    again = error_consistency(a, b, n_resamples=2000, n_sim=2000, random_state=0)
     assert again == res
 
 
 def test_error_consistency_ci_has_the_normal_theory_width():
     # 95% percentile interval ~ kappa +- 1.96 SE, with SE of Fleiss, Cohen & Everitt (1969)
-    from humanlike.analysis.error_consistency.pairwise import kappa_standard_error
+    from humanlike.analysis.error_consistency import kappa_standard_error
 
     rng = np.random.default_rng(11)
     n = 2000
     a = rng.random(n) < 0.75
     b = np.where(rng.random(n) < 0.4, a, rng.random(n) < 0.75)
-    res = error_consistency(a, b, n_boot=4000, n_sim=100, random_state=1)
+    res = error_consistency(a, b, n_resamples=4000, n_sim=100, random_state=1)
     se = kappa_standard_error(res.kappa, res.accuracy_a, res.accuracy_b, n)
     assert (res.ci.high - res.ci.low) / 2 == pytest.approx(1.96 * se, rel=0.1)

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from humanlike.analysis.data_paths import shared_data_dir
-from humanlike.analysis.error_consistency.pairwise import kappa, kappa_matrix
+from humanlike.analysis.error_consistency import kappa, kappa_matrix
 from humanlike.analysis.io import read_model_vs_human
 
 
@@ -152,8 +152,8 @@ def test_malformed_trial_frames_raise_value_errors_naming_the_column(change, mes
 
 def test_bootstrap_is_reproducible_and_brackets_the_estimate(mvh):
     edge = mvh[mvh["experiment"] == "edge"]
-    r1 = kappa_matrix(edge, group="group", n_boot=500, random_state=7)
-    r2 = kappa_matrix(edge, group="group", n_boot=500, random_state=7)
+    r1 = kappa_matrix(edge, group="group", n_resamples=500, random_state=7)
+    r2 = kappa_matrix(edge, group="group", n_resamples=500, random_state=7)
     np.testing.assert_array_equal(r1.summary_distribution, r2.summary_distribution)
     s = r1.summary
     assert (s["ci_low"] <= s["kappa"]).all() and (s["kappa"] <= s["ci_high"]).all()
@@ -184,10 +184,10 @@ def _naive_bootstrap(
                 model,
             )
         )
-    n_boot = next(iter(indices.values())).shape[0]
-    pair_out = np.empty((n_boot, len(pairs)))
-    summary_out = np.empty((n_boot, len(result.summary)))
-    for b in range(n_boot):
+    n_resamples = next(iter(indices.values())).shape[0]
+    pair_out = np.empty((n_resamples, len(pairs)))
+    summary_out = np.empty((n_resamples, len(result.summary)))
+    for b in range(n_resamples):
         per_cond: dict[tuple, list[float]] = {}
         for k, (cond, col_a, col_b, stat, model) in enumerate(pairs):
             rows = indices[("all", cond)][b]
@@ -245,9 +245,9 @@ def test_vectorised_bootstrap_equals_a_plain_loop_over_the_same_indices(
                 )
     trials = pd.DataFrame(rows)
     stimuli = {c: sorted(t["stimulus"].unique()) for c, t in trials.groupby("condition")}
-    n_boot = 6
+    n_resamples = 6
     indices = {
-        ("all", c): rng.integers(0, len(s), size=(n_boot, len(s))) for c, s in stimuli.items()
+        ("all", c): rng.integers(0, len(s), size=(n_resamples, len(s))) for c, s in stimuli.items()
     }
     result = kappa_matrix(
         trials, group="group", condition="condition", degenerate=degenerate, indices=indices

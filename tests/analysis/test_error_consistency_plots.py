@@ -11,8 +11,8 @@ import pytest
 from matplotlib.collections import PathCollection
 from matplotlib.image import imread
 
+from humanlike.analysis.error_consistency import kappa_matrix
 from humanlike.analysis.error_consistency import plots as ec_plots
-from humanlike.analysis.error_consistency.pairwise import kappa_matrix
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def result():
             {"observer": name, "group": group, "stimulus": s, "correct": bool(v)}
             for s, v in enumerate(values)
         ]
-    return kappa_matrix(pd.DataFrame(rows), group="group", n_boot=200, random_state=0)
+    return kappa_matrix(pd.DataFrame(rows), group="group", n_resamples=200, random_state=0)
 
 
 def _saved(fig, path: Path) -> np.ndarray:
@@ -79,7 +79,7 @@ def test_ci_width_plot_marks_the_trials_needed(tmp_path):
         0.3, 0.8, 0.6, [50, 200, 800], target_halfwidth=0.1, n_sim=300, random_state=0
     )
     texts = [t.get_text() for t in fig.axes[0].texts]
-    from humanlike.analysis.error_consistency.pairwise import trials_needed
+    from humanlike.analysis.error_consistency import trials_needed
 
     assert texts == [f"n = {trials_needed(0.3, 0.8, 0.6, 0.1)}"]
     _saved(fig, tmp_path / "w.png")

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from humanlike.analysis.error_consistency.pairwise import (
+from humanlike.analysis import holm_sidak
+from humanlike.analysis.error_consistency import (
     compare_models,
     equal_ec_test,
-    holm_sidak,
     independence_pvalues,
     independence_test,
     kappa_from_rates,
@@ -87,7 +87,7 @@ def test_equal_ec_swap_test_is_calibrated_for_exchangeable_candidates():
     for r in range(80):
         ref = rng.random(200) < 0.8
         x, y = _copier(rng, ref, 0.4, 0.7), _copier(rng, ref, 0.4, 0.7)
-        p.append(equal_ec_test(ref, x, y, n_boot=200, random_state=r).p_value)
+        p.append(equal_ec_test(ref, x, y, n_resamples=200, random_state=r).p_value)
     p = np.asarray(p)
     assert stats.kstest(p, "uniform").pvalue > 0.001
     assert np.mean(p <= 0.05) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 80)
@@ -98,8 +98,8 @@ def test_equal_ec_test_detects_different_copy_rates_and_reports_the_delta():
     ref = rng.random((600, 3)) < 0.75  # three reference observers
     x = _copier(rng, ref[:, 0], 0.6, 0.75)
     y = _copier(rng, ref[:, 0], 0.1, 0.75)
-    res = equal_ec_test(ref, x, y, n_boot=1000, random_state=0)
-    from humanlike.analysis.error_consistency.pairwise import kappa
+    res = equal_ec_test(ref, x, y, n_resamples=1000, random_state=0)
+    from humanlike.analysis.error_consistency import kappa
 
     ka = np.mean([kappa(ref[:, j], x) for j in range(3)])
     kb = np.mean([kappa(ref[:, j], y) for j in range(3)])
@@ -116,8 +116,8 @@ def test_equal_ec_test_with_strata_averages_ec_over_strata():
     x = _copier(rng, ref, 0.5, 0.7)
     y = _copier(rng, ref, 0.2, 0.7)
     strata = np.repeat(["a", "b"], 200)
-    res = equal_ec_test(ref, x, y, strata=strata, n_boot=300, random_state=0)
-    from humanlike.analysis.error_consistency.pairwise import kappa
+    res = equal_ec_test(ref, x, y, strata=strata, n_resamples=300, random_state=0)
+    from humanlike.analysis.error_consistency import kappa
 
     per = [kappa(ref[strata == s], x[strata == s]) for s in "ab"]
     assert res.kappa_a == pytest.approx(np.mean(per))
@@ -161,7 +161,7 @@ def test_compare_models_ranks_a_copying_model_above_a_guessing_one():
             {"observer": name, "stimulus": i, "correct": bool(v), "group": group}
             for i, v in enumerate(col)
         ]
-    out = compare_models(pd.DataFrame(rows), n_boot=500, random_state=0)
+    out = compare_models(pd.DataFrame(rows), n_resamples=500, random_state=0)
     assert len(out) == 1
     row = out.iloc[0]
     assert {row["model_a"], row["model_b"]} == {"good", "bad"}

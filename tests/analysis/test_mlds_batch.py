@@ -108,11 +108,11 @@ def test_perfectly_separated_group_is_reported_as_not_converged():
 
 def test_bootstrap_intervals_bracket_the_estimates():
     df, _ = simulated_sequences(4, 500, seed=6)
-    fits = fit_many(df, n_boot=200, random_state=0)
+    fits = fit_many(df, n_resamples=200, random_state=0)
     inner = slice(1, -1)
-    assert (fits.ci_low[:, inner] <= fits.scale_std[:, inner]).all()
-    assert (fits.scale_std[:, inner] <= fits.ci_high[:, inner]).all()
-    assert (fits.sigma_ci[:, 0] < fits.sigma).all() and (fits.sigma < fits.sigma_ci[:, 1]).all()
+    assert (fits.ci.low[:, inner] <= fits.scale_std[:, inner]).all()
+    assert (fits.scale_std[:, inner] <= fits.ci.high[:, inner]).all()
+    assert (fits.sigma_ci.low < fits.sigma).all() and (fits.sigma < fits.sigma_ci.high).all()
     long = fits.to_frame()
     assert list(long.columns) == ["sequence", "level", "scale", "scale_std", "se", "ci_low",
                                   "ci_high"]

@@ -30,11 +30,11 @@ def test_known_scale_lies_in_the_95_percent_interval_about_95_percent_of_the_tim
     df["observer"] = np.repeat(np.arange(n_obs), len(universe) * reps)
     df["response"] = simulate_responses(levels, TRUE_PSI, TRUE_SIGMA, design=design,
                                         random_state=11)
-    fits = fit_many(df, by="observer", design=design, n_boot=300, random_state=12)
+    fits = fit_many(df, by="observer", design=design, n_resamples=300, random_state=12)
     assert fits.converged.all()
-    assert fits.n_boot_failed.sum() < 0.01 * n_obs * 300  # separated replicates are rare
+    assert fits.n_failed.sum() < 0.01 * n_obs * 300  # separated replicates are rare
     inner = slice(1, -1)  # psi_1 = 0 and psi_7 = 1 by definition
-    covered = (fits.ci_low[:, inner] <= TRUE_PSI[inner]) & (TRUE_PSI[inner] <= fits.ci_high[:,
+    covered = (fits.ci.low[:, inner] <= TRUE_PSI[inner]) & (TRUE_PSI[inner] <= fits.ci.high[:,
                                                                                          inner])
     assert 0.91 <= covered.mean() <= 0.98
     assert (covered.mean(axis=0) >= 0.85).all()  # no level is badly covered
@@ -58,9 +58,9 @@ def test_bootstrap_is_reproducible_from_its_random_state_and_brackets_the_fit():
     a = fit.bootstrap(300, random_state=5)
     b = fit.bootstrap(300, random_state=5)
     np.testing.assert_array_equal(a.scale_std, b.scale_std)
-    assert (a.ci_low[1:-1] < fit.scale_std_[1:-1]).all()
-    assert (fit.scale_std_[1:-1] < a.ci_high[1:-1]).all()
-    assert a.sigma_ci[0] < fit.sigma_ < a.sigma_ci[1]
+    assert (a.ci.low[1:-1] < fit.scale_std_[1:-1]).all()
+    assert (fit.scale_std_[1:-1] < a.ci.high[1:-1]).all()
+    assert a.sigma_ci.low < fit.sigma_ < a.sigma_ci.high
 
 
 def test_bootstrap_needs_a_fitted_model():

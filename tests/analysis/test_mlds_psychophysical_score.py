@@ -42,11 +42,11 @@ def test_score_is_the_spearman_correlation_with_a_bootstrap_interval():
     rng = np.random.default_rng(0)
     human = rng.normal(size=80)
     model = human + rng.normal(scale=0.8, size=80)
-    score = psychophysical_score(model, human, n_boot=2000, random_state=1)
+    score = psychophysical_score(model, human, n_resamples=2000, random_state=1)
     rho, p = stats.spearmanr(model, human)
     assert score.rho == pytest.approx(rho)
     assert score.p_value == pytest.approx(p)
-    assert score.ci[0] < score.rho < score.ci[1]
+    assert score.ci.low < score.rho < score.ci.high
     assert score.bootstrap_distribution.shape == (2000,)
     # the bootstrap SD of Spearman's rho is close to the large-sample (1 - rho^2) / sqrt(n - 1)
     assert score.bootstrap_distribution.std() == pytest.approx((1 - rho**2) / np.sqrt(79),
@@ -57,7 +57,7 @@ def test_score_is_the_spearman_correlation_with_a_bootstrap_interval():
 def test_identical_skewness_orders_score_one_and_series_are_aligned_by_sequence():
     human = pd.Series([0.3, -0.2, 0.1, 0.5], index=["a", "b", "c", "d"])
     model = pd.Series([10.0, 3.0, -7.0, 2.0, 99.0], index=["d", "a", "b", "c", "extra"])
-    score = psychophysical_score(model, human, n_boot=200, random_state=0)
+    score = psychophysical_score(model, human, n_resamples=200, random_state=0)
     assert score.rho == pytest.approx(1.0)
     assert score.n_sequences == 4
 
@@ -92,7 +92,7 @@ def observers() -> pd.DataFrame:
 
 
 def test_score_table_ranks_a_faithful_model_far_above_a_random_observer(observers):
-    table = score_table(observers, n_boot=1000, random_state=0).set_index("observer")
+    table = score_table(observers, n_resamples=1000, random_state=0).set_index("observer")
     assert table.loc["model", "rho"] > 0.8
     assert table.loc["model", "ci_low"] > 0.6
     assert abs(table.loc["random", "rho"]) < 0.35

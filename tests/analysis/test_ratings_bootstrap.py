@@ -9,13 +9,8 @@ import pytest
 from scipy.special import expit
 from statsmodels.stats.multitest import multipletests
 
-from humanlike.analysis.ratings.bootstrap import (
-    bootstrap_p_value,
-    bootstrap_ratings,
-    bootstrap_statistics,
-    draw_resample_counts,
-    holm_sidak,
-)
+from humanlike.analysis._resampling import bootstrap_p_value, draw_resample_counts, holm_sidak
+from humanlike.analysis.ratings.bootstrap import bootstrap_ratings, bootstrap_statistics
 from humanlike.analysis.ratings.calibration import clipped_logit
 from humanlike.analysis.ratings.ceilings import (
     leave_one_out_calibration,
@@ -192,7 +187,8 @@ def test_holm_sidak_column_equals_statsmodels_on_the_raw_p_values():
 
 def test_holm_sidak_equals_the_step_down_formula():
     p = np.array([0.01, 0.04, 0.03, 0.20])
-    adjusted, reject = holm_sidak(p)
+    corrected = holm_sidak(p)
+    adjusted, reject = corrected.p_adjusted, corrected.reject
     # Sorted p: .01, .03, .04, .20 with m = 4: 1 - (1 - p_(j))^(m - j + 1), running maximum.
     steps = [1 - (1 - 0.01) ** 4, 1 - (1 - 0.03) ** 3, 1 - (1 - 0.04) ** 2, 0.20]
     expected = np.maximum.accumulate(steps)
