@@ -187,7 +187,7 @@ def timeline(pid: str):
 
 @bp.post("/participants/<pid>/consent")
 def consent(pid: str):
-    """Record consent (``{"agree": true}``) or its refusal (the participant is then 'returned')."""
+    """Record consent (``{"agree": true}``) or its refusal (the participant has then returned the study)."""
     auth = authorize(pid)
     body = _json_body()
     if not isinstance(body, dict) or not isinstance(body.get("agree"), bool):

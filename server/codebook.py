@@ -14,7 +14,7 @@ TRIAL_COLUMNS = {
     "platform_id": "Prolific PID, MTurk worker id, or local-<id>",
     "condition": "counterbalancing condition",
     "trial_index": "position in the participant's timeline (0-based); unique per participant",
-    "trial_type": " | ".join(TRIAL_TYPES),
+    "trial_type": "",  # the registered types, filled in by codebook()
     "block": "block name from the spec (practice trials too: see practice)",
     "practice": "true for practice trials (exclude from analyses)",
     "stimulus": "stimulus id: file path relative to the manifest (triads: the reference image)",
@@ -81,9 +81,10 @@ def codebook() -> dict[str, dict[str, str]]:
     """Column descriptions per exported file."""
     public = [t for t in TRIAL_TYPES.values() if not t.internal]
     internal = [t for t in TRIAL_TYPES.values() if t.internal]
+    trials = dict(TRIAL_COLUMNS, trial_type=" | ".join(TRIAL_TYPES))
     return {
-        "trials": TRIAL_COLUMNS,
-        **{t.table: {**TRIAL_COLUMNS, **t.columns} for t in public},
+        "trials": trials,
+        **{t.table: {**trials, **t.columns} for t in public},
         "participants": PARTICIPANT_COLUMNS,
         "stimuli": STIMULUS_COLUMNS,
         "events": EVENT_COLUMNS,

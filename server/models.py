@@ -13,6 +13,7 @@ from werkzeug.security import check_password_hash, generate_password_hash
 
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import ExperimentStatus, ParticipantStatus
+from humanlike.server.platforms import Platform
 
 JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
 
@@ -32,7 +33,7 @@ class Experiment(db.Model):  # type: ignore[name-defined]  # dynamic base
     spec_hash: Mapped[str] = mapped_column(sa.String(64))
     root: Mapped[str] = mapped_column(sa.Text)
     status: Mapped[str] = mapped_column(sa.String(16), default=ExperimentStatus.LIVE.value)
-    platform: Mapped[str] = mapped_column(sa.String(16), default="local")
+    platform: Mapped[str] = mapped_column(sa.String(16), default=Platform.LOCAL.value)
     created_at: Mapped[dt.datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
 
     stimuli: Mapped[list[Stimulus]] = relationship(back_populates="experiment")

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from humanlike.server.models import Participant
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
-MTURK_HOSTS = {"sandbox": "https://workersandbox.mturk.com", "live": "https://www.mturk.com"}
+MTURK_SANDBOX, MTURK_LIVE = "https://workersandbox.mturk.com", "https://www.mturk.com"
 
 
 class Platform(StrEnum):
@@ -73,7 +73,7 @@ def _mturk_entry(args: MultiDict[str, str]) -> Entry | None:
     if worker is None:
         raise EntryError("workerId is missing")
     submit_to = args.get("turkSubmitTo") or None
-    if submit_to and submit_to not in MTURK_HOSTS.values():
+    if submit_to and submit_to not in (MTURK_SANDBOX, MTURK_LIVE):
         raise EntryError("turkSubmitTo must be MTurk's live or sandbox host")
     return Entry(Platform.MTURK, worker, assignment_id=_clean(assignment, "assignmentId"),
                  hit_id=_clean(args.get("hitId"), "hitId"), turk_submit_to=submit_to)
@@ -100,7 +100,7 @@ def completion_target(participant: Participant) -> dict[str, Any]:
                 "url": f"https://app.prolific.com/submissions/complete?cc={participant.completion_code}"}
     if participant.platform == Platform.MTURK:
         sandbox = completion.get("mturk_sandbox", True)
-        host = participant.turk_submit_to or MTURK_HOSTS["sandbox" if sandbox else "live"]
+        host = participant.turk_submit_to or (MTURK_SANDBOX if sandbox else MTURK_LIVE)
         return {"kind": "mturk_form", "action": host.rstrip("/") + "/mturk/externalSubmit",
                 "fields": {"assignmentId": participant.assignment_id, "completion": "done"}}
     return {"kind": "redirect", "url": url_for("participant.done", pid=participant.public_id)}
