@@ -50,8 +50,8 @@ class _Auth:
     token_hash: str
     slug: str
     n_trials: int
-    trials: list[dict[str, Any]]
     designs: list[dict[str, Any]]
+    stimulus_ids: list[int | None]
     labels: list[str]
     status: str
 
@@ -94,8 +94,8 @@ def _load_auth(public_id: str) -> _Auth:
         token_hash=row.token_hash,
         slug=row.experiment.slug,
         n_trials=row.n_trials,
-        trials=timeline["trials"],
         designs=[design_of(entry) for entry in timeline["trials"]],
+        stimulus_ids=[entry.get("stimulus_id") for entry in timeline["trials"]],
         labels=[c["label"] for c in timeline["categories"]],
         status=row.status,
     )
@@ -245,17 +245,16 @@ def post_trial(pid: str):
     if trial.trial_index >= auth.n_trials:
         api_abort(422, "trial_index_out_of_range",
                   f"trial_index must be below {auth.n_trials} for this participant")
-    entry = auth.trials[trial.trial_index]
-    if trial.trial_type != entry["type"]:
+    design = auth.designs[trial.trial_index]  # the design comes from the timeline, never the browser
+    if trial.trial_type != design["type"]:
         api_abort(422, "wrong_trial_type",
-                  f"trial {trial.trial_index} is a {entry['type']!r} trial, not {trial.trial_type!r}")
+                  f"trial {trial.trial_index} is a {design['type']!r} trial, not {trial.trial_type!r}")
     problem = TRIAL_TYPES[trial.trial_type].validate(trial.response, auth.labels)
     if problem:
         api_abort(422, "invalid_response", problem)
     allocated = ParticipantStatus.ALLOCATED
     if auth.status == allocated and _current_status(auth) == allocated:
         api_abort(409, "no_consent", "the participant has not consented yet")
-    design = auth.designs[trial.trial_index]  # the design comes from the timeline, never the browser
     created = _insert_trial(
         {
             "participant_id": auth.id,
@@ -263,7 +262,7 @@ def post_trial(pid: str):
             "trial_type": trial.trial_type,
             "design": design,
             "block": design.get("block"),
-            "stimulus_id": entry.get("stimulus_id"),
+            "stimulus_id": auth.stimulus_ids[trial.trial_index],
             "stimuli": design.get("stimuli"),
             "response": trial.response,
             "rt_ms": trial.rt_ms,
