@@ -103,7 +103,7 @@ def allocate(
         seed=seed,
         timeline=timeline,
         n_trials=len(timeline["trials"]),
-        status=ParticipantStatus.ALLOCATED,
+        status=ParticipantStatus.ALLOCATED.value,
         user_agent=(user_agent or "")[:1000],
     )
     db.session.add(participant)

@@ -130,7 +130,7 @@ def sync(loaded: LoadedExperiment) -> Experiment:
             spec=spec_json,
             spec_hash=loaded.spec.spec_hash(),
             root=str(loaded.root),
-            status=ExperimentStatus.LIVE,
+            status=ExperimentStatus.LIVE.value,
             platform=loaded.spec.platform,
         )
         db.session.add(exp)
