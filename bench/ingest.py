@@ -80,12 +80,11 @@ def start_server(spec: Path, database_url: str, instance: Path) -> tuple[subproc
     )
     subprocess.run([sys.executable, "-c", prepare], env=env, check=True, capture_output=True)
     port = free_port()
-    gunicorn = Path(sys.executable).with_name("gunicorn")
     # SQLite has one writer at a time, so extra threads only contend for it (and the GIL); with
     # PostgreSQL a thread waiting on a round trip leaves the GIL to another
     threads = "1" if database_url.startswith("sqlite") else "4"
     proc = subprocess.Popen(
-        [str(gunicorn), "--workers", "2", "--worker-class", "gthread", "--threads", threads,
+        [sys.executable, "-m", "gunicorn", "--workers", "2", "--worker-class", "gthread", "--threads", threads,
          "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "--keep-alive", "30",
          "humanlike.server:create_app()"],
         env=env,

@@ -8,8 +8,6 @@ from typing import Any
 
 from flask import Flask
 
-PACKAGE_ROOT = Path(__file__).resolve().parent
-
 
 def _package_dir(name: str) -> str:
     """Folder of a sibling package (``humanlike.static`` etc.), editable or installed."""
@@ -49,10 +47,11 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     experiments.init_app(app)
 
-    from humanlike.server import admin, api, errors, participant
+    from humanlike.server import admin, api, errors, health, participant
 
     errors.init_app(app)
     app.register_blueprint(participant.bp)
     app.register_blueprint(api.bp)
+    app.register_blueprint(health.bp)
     app.register_blueprint(admin.bp)
     return app

@@ -10,7 +10,8 @@ from wtforms import PasswordField, StringField
 from wtforms.validators import DataRequired, Length
 
 from humanlike.server.extensions import db, login_manager
-from humanlike.server.models import PARTICIPANT_STATUSES, AdminUser, Experiment, Participant
+from humanlike.server.lifecycle import ParticipantStatus
+from humanlike.server.models import AdminUser, Experiment, Participant
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 
@@ -78,7 +79,7 @@ def index():
         "admin/index.html",
         experiments=experiments,
         counts=counts,
-        statuses=PARTICIPANT_STATUSES,
+        statuses=[status.value for status in ParticipantStatus],
         user=current_user,
         logout_form=LogoutForm(),
     )

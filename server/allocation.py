@@ -1,74 +1,21 @@
-"""Who may take part, and allocation: platform ids, duplicates, exclusions, condition, timeline, token."""
+"""Who may take part, and allocation: duplicates, exclusions, device, condition, timeline, token."""
 
 from __future__ import annotations
 
 import re
 import secrets
-from dataclasses import dataclass
 
 import sqlalchemy as sa
-from flask import Request
 
 from humanlike.server.experiments import LoadedExperiment
 from humanlike.server.extensions import db
+from humanlike.server.lifecycle import FILLED, ParticipantStatus
 from humanlike.server.models import Experiment, Participant, Stimulus
+from humanlike.server.platforms import Entry
 from humanlike.server.timeline import generate_timeline
+from humanlike.server.tokens import hash_token, new_token
 
 MOBILE_UA = re.compile(r"Mobi|Android|iPhone|iPad|iPod|Windows Phone|Opera Mini", re.IGNORECASE)
-FILLED_STATUSES = ("started", "completed", "submitted", "approved")
-ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
-
-
-@dataclass(frozen=True)
-class Entry:
-    """The recruitment parameters a participant arrives with."""
-
-    platform: str
-    platform_id: str | None
-    study_id: str | None = None
-    session_id: str | None = None
-    assignment_id: str | None = None
-    hit_id: str | None = None
-    turk_submit_to: str | None = None
-    preview: bool = False
-
-
-class EntryError(ValueError):
-    """Recruitment parameters that are malformed."""
-
-
-def _clean(value: str | None, name: str) -> str | None:
-    if value is None or value == "":
-        return None
-    if not ID_PATTERN.match(value):
-        raise EntryError(f"parameter {name} has an unexpected format")
-    return value
-
-
-def parse_entry(request: Request) -> Entry:
-    """Read Prolific (PROLIFIC_PID...), MTurk (workerId...) or no parameters (local link)."""
-    args = request.args
-    if "PROLIFIC_PID" in args:
-        pid = _clean(args.get("PROLIFIC_PID"), "PROLIFIC_PID")
-        if pid is None:
-            raise EntryError("PROLIFIC_PID is empty")
-        return Entry("prolific", pid, _clean(args.get("STUDY_ID"), "STUDY_ID"),
-                     _clean(args.get("SESSION_ID"), "SESSION_ID"))
-    if "assignmentId" in args or "workerId" in args:
-        assignment = args.get("assignmentId", "")
-        if assignment == "ASSIGNMENT_ID_NOT_AVAILABLE":
-            return Entry("mturk", None, preview=True)
-        worker = _clean(args.get("workerId"), "workerId")
-        if worker is None:
-            raise EntryError("workerId is missing")
-        submit_to = args.get("turkSubmitTo") or None
-        if submit_to and submit_to not in (
-            "https://workersandbox.mturk.com", "https://www.mturk.com"
-        ):
-            raise EntryError("turkSubmitTo must be MTurk's live or sandbox host")
-        return Entry("mturk", worker, assignment_id=_clean(assignment, "assignmentId"),
-                     hit_id=_clean(args.get("hitId"), "hitId"), turk_submit_to=submit_to)
-    return Entry("local", None)
 
 
 def is_mobile(user_agent: str | None) -> bool:
@@ -111,7 +58,7 @@ def least_filled_condition(exp: Experiment, loaded: LoadedExperiment) -> str:
     counts = dict(
         db.session.execute(
             sa.select(Participant.condition, sa.func.count())
-            .where(Participant.experiment_id == exp.id, Participant.status.in_(FILLED_STATUSES))
+            .where(Participant.experiment_id == exp.id, Participant.status.in_(FILLED))
             .group_by(Participant.condition)
         ).all()
     )
@@ -126,9 +73,7 @@ def allocate(
 
     Returns the row and the token in clear (only its hash is stored). The caller commits; a
     concurrent duplicate surfaces as an IntegrityError on the (experiment, platform, id) key."""
-    from humanlike.server.api import hash_token
-
-    token = secrets.token_urlsafe(32)
+    token = new_token()
     public_id = secrets.token_hex(8)
     seed = secrets.randbits(62)
     condition = least_filled_condition(exp, loaded)
@@ -158,7 +103,7 @@ def allocate(
         seed=seed,
         timeline=timeline,
         n_trials=len(timeline["trials"]),
-        status="allocated",
+        status=ParticipantStatus.ALLOCATED.value,
         user_agent=(user_agent or "")[:1000],
     )
     db.session.add(participant)

@@ -1,10 +1,9 @@
-"""The participant JSON API (Bearer-token auth): timeline, consent, trials, events, completion, health."""
+"""The participant JSON API under /api/v1 (Bearer-token auth): timeline, consent, trials, events,
+completion; every error, unknown URLs under the prefix included, answers JSON."""
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import hmac
 import json
 import threading
 from collections import OrderedDict
@@ -15,23 +14,31 @@ import sqlalchemy as sa
 from flask import Blueprint, current_app, jsonify, request, url_for
 from pydantic import ValidationError
 from sqlalchemy.dialects import postgresql, sqlite
+from werkzeug.exceptions import MethodNotAllowed, NotFound
 
 from humanlike.server import experiments
-from humanlike.server.database import autocommit_engine, ping, write_lock
-from humanlike.server.errors import api_abort
+from humanlike.server.database import autocommit_engine, write_lock
+from humanlike.server.errors import api_abort, json_errors
 from humanlike.server.extensions import csrf, db
+from humanlike.server.lifecycle import (
+    COMPLETE,
+    CONSENT,
+    DECLINE,
+    FILLED,
+    PRE_TRIAL,
+    START,
+    ParticipantStatus,
+)
 from humanlike.server.models import Event, Participant, Trial, utcnow
-from humanlike.server.payloads import EventIn, TrialIn, validate_response
+from humanlike.server.payloads import EventIn, TrialIn
+from humanlike.server.platforms import completion_code, completion_target
+from humanlike.server.timeline import design_of
+from humanlike.server.tokens import token_matches
+from humanlike.server.trial_types import TRIAL_TYPES
 
-bp = Blueprint("api", __name__)
+bp = Blueprint("api", __name__, url_prefix="/api/v1")
 csrf.exempt(bp)
-
-PRE_TRIAL_STATUSES = ("allocated", "consented")
-
-
-def hash_token(token: str) -> str:
-    """Tokens are stored as their sha256; the secret itself lives only in the participant's browser."""
-    return hashlib.sha256(token.encode()).hexdigest()
+json_errors(bp)
 
 
 @dataclass
@@ -43,7 +50,8 @@ class _Auth:
     token_hash: str
     slug: str
     n_trials: int
-    trials: list[dict[str, Any]]
+    designs: list[dict[str, Any]]
+    stimulus_ids: list[int | None]
     labels: list[str]
     status: str
 
@@ -86,7 +94,8 @@ def _load_auth(public_id: str) -> _Auth:
         token_hash=row.token_hash,
         slug=row.experiment.slug,
         n_trials=row.n_trials,
-        trials=timeline["trials"],
+        designs=[design_of(entry) for entry in timeline["trials"]],
+        stimulus_ids=[entry.get("stimulus_id") for entry in timeline["trials"]],
         labels=[c["label"] for c in timeline["categories"]],
         status=row.status,
     )
@@ -101,7 +110,7 @@ def authorize(public_id: str) -> _Auth:
     if auth is None:
         auth = _load_auth(public_id)
         _cache.put(public_id, auth)
-    if not hmac.compare_digest(auth.token_hash, hash_token(header[7:].strip())):
+    if not token_matches(auth.token_hash, header[7:].strip()):
         api_abort(403, "wrong_token", "this token does not belong to this participant")
     return auth
 
@@ -136,16 +145,7 @@ def _current_status(auth: _Auth) -> str:
     return status
 
 
-@bp.get("/healthz")
-def healthz():
-    """Liveness and database reachability."""
-    ok = ping()
-    return jsonify(status="ok" if ok else "degraded", db="ok" if ok else "unreachable"), (
-        200 if ok else 503
-    )
-
-
-@bp.get("/api/v1/participants/<pid>/timeline")
+@bp.get("/participants/<pid>/timeline")
 def timeline(pid: str):
     """The participant's whole timeline plus which trials are already stored (for resume)."""
     auth = authorize(pid)
@@ -164,11 +164,9 @@ def timeline(pid: str):
     base = url_for("participant.stimulus_file", slug=auth.slug, filename="")
     blocks = {b.name: b for b in spec.blocks}
     trials = []
-    for entry in auth.trials:
-        public = {k: v for k, v in entry.items() if k not in ("stimulus_id", "stimulus_ids")}
-        block = blocks.get(entry["block"].removesuffix("-practice"))
-        public["prompt"] = block.prompt if block else ""
-        trials.append(public)
+    for design in auth.designs:
+        block = blocks.get(design["block"])
+        trials.append(dict(design, prompt=block.prompt if block else ""))
     return jsonify(
         participant=pid,
         status=participant.status,
@@ -187,20 +185,16 @@ def timeline(pid: str):
     )
 
 
-@bp.post("/api/v1/participants/<pid>/consent")
+@bp.post("/participants/<pid>/consent")
 def consent(pid: str):
-    """Record consent (``{"agree": true}``) or its refusal (the participant is then 'returned')."""
+    """Record consent (``{"agree": true}``) or its refusal (the participant has then returned the study)."""
     auth = authorize(pid)
     body = _json_body()
     if not isinstance(body, dict) or not isinstance(body.get("agree"), bool):
         api_abort(400, "invalid_body", "send {\"agree\": true} or {\"agree\": false}")
     participant = db.session.get(Participant, auth.id)
     assert participant is not None  # authorize() found it
-    if body["agree"]:
-        if participant.status == "allocated":
-            participant.status, participant.consented_at = "consented", utcnow()
-    elif participant.status in PRE_TRIAL_STATUSES:
-        participant.status = "returned"
+    (CONSENT if body["agree"] else DECLINE).apply(participant, utcnow())
     db.session.commit()
     auth.status = participant.status
     return jsonify(status=participant.status)
@@ -219,7 +213,7 @@ def _insert_trial(values: dict[str, Any], status_update: bool) -> bool:
     """Insert unless (participant, trial_index) exists; True when a new row was written.
 
     The usual trial is one autocommitted statement (one round trip to PostgreSQL); the first trial
-    also moves the participant to 'started', in the same transaction."""
+    also moves the participant along ``START``, in the same transaction."""
     engine = db.engine
     stmt = _insert_statement(engine.dialect.name)
     if not status_update:
@@ -231,13 +225,13 @@ def _insert_trial(values: dict[str, Any], status_update: bool) -> bool:
             conn.execute(
                 sa.update(Participant.__table__)
                 .where(Participant.id == values["participant_id"],
-                       Participant.status.in_(PRE_TRIAL_STATUSES))
-                .values(status="started", started_at=utcnow())
+                       Participant.status.in_(START.sources))
+                .values(**START.values(utcnow()))
             )
     return created
 
 
-@bp.post("/api/v1/participants/<pid>/trials")
+@bp.post("/participants/<pid>/trials")
 def post_trial(pid: str):
     """Store one trial; 201 when new, 200 when this index was already stored (idempotent)."""
     auth = authorize(pid)
@@ -251,43 +245,45 @@ def post_trial(pid: str):
     if trial.trial_index >= auth.n_trials:
         api_abort(422, "trial_index_out_of_range",
                   f"trial_index must be below {auth.n_trials} for this participant")
-    entry = auth.trials[trial.trial_index]
-    if trial.trial_type != entry["type"]:
+    design = auth.designs[trial.trial_index]  # the design comes from the timeline, never the browser
+    if trial.trial_type != design["type"]:
         api_abort(422, "wrong_trial_type",
-                  f"trial {trial.trial_index} is a {entry['type']!r} trial, not {trial.trial_type!r}")
-    problem = validate_response(trial.trial_type, trial.response, auth.labels)
+                  f"trial {trial.trial_index} is a {design['type']!r} trial, not {trial.trial_type!r}")
+    problem = TRIAL_TYPES[trial.trial_type].validate(trial.response, auth.labels)
     if problem:
         api_abort(422, "invalid_response", problem)
-    if auth.status == "allocated" and _current_status(auth) == "allocated":
+    allocated = ParticipantStatus.ALLOCATED
+    if auth.status == allocated and _current_status(auth) == allocated:
         api_abort(409, "no_consent", "the participant has not consented yet")
     created = _insert_trial(
         {
             "participant_id": auth.id,
             "trial_index": trial.trial_index,
             "trial_type": trial.trial_type,
-            "block": entry.get("block"),
-            "stimulus_id": entry.get("stimulus_id"),
-            "stimuli": entry.get("stimuli"),
+            "design": design,
+            "block": design.get("block"),
+            "stimulus_id": auth.stimulus_ids[trial.trial_index],
+            "stimuli": design.get("stimuli"),
             "response": trial.response,
             "rt_ms": trial.rt_ms,
             "first_rt_ms": trial.first_rt_ms,
             "presented_ms": trial.presented_ms,
             "frames": trial.frames,
-            "is_repeat": bool(entry.get("is_repeat")),
-            "repeat_of": entry.get("repeat_of"),
+            "is_repeat": bool(design.get("is_repeat")),
+            "repeat_of": design.get("repeat_of"),
             "client_time": trial.client_time,
             "server_time": utcnow(),
         },
-        status_update=auth.status in PRE_TRIAL_STATUSES,
+        status_update=START.allows(auth.status),
     )
     if created:
-        auth.status = "started"
+        auth.status = START.target
     ack = b'{"trial_index":%d}\n' % trial.trial_index
     return current_app.response_class(ack, status=201 if created else 200,
                                       mimetype="application/json")
 
 
-@bp.post("/api/v1/participants/<pid>/events")
+@bp.post("/participants/<pid>/events")
 def post_event(pid: str):
     """Log a browser event (blur, focus, fullscreen exit, resize, error, environment)."""
     auth = authorize(pid)
@@ -311,32 +307,14 @@ def post_event(pid: str):
     return jsonify(stored=True), 201
 
 
-def completion_target(participant: Participant) -> dict[str, Any]:
-    """Where a finished participant goes: Prolific's completion URL, MTurk's form, or our page."""
-    spec = participant.experiment.spec
-    if participant.platform == "prolific" and spec.get("completion", {}).get("prolific_code"):
-        code = participant.completion_code
-        return {"kind": "redirect",
-                "url": f"https://app.prolific.com/submissions/complete?cc={code}"}
-    if participant.platform == "mturk":
-        sandbox = spec.get("completion", {}).get("mturk_sandbox", True)
-        host = participant.turk_submit_to or (
-            "https://workersandbox.mturk.com" if sandbox else "https://www.mturk.com"
-        )
-        return {"kind": "mturk_form", "action": host.rstrip("/") + "/mturk/externalSubmit",
-                "fields": {"assignmentId": participant.assignment_id, "completion": "done"}}
-    return {"kind": "redirect", "url": url_for("participant.done", pid=participant.public_id)}
-
-
-@bp.post("/api/v1/participants/<pid>/complete")
+@bp.post("/participants/<pid>/complete")
 def complete(pid: str):
     """Mark the participant completed once every trial is stored; returns where to go next."""
     auth = authorize(pid)
     participant = db.session.get(Participant, auth.id)
     assert participant is not None  # authorize() found it
-    finished = ("started", "completed", "submitted", "approved")
-    empty_timeline = participant.status in PRE_TRIAL_STATUSES and auth.n_trials == 0
-    if participant.status not in finished and not empty_timeline:
+    empty_timeline = participant.status in PRE_TRIAL and auth.n_trials == 0
+    if participant.status not in FILLED and not empty_timeline:
         api_abort(409, "not_started", f"participant status is {participant.status!r}")
     stored = set(db.session.execute(
         sa.select(Trial.trial_index).where(Trial.participant_id == auth.id)
@@ -344,12 +322,24 @@ def complete(pid: str):
     missing = [i for i in range(auth.n_trials) if i not in stored]
     if missing:
         api_abort(409, "trials_missing", {"missing": missing[:100], "n_missing": len(missing)})
-    if participant.status in ("started", *PRE_TRIAL_STATUSES):
-        spec = participant.experiment.spec
-        participant.status, participant.completed_at = "completed", utcnow()
-        participant.completion_code = (
-            spec.get("completion", {}).get("prolific_code") if participant.platform == "prolific"
-            else None
-        ) or participant.public_id[:8].upper()
+    if COMPLETE.apply(participant, utcnow()):
+        participant.completion_code = completion_code(participant)
         db.session.commit()
     return jsonify(status=participant.status, next=completion_target(participant))
+
+
+@bp.route("/<path:_unknown>", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+def unknown(_unknown: str):
+    """Any other URL under the prefix: 405 when the path exists for another method, else 404."""
+    adapter = current_app.url_map.bind_to_environ(request.environ)
+    allowed = []
+    for method in ("GET", "POST"):
+        try:
+            endpoint, _ = adapter.match(method=method)
+        except (NotFound, MethodNotAllowed):
+            continue
+        if endpoint != "api.unknown":
+            allowed.append(method)
+    if allowed:
+        raise MethodNotAllowed(valid_methods=allowed)
+    raise NotFound()

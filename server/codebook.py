@@ -1,4 +1,12 @@
-"""Descriptions of every exported column (written as codebook.json next to the data)."""
+"""Descriptions of every exported column (written as codebook.json next to the data); each trial
+type's own columns come from its registry entry (``trial_types``)."""
+
+from humanlike.server.lifecycle import ParticipantStatus
+from humanlike.server.platforms import Platform
+from humanlike.server.trial_types import TRIAL_TYPES
+from humanlike.vocabulary import STIMULUS_KINDS
+
+_KINDS = " | ".join(STIMULUS_KINDS)
 
 TRIAL_COLUMNS = {
     "experiment": "experiment slug",
@@ -6,11 +14,11 @@ TRIAL_COLUMNS = {
     "platform_id": "Prolific PID, MTurk worker id, or local-<id>",
     "condition": "counterbalancing condition",
     "trial_index": "position in the participant's timeline (0-based); unique per participant",
-    "trial_type": "rating | triad | classification | debrief",
-    "block": "block name from the spec (<block>-practice for practice trials)",
+    "trial_type": "",  # the registered types, filled in by codebook()
+    "block": "block name from the spec (practice trials too: see practice)",
     "practice": "true for practice trials (exclude from analyses)",
     "stimulus": "stimulus id: file path relative to the manifest (triads: the reference image)",
-    "stimulus_kind": "natural | controversial | mlds | catch",
+    "stimulus_kind": _KINDS,
     "is_repeat": "true when the trial repeats an earlier one for reliability",
     "repeat_of": "trial_index of the first presentation (repeats only)",
     "rt_ms": "reaction time: stimulus onset to submit, ms (rAF/performance.now clock)",
@@ -20,32 +28,15 @@ TRIAL_COLUMNS = {
     "client_time": "browser clock when the trial ended, ms since the Unix epoch",
     "server_time": "server time (UTC, ISO 8601) when the trial was stored",
 }
-RATING_COLUMNS = {
-    "category": "category label rated in this row",
-    "rating": "rating of the category: 0, .25, .5, .75 or 1",
-}
-TRIAD_COLUMNS = {
-    "sequence": "MLDS sequence id",
-    "s1": "lowest level of the triad (1-based)",
-    "s2": "middle level: the reference shown in the centre",
-    "s3": "highest level of the triad",
-    "response": "1 = pair (s2, s3) judged more different (s1 chosen as more similar to the reference)",
-    "swapped": "true when s1 was shown on the right",
-}
-CLASSIFICATION_COLUMNS = {
-    "response": "chosen category",
-    "category": "true category",
-    "correct": "response == category",
-}
 PARTICIPANT_COLUMNS = {
     "experiment": "experiment slug",
     "participant": "participant id",
-    "platform": "local | prolific | mturk",
+    "platform": " | ".join(Platform),
     "platform_id": "Prolific PID, MTurk worker id, or local-<id>",
     "study_id": "Prolific STUDY_ID or MTurk HIT id",
     "session_id": "Prolific SESSION_ID or MTurk assignment id",
     "condition": "counterbalancing condition",
-    "status": "allocated | consented | started | completed | submitted | approved | rejected | returned | quit_early | timed_out",
+    "status": " | ".join(ParticipantStatus),
     "seed": "seed the participant's timeline was generated from",
     "created_at": "arrival time (UTC)",
     "started_at": "first stored trial (UTC)",
@@ -72,7 +63,7 @@ PARTICIPANT_COLUMNS = {
 }
 STIMULUS_COLUMNS = {
     "stimulus": "stimulus id (file path relative to the manifest)",
-    "kind": "natural | controversial | mlds | catch",
+    "kind": _KINDS,
     "true_class": "true category (natural and catch images)",
     "sha256": "sha256 of the file",
 }
@@ -88,13 +79,14 @@ EVENT_COLUMNS = {
 
 def codebook() -> dict[str, dict[str, str]]:
     """Column descriptions per exported file."""
+    public = [t for t in TRIAL_TYPES.values() if not t.internal]
+    internal = [t for t in TRIAL_TYPES.values() if t.internal]
+    trials = dict(TRIAL_COLUMNS, trial_type=" | ".join(TRIAL_TYPES))
     return {
-        "trials": TRIAL_COLUMNS,
-        "ratings": {**TRIAL_COLUMNS, **RATING_COLUMNS},
-        "triads": {**TRIAL_COLUMNS, **TRIAD_COLUMNS},
-        "classifications": {**TRIAL_COLUMNS, **CLASSIFICATION_COLUMNS},
+        "trials": trials,
+        **{t.table: {**trials, **t.columns} for t in public},
         "participants": PARTICIPANT_COLUMNS,
         "stimuli": STIMULUS_COLUMNS,
         "events": EVENT_COLUMNS,
-        "debrief": {"participant": "participant id", "question": "question name", "answer": "text"},
+        **{t.table: dict(t.columns) for t in internal},
     }

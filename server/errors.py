@@ -1,10 +1,11 @@
-"""Error responses: JSON ``{"error", "detail"}`` under /api, friendly pages elsewhere."""
+"""Error responses: JSON ``{"error", "detail"}`` from the blueprints that ask for it
+(``json_errors``), friendly pages everywhere else (``init_app``)."""
 
 from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from flask import Flask, jsonify, render_template, request
+from flask import Blueprint, Flask, current_app, jsonify, render_template
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
@@ -22,16 +23,29 @@ def api_abort(status: int, error: str, detail: Any = None) -> NoReturn:
     raise APIError(status, error, detail)
 
 
-def _wants_json() -> bool:
-    return request.path.startswith("/api/") or request.path == "/healthz"
+def json_errors(bp: Blueprint) -> None:
+    """Make every error raised in ``bp``'s views a JSON ``{"error", "detail"}`` response."""
+
+    @bp.errorhandler(APIError)
+    def _api_error(exc: APIError):
+        return jsonify(error=exc.error, detail=exc.detail), exc.status
+
+    @bp.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException):
+        response = exc.get_response()
+        response.data = jsonify(error=exc.name.lower().replace(" ", "_"),
+                                detail=exc.description).get_data()
+        response.content_type = "application/json"
+        return response
+
+    @bp.errorhandler(Exception)
+    def _unexpected(exc: Exception):
+        current_app.logger.exception("unhandled error")
+        return jsonify(error="internal_error", detail="the server failed; nothing was stored"), 500
 
 
 def init_app(app: Flask) -> None:
-    """Register the handlers."""
-
-    @app.errorhandler(APIError)
-    def _api_error(exc: APIError):
-        return jsonify(error=exc.error, detail=exc.detail), exc.status
+    """Register the page handlers (HTML) for everything outside the JSON blueprints."""
 
     @app.errorhandler(CSRFError)
     def _csrf_error(exc: CSRFError):
@@ -40,14 +54,10 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):
-        if _wants_json():
-            return jsonify(error=exc.name.lower().replace(" ", "_"), detail=exc.description), exc.code
         return render_template("message.html", title=exc.name, message=exc.description), exc.code
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception):
         app.logger.exception("unhandled error")
-        if _wants_json():
-            return jsonify(error="internal_error", detail="the server failed; nothing was stored"), 500
         return render_template("message.html", title="Something went wrong",
                                message="The server failed. Please try again in a moment."), 500

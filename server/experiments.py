@@ -11,9 +11,12 @@ import sqlalchemy as sa
 from flask import Flask, current_app
 
 from humanlike.server.extensions import db
+from humanlike.server.lifecycle import ExperimentStatus
 from humanlike.server.manifest import StimulusRecord, read_manifest
 from humanlike.server.models import Experiment, Stimulus
 from humanlike.server.spec import ExperimentSpec, SpecError, load_spec
+from humanlike.server.trial_types import TRIAL_TYPES
+from humanlike.vocabulary import StimulusKind
 
 
 @dataclass(frozen=True)
@@ -63,23 +66,24 @@ def load_experiment(spec_path: str | Path) -> LoadedExperiment:
     labels = {c.label for c in spec.categories}
     kinds = {r.kind for r in records}
     for i, block in enumerate(spec.blocks):
-        missing = [k for k in block.kinds if k not in kinds]
+        missing = [str(k) for k in block.kinds if k not in kinds]
         if missing:
             raise SpecError(
                 f"{spec_path}: blocks.{i}.kinds: the manifest {spec.manifest} has no stimuli of "
                 f"kind {missing}"
             )
-        if block.catch_trials and "catch" not in kinds:
+        if block.catch_trials and StimulusKind.CATCH not in kinds:
             raise SpecError(f"{spec_path}: blocks.{i}.catch_trials: the manifest has no catch stimuli")
         if block.trial_type == "triad":
             for r in records:
-                if r.kind == "mlds" and not {"sequence", "level"} <= r.meta.keys():
+                if r.kind == StimulusKind.MLDS and not {"sequence", "level"} <= r.meta.keys():
                     raise SpecError(
                         f"{manifest_path}: mlds stimulus {r.key!r} needs columns sequence and level"
                     )
-    if labels and any(b.trial_type != "triad" for b in spec.blocks):
+    if labels and any(TRIAL_TYPES[b.trial_type].needs_categories for b in spec.blocks):
         for r in records:
-            if r.true_class is not None and r.kind in ("natural", "catch") and r.true_class not in labels:
+            if (r.true_class is not None and r.kind in (StimulusKind.NATURAL, StimulusKind.CATCH)
+                    and r.true_class not in labels):
                 raise SpecError(
                     f"{manifest_path}: stimulus {r.key!r}: true_class {r.true_class!r} is not a "
                     f"category label ({sorted(labels)})"
@@ -126,7 +130,7 @@ def sync(loaded: LoadedExperiment) -> Experiment:
             spec=spec_json,
             spec_hash=loaded.spec.spec_hash(),
             root=str(loaded.root),
-            status="live",
+            status=ExperimentStatus.LIVE.value,
             platform=loaded.spec.platform,
         )
         db.session.add(exp)

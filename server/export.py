@@ -1,26 +1,22 @@
-"""The canonical tidy export (DESIGN.md): trials, ratings, triads, classifications, participants,
-stimuli, events and debrief answers, as CSV and Parquet with a codebook."""
+"""The canonical tidy export (DESIGN.md): trials, one table per trial type (ratings, triads,
+classifications, debrief answers), participants, stimuli and events, as CSV and Parquet with a
+codebook. Each trial's design is read from ``trial.design``."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
 from humanlike.analysis.exclusions import ExclusionRules
-from humanlike.server.codebook import codebook
+from humanlike.server import codebook as book
 from humanlike.server.extensions import db
 from humanlike.server.models import Event, Experiment, Participant, Stimulus, Trial
+from humanlike.server.trial_types import TRIAL_TYPES, ExportInput
 
-TRIAL_COLUMNS = [
-    "experiment", "participant", "platform_id", "condition", "trial_index", "trial_type", "block",
-    "practice", "stimulus", "stimulus_kind", "is_repeat", "repeat_of", "rt_ms", "first_rt_ms",
-    "presented_ms", "frames", "client_time", "server_time",
-]
+TRIAL_COLUMNS = list(book.TRIAL_COLUMNS)
 
 
 def _experiment(slug: str) -> Experiment:
@@ -32,14 +28,14 @@ def _experiment(slug: str) -> Experiment:
 
 
 def trial_frame(exp: Experiment) -> pd.DataFrame:
-    """One row per stored trial, with participant and stimulus columns (plus the raw response)."""
+    """One row per stored trial, with participant and stimulus columns (plus response and design)."""
     rows = db.session.execute(
         sa.select(
             Participant.public_id.label("participant"), Participant.platform_id,
             Participant.condition, Trial.trial_index, Trial.trial_type,
             Trial.block, Stimulus.key.label("stimulus"), Stimulus.kind.label("stimulus_kind"),
             Trial.is_repeat, Trial.repeat_of, Trial.rt_ms, Trial.first_rt_ms, Trial.presented_ms,
-            Trial.frames, Trial.client_time, Trial.server_time, Trial.response,
+            Trial.frames, Trial.client_time, Trial.server_time, Trial.response, Trial.design,
         )
         .join(Participant, Trial.participant_id == Participant.id)
         .outerjoin(Stimulus, Trial.stimulus_id == Stimulus.id)
@@ -48,58 +44,15 @@ def trial_frame(exp: Experiment) -> pd.DataFrame:
     ).mappings().all()
     frame = pd.DataFrame([dict(r) for r in rows])
     if frame.empty:
-        return pd.DataFrame(columns=[*TRIAL_COLUMNS, "response", "entry"])
-    # each participant's timeline once (not once per trial row) for the design of every trial
-    timelines: dict[str, dict[str, Any]] = dict(db.session.execute(
-        sa.select(Participant.public_id, Participant.timeline)
-        .where(Participant.experiment_id == exp.id)
-    ).tuples().all())
-    frame["entry"] = [
-        timelines[p]["trials"][i] for p, i in zip(frame["participant"], frame["trial_index"])
-    ]
-    frame["practice"] = [bool(e.get("practice")) for e in frame["entry"]]
+        return pd.DataFrame(columns=[*TRIAL_COLUMNS, "response", "design"])
+    frame["practice"] = [bool(d.get("practice")) for d in frame["design"]]
     frame["experiment"] = exp.slug
     frame["server_time"] = pd.to_datetime(frame["server_time"], utc=True).dt.strftime(
         "%Y-%m-%dT%H:%M:%S.%fZ"
     )
     frame["repeat_of"] = frame["repeat_of"].astype("Int64")
     frame["frames"] = frame["frames"].astype("Int64")
-    return frame[[*TRIAL_COLUMNS, "response", "entry"]]
-
-
-def rating_frame(trials: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
-    """Rating trials in long form: one row per (trial, category), categories in spec order."""
-    rt = trials[trials["trial_type"] == "rating"]
-    base = rt[TRIAL_COLUMNS].loc[rt.index.repeat(len(labels))].reset_index(drop=True)
-    base["category"] = np.tile(labels, len(rt))
-    ratings = pd.DataFrame([resp["ratings"] for resp in rt["response"]], columns=labels)
-    base["rating"] = ratings.to_numpy(dtype=float).ravel()  # row-major: trial, then category
-    return base
-
-
-def triad_frame(trials: pd.DataFrame) -> pd.DataFrame:
-    """Triad trials normalised to s1 < s2 < s3; response 1 = s1 judged more similar to s2."""
-    tr = trials[trials["trial_type"] == "triad"]
-    out = tr[TRIAL_COLUMNS].reset_index(drop=True)
-    design = pd.DataFrame(list(tr["entry"]), columns=["sequence", "s1", "s2", "s3", "swapped"])
-    out["sequence"] = design["sequence"].astype(str)
-    out[["s1", "s2", "s3"]] = design[["s1", "s2", "s3"]].astype(int)
-    swapped = design["swapped"].astype(bool).to_numpy()
-    chose_left = pd.DataFrame(list(tr["response"]), columns=["choice"])["choice"].eq("left")
-    out["response"] = (chose_left.to_numpy() != swapped).astype(int)  # s1 chosen as more similar
-    out["swapped"] = swapped
-    return out
-
-
-def classification_frame(trials: pd.DataFrame, stimuli: pd.DataFrame) -> pd.DataFrame:
-    """Classification trials with the true category and correctness."""
-    cl = trials[trials["trial_type"] == "classification"]
-    out = cl[TRIAL_COLUMNS].reset_index(drop=True)
-    out["response"] = [r["choice"] for r in cl["response"]]
-    truth = stimuli.set_index("stimulus")["true_class"]
-    out["category"] = out["stimulus"].map(truth)
-    out["correct"] = out["response"] == out["category"]
-    return out
+    return frame[[*TRIAL_COLUMNS, "response", "design"]]
 
 
 def stimulus_frame(exp: Experiment) -> pd.DataFrame:
@@ -179,34 +132,24 @@ def event_frame(exp: Experiment) -> pd.DataFrame:
     return frame
 
 
-def debrief_frame(trials: pd.DataFrame) -> pd.DataFrame:
-    """Debrief answers, one row per (participant, question)."""
-    rows = [
-        {"participant": p, "question": q, "answer": a}
-        for p, resp in zip(trials["participant"], trials["response"])
-        if isinstance(resp, dict) and "answers" in resp
-        for q, a in resp["answers"].items()
-    ]
-    return pd.DataFrame(rows, columns=["participant", "question", "answer"])
-
-
 def export_frames(slug: str) -> dict[str, pd.DataFrame]:
     """All export tables of an experiment as DataFrames (inside an app context)."""
     exp = _experiment(slug)
     labels = [c["label"] for c in exp.spec.get("categories", [])]
     trials = trial_frame(exp)
     stimuli = stimulus_frame(exp)
-    ratings = rating_frame(trials, labels) if labels else trials.iloc[0:0][TRIAL_COLUMNS]
-    frames = {
-        "trials": trials[trials["trial_type"] != "debrief"][TRIAL_COLUMNS],
-        "ratings": ratings,
-        "triads": triad_frame(trials),
-        "classifications": classification_frame(trials, stimuli),
-        "participants": participant_frame(exp, trials, ratings, stimuli),
-        "stimuli": stimuli,
-        "events": event_frame(exp),
-        "debrief": debrief_frame(trials[trials["trial_type"] == "debrief"]),
+    typed = {
+        t.table: t.frame(ExportInput(trials[trials["trial_type"] == t.name], TRIAL_COLUMNS,
+                                     labels, stimuli))
+        for t in TRIAL_TYPES.values()
     }
+    internal = [t.name for t in TRIAL_TYPES.values() if t.internal]
+    frames = {"trials": trials[~trials["trial_type"].isin(internal)][TRIAL_COLUMNS]}
+    frames.update({t.table: typed[t.table] for t in TRIAL_TYPES.values() if not t.internal})
+    frames["participants"] = participant_frame(exp, trials, typed["ratings"], stimuli)
+    frames["stimuli"] = stimuli
+    frames["events"] = event_frame(exp)
+    frames.update({t.table: typed[t.table] for t in TRIAL_TYPES.values() if t.internal})
     return frames
 
 
@@ -218,5 +161,5 @@ def write_export(slug: str, out: Path) -> dict[str, int]:
         frame = frame.reset_index(drop=True)
         frame.to_csv(out / f"{name}.csv", index=False)
         frame.to_parquet(out / f"{name}.parquet", index=False)
-    (out / "codebook.json").write_text(json.dumps(codebook(), indent=2))
+    (out / "codebook.json").write_text(json.dumps(book.codebook(), indent=2))
     return {name: len(frame) for name, frame in frames.items()}

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from humanlike.server.spec import SpecError
+from humanlike.vocabulary import STIMULUS_KINDS
 
-KINDS = ("natural", "controversial", "mlds", "catch")
 CORE_COLUMNS = ("file", "kind", "true_class")
 
 
@@ -63,9 +63,9 @@ def read_manifest(path: str | Path) -> list[StimulusRecord]:
             kind = (row.get("kind") or "").strip()
             if not key:
                 raise SpecError(f"{path}: row {row_no}: column 'file' is empty")
-            if kind not in KINDS:
+            if kind not in STIMULUS_KINDS:
                 raise SpecError(
-                    f"{path}: row {row_no}: column 'kind' is {kind!r}, expected one of {KINDS}"
+                    f"{path}: row {row_no}: column 'kind' is {kind!r}, expected one of {STIMULUS_KINDS}"
                 )
             target = (root / key).resolve()
             if not target.is_relative_to(root):

@@ -12,24 +12,10 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from humanlike.server.extensions import db
+from humanlike.server.lifecycle import ExperimentStatus, ParticipantStatus
+from humanlike.server.platforms import Platform
 
 JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
-
-PARTICIPANT_STATUSES = (
-    "allocated",
-    "consented",
-    "started",
-    "completed",
-    "submitted",
-    "approved",
-    "rejected",
-    "returned",
-    "quit_early",
-    "timed_out",
-)
-EXPERIMENT_STATUSES = ("draft", "live", "closed")
-STIMULUS_KINDS = ("natural", "controversial", "mlds", "catch")
-
 
 def utcnow() -> dt.datetime:
     """Timezone-aware current UTC time (stored as such on PostgreSQL, naive UTC on SQLite)."""
@@ -46,8 +32,8 @@ class Experiment(db.Model):  # type: ignore[name-defined]  # dynamic base
     spec: Mapped[dict[str, Any]] = mapped_column(JSONType)
     spec_hash: Mapped[str] = mapped_column(sa.String(64))
     root: Mapped[str] = mapped_column(sa.Text)
-    status: Mapped[str] = mapped_column(sa.String(16), default="live")
-    platform: Mapped[str] = mapped_column(sa.String(16), default="local")
+    status: Mapped[str] = mapped_column(sa.String(16), default=ExperimentStatus.LIVE.value)
+    platform: Mapped[str] = mapped_column(sa.String(16), default=Platform.LOCAL.value)
     created_at: Mapped[dt.datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
 
     stimuli: Mapped[list[Stimulus]] = relationship(back_populates="experiment")
@@ -94,7 +80,9 @@ class Participant(db.Model):  # type: ignore[name-defined]  # dynamic base
     seed: Mapped[int] = mapped_column(sa.BigInteger)
     timeline: Mapped[dict[str, Any]] = mapped_column(JSONType)
     n_trials: Mapped[int] = mapped_column(sa.Integer)
-    status: Mapped[str] = mapped_column(sa.String(16), default="allocated", index=True)
+    status: Mapped[str] = mapped_column(
+        sa.String(16), default=ParticipantStatus.ALLOCATED.value, index=True
+    )
     user_agent: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
     screen: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     refresh_hz: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
@@ -116,7 +104,11 @@ class Participant(db.Model):  # type: ignore[name-defined]  # dynamic base
 
 
 class Trial(db.Model):  # type: ignore[name-defined]  # dynamic base
-    """One finished trial; (participant, trial_index) is the idempotency key."""
+    """One finished trial; (participant, trial_index) is the idempotency key.
+
+    ``design`` is the timeline entry the trial answered (type, block, practice, stimuli, triad
+    levels, repeat info ...), stored once; ``block``, ``stimuli``, ``is_repeat`` and ``repeat_of``
+    are copied from it as columns for queries."""
 
     __tablename__ = "trial"
     __table_args__ = (
@@ -126,6 +118,7 @@ class Trial(db.Model):  # type: ignore[name-defined]  # dynamic base
     participant_id: Mapped[int] = mapped_column(sa.ForeignKey("participant.id"), index=True)
     trial_index: Mapped[int] = mapped_column(sa.Integer)
     trial_type: Mapped[str] = mapped_column(sa.String(32))
+    design: Mapped[dict[str, Any]] = mapped_column(JSONType)
     block: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
     stimulus_id: Mapped[int | None] = mapped_column(sa.ForeignKey("stimulus.id"), nullable=True)
     stimuli: Mapped[list[str] | None] = mapped_column(JSONType, nullable=True)

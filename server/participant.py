@@ -17,13 +17,12 @@ from flask import (
 from sqlalchemy.exc import IntegrityError
 
 from humanlike.server import allocation, experiments
-from humanlike.server.api import completion_target
 from humanlike.server.extensions import db
+from humanlike.server.lifecycle import DONE, ExperimentStatus, ParticipantStatus
 from humanlike.server.models import Experiment, Participant
+from humanlike.server.platforms import EntryError, Platform, completion_target, parse_entry
 
 bp = Blueprint("participant", __name__)
-
-DONE_STATUSES = ("completed", "submitted", "approved", "rejected")
 
 
 def _message(title: str, message: str, status: int = 200):
@@ -42,11 +41,11 @@ def start(slug: str):
     exp = db.session.execute(sa.select(Experiment).where(Experiment.slug == slug)).scalar_one_or_none()
     if loaded is None or exp is None:
         return _message("Study not found", "This study link is not valid.", 404)
-    if exp.status != "live":
+    if exp.status != ExperimentStatus.LIVE:
         return _message("Study closed", "This study is not taking participants at the moment.", 410)
     try:
-        entry = allocation.parse_entry(request)
-    except allocation.EntryError as exc:
+        entry = parse_entry(request)
+    except EntryError as exc:
         return _message("Invalid study link", str(exc), 400)
     if entry.preview:
         return render_template("preview.html", spec=loaded.spec,
@@ -59,7 +58,7 @@ def start(slug: str):
     owned = _owned()
     previous = allocation.existing_participant(exp, entry)
     if previous is not None:
-        if previous.public_id in owned and previous.status not in DONE_STATUSES:
+        if previous.public_id in owned and previous.status not in DONE:
             return redirect(url_for("participant.task", pid=previous.public_id))
         return _message("You have already taken part",
                         "Our records show you have already taken part in this study, so you "
@@ -92,9 +91,9 @@ def task(pid: str):
         return _message("Session not found",
                         "This page belongs to another browser session. Please use your "
                         "original study link in the browser where you started.", 403)
-    if participant.status in DONE_STATUSES:
+    if participant.status in DONE:
         return redirect(url_for("participant.done", pid=pid))
-    if participant.status == "returned":
+    if participant.status == ParticipantStatus.RETURNED:
         return _message("Study ended", "You did not consent, so the study has ended. "
                         "Please return the study on your recruitment platform.", 200)
     config = {
@@ -112,9 +111,9 @@ def done(pid: str):
     participant = db.session.execute(
         sa.select(Participant).where(Participant.public_id == pid)
     ).scalar_one_or_none()
-    if participant is None or pid not in _owned() or participant.status not in DONE_STATUSES:
+    if participant is None or pid not in _owned() or participant.status not in DONE:
         abort(404)
-    target = completion_target(participant) if participant.platform != "local" else None
+    target = completion_target(participant) if participant.platform != Platform.LOCAL else None
     return render_template("done.html", participant=participant, target=target)
 
 

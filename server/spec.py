@@ -8,12 +8,20 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from humanlike.analysis.exclusions import ExclusionRules
-
-TrialType = Literal["rating", "triad", "classification"]
-Kind = Literal["natural", "controversial", "mlds", "catch"]
+from humanlike.server.platforms import Platform
+from humanlike.server.trial_types import TRIAL_TYPES, check_block_trial_type
+from humanlike.vocabulary import StimulusKind
 
 
 class SpecError(ValueError):
@@ -50,8 +58,8 @@ class Block(_Strict):
     """A block of trials of one type over stimuli selected by kind (and optionally by sequence)."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
-    trial_type: TrialType
-    kinds: list[Kind] = Field(min_length=1)
+    trial_type: Annotated[str, AfterValidator(check_block_trial_type)]
+    kinds: list[StimulusKind] = Field(min_length=1)
     practice: Annotated[int, Field(ge=0)] = 0
     catch_trials: Annotated[int, Field(ge=0)] = 0
     repeats: Annotated[int, Field(ge=0)] = 0
@@ -93,7 +101,7 @@ class ExperimentSpec(_Strict):
 
     slug: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")
     title: str = Field(min_length=1, max_length=200)
-    platform: Literal["local", "prolific", "mturk"] = "local"
+    platform: Platform = Platform.LOCAL
     consent: str
     instructions: str
     manifest: str
@@ -124,10 +132,10 @@ class ExperimentSpec(_Strict):
         names = [b.name for b in self.blocks]
         if len(set(names)) != len(names):
             raise ValueError("block names must be unique")
-        if any(b.trial_type in ("rating", "classification") for b in self.blocks) and not (
-            self.categories
-        ):
-            raise ValueError("rating and classification blocks need [[categories]]")
+        needing = sorted({b.trial_type for b in self.blocks
+                          if TRIAL_TYPES[b.trial_type].needs_categories})
+        if needing and not self.categories:
+            raise ValueError(f"{' and '.join(needing)} blocks need [[categories]]")
         cond_names = [c.name for c in self.conditions]
         if len(set(cond_names)) != len(cond_names) or not cond_names:
             raise ValueError("conditions need unique names")
@@ -136,7 +144,7 @@ class ExperimentSpec(_Strict):
                 raise ValueError(
                     f"conditions[{cond.name}].block_order must list each block once: {names}"
                 )
-        if self.platform == "prolific" and not self.completion.prolific_code:
+        if self.platform == Platform.PROLIFIC and not self.completion.prolific_code:
             raise ValueError("platform 'prolific' needs completion.prolific_code")
         return self
 

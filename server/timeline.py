@@ -10,8 +10,15 @@ import numpy as np
 from humanlike.server.manifest import StimulusRecord
 from humanlike.server.spec import Block, ExperimentSpec
 from humanlike.stimuli.mlds_design import all_triads
+from humanlike.vocabulary import StimulusKind
 
 TIMELINE_VERSION = 1
+INTERNAL_KEYS = ("stimulus_id",)  # added at allocation for the database; never sent to the browser
+
+
+def design_of(entry: dict[str, Any]) -> dict[str, Any]:
+    """A timeline entry as its trial's stored design: everything but the server-internal keys."""
+    return {k: v for k, v in entry.items() if k not in INTERNAL_KEYS}
 
 
 def _rating_entry(block: Block, rec: StimulusRecord, **extra: Any) -> dict[str, Any]:
@@ -36,7 +43,7 @@ def _triad_entries(
                 {
                     "type": "triad",
                     "block": block.name,
-                    "kind": "mlds",
+                    "kind": StimulusKind.MLDS.value,
                     "sequence": seq,
                     "s1": s1,
                     "s2": s2,
@@ -68,7 +75,7 @@ def generate_timeline(
     entries: list[dict[str, Any]] = []
     repeat_candidates: list[tuple[int, Block]] = []
     for block in spec.blocks_for(condition):
-        catch_pool = list(by_kind.get("catch", []))
+        catch_pool = list(by_kind.get(StimulusKind.CATCH, []))
         rng.shuffle(catch_pool)
         catch = catch_pool[: block.catch_trials]
         if block.trial_type == "triad":
@@ -84,7 +91,7 @@ def generate_timeline(
         if block.max_trials is not None:
             main = main[: block.max_trials]
         practice = [
-            dict(practice_src[i], block=f"{block.name}-practice", practice=True)
+            dict(practice_src[i], practice=True)
             for i in rng.permutation(len(practice_src))[: block.practice]
         ]
         catch_entries = [_rating_entry(block, r) for r in catch]
@@ -96,7 +103,7 @@ def generate_timeline(
             entry.setdefault("practice", False)
             entry.update(is_repeat=False, repeat_of=None, index=len(entries))
             entries.append(entry)
-            if not entry["practice"] and entry["kind"] != "catch":
+            if not entry["practice"] and entry["kind"] != StimulusKind.CATCH:
                 repeat_candidates.append((entry["index"], block))
 
     repeats: list[dict[str, Any]] = []

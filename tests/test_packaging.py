@@ -35,7 +35,13 @@ def test_the_wheel_holds_one_namespace_with_static_files_templates_and_migration
                    "humanlike/stimuli/__init__.py", "humanlike/deploy/__init__.py",
                    "humanlike/static/js/runner.js", "humanlike/static/js/plugins/rating.js",
                    "humanlike/templates/task.html", "humanlike/migrations/env.py",
-                   "humanlike/migrations/versions/0001_initial_schema.py"):
+                   "humanlike/migrations/versions/0001_initial_schema.py",
+                   "humanlike/migrations/versions/0002_trial_design.py",
+                   "humanlike/vocabulary.py",
+                   "humanlike/server/demo_files/experiment.toml",
+                   "humanlike/server/demo_files/mlds_block.toml",
+                   "humanlike/server/demo_files/consent.md",
+                   "humanlike/server/demo_files/instructions.md"):
         assert needed in names, needed
     # jsPsych comes from npm at build time (never from git) and ships inside the wheel
     assert "humanlike/static/vendor/jspsych/jspsych.js" in names

@@ -18,9 +18,10 @@ import pandas as pd
 
 from humanlike.analysis.exclusions import ExclusionRules, as_rules
 from humanlike.analysis.ratings.reliability import repeat_reliability
+from humanlike.vocabulary import StimulusKind
 
 REQUIRED_COLUMNS = ("participant", "stimulus", "category", "rating")
-SCORED_KINDS = ("natural", "controversial")
+SCORED_KINDS = (StimulusKind.NATURAL.value, StimulusKind.CONTROVERSIAL.value)
 STIMULUS_METADATA = (
     "true_class",
     "targeted_model_1",
@@ -28,7 +29,7 @@ STIMULUS_METADATA = (
     "targeted_class_1",
     "targeted_class_2",
 )
-_KIND_ORDER = {"natural": 0, "controversial": 1, "catch": 2}
+_KIND_ORDER = {StimulusKind.NATURAL: 0, StimulusKind.CONTROVERSIAL: 1, StimulusKind.CATCH: 2}
 
 
 # --------------------------------------------------------------------------- loading

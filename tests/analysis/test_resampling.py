@@ -114,7 +114,7 @@ def test_every_reported_interval_is_a_confidence_interval_at_its_level():
 
 
 def test_cli_options_say_n_resamples_and_still_accept_n_boot(tmp_path):
-    from humanlike.server.commands import analyze_ec, analyze_mlds
+    from humanlike.cli import analyze_ec, analyze_mlds
 
     data = tmp_path / "data.csv"
     data.write_text("x\n")

@@ -52,7 +52,7 @@ def test_mturk_completion_posts_to_the_sandbox_external_submit(app, client):
     _pid, _token = enter(client, "workerId=W1&assignmentId=A1&hitId=H1"
                                "&turkSubmitTo=https://workersandbox.mturk.com")
     with app.app_context():
-        from humanlike.server.api import completion_target
+        from humanlike.server.platforms import completion_target
 
         p = db.session.execute(sa.select(Participant)).scalar_one()
         assert (p.platform, p.platform_id, p.assignment_id, p.hit_id) == ("mturk", "W1", "A1", "H1")

@@ -1,0 +1,201 @@
+"""The trial-type registry (DESIGN.md, Trial types): one entry per type declares its response
+check, its export table with the columns it adds (and their codebook text), its frame builder, and
+whether the browser runner can show it. Adding a type is one entry here (and one builder in
+``static/js/runner.js``'s ``TRIAL_BUILDERS``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pandas is imported by the builders only, so the web app starts without it
+    import pandas as pd
+
+RATING_LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+@dataclass(frozen=True)
+class ExportInput:
+    """What a frame builder reads: its type's trial rows (the common columns plus ``response`` and
+    ``design``), the common columns in export order, the category labels and the stimulus table."""
+
+    trials: pd.DataFrame
+    columns: list[str]
+    labels: list[str]
+    stimuli: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class TrialType:
+    """One trial type: response check, export table and columns, frame builder, browser support.
+
+    ``internal`` types are made by the timeline itself (not a spec block) and stay out of the
+    ``trials`` table; their own table has only their ``columns``."""
+
+    name: str
+    validate: Callable[[dict[str, Any], list[str]], str | None]
+    table: str
+    columns: dict[str, str]
+    frame: Callable[[ExportInput], pd.DataFrame]
+    browser: bool
+    needs_categories: bool = False
+    internal: bool = False
+
+
+def _validate_rating(response: dict[str, Any], labels: list[str]) -> str | None:
+    ratings = response.get("ratings")
+    if not isinstance(ratings, dict):
+        return "response.ratings must be an object mapping each category label to a level"
+    if set(ratings) != set(labels):
+        return f"response.ratings must have exactly the categories {labels}"
+    for label, value in ratings.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) not in RATING_LEVELS:
+            return f"response.ratings[{label!r}] must be one of {list(RATING_LEVELS)}"
+    return None
+
+
+def rating_frame(inp: ExportInput) -> pd.DataFrame:
+    """Rating trials in long form: one row per (trial, category), categories in spec order."""
+    import numpy as np
+    import pandas as pd
+
+    rt, labels = inp.trials, inp.labels
+    if not labels:
+        return rt.iloc[0:0][inp.columns]
+    base = rt[inp.columns].loc[rt.index.repeat(len(labels))].reset_index(drop=True)
+    base["category"] = np.tile(labels, len(rt))
+    ratings = pd.DataFrame([resp["ratings"] for resp in rt["response"]], columns=labels)
+    base["rating"] = ratings.to_numpy(dtype=float).ravel()  # row-major: trial, then category
+    return base
+
+
+def _validate_triad(response: dict[str, Any], labels: list[str]) -> str | None:
+    if response.get("choice") not in ("left", "right"):
+        return "response.choice must be 'left' or 'right'"
+    return None
+
+
+def triad_frame(inp: ExportInput) -> pd.DataFrame:
+    """Triad trials normalised to s1 < s2 < s3; response 1 = s1 judged more similar to s2."""
+    import pandas as pd
+
+    tr = inp.trials
+    out = tr[inp.columns].reset_index(drop=True)
+    design = pd.DataFrame(list(tr["design"]), columns=["sequence", "s1", "s2", "s3", "swapped"])
+    out["sequence"] = design["sequence"].astype(str)
+    out[["s1", "s2", "s3"]] = design[["s1", "s2", "s3"]].astype(int)
+    swapped = design["swapped"].astype(bool).to_numpy()
+    chose_left = pd.DataFrame(list(tr["response"]), columns=["choice"])["choice"].eq("left")
+    out["response"] = (chose_left.to_numpy() != swapped).astype(int)  # s1 chosen as more similar
+    out["swapped"] = swapped
+    return out
+
+
+def _validate_classification(response: dict[str, Any], labels: list[str]) -> str | None:
+    if response.get("choice") not in labels:
+        return f"response.choice must be one of {labels}"
+    return None
+
+
+def classification_frame(inp: ExportInput) -> pd.DataFrame:
+    """Classification trials with the true category and correctness."""
+    cl = inp.trials
+    out = cl[inp.columns].reset_index(drop=True)
+    out["response"] = [r["choice"] for r in cl["response"]]
+    truth = inp.stimuli.set_index("stimulus")["true_class"]
+    out["category"] = out["stimulus"].map(truth)
+    out["correct"] = out["response"] == out["category"]
+    return out
+
+
+def _validate_debrief(response: dict[str, Any], labels: list[str]) -> str | None:
+    answers = response.get("answers")
+    if not isinstance(answers, dict) or not all(
+        isinstance(v, str) and len(v) <= 5000 for v in answers.values()
+    ):
+        return "response.answers must map question names to text"
+    return None
+
+
+def debrief_frame(inp: ExportInput) -> pd.DataFrame:
+    """Debrief answers, one row per (participant, question)."""
+    import pandas as pd
+
+    rows = [
+        {"participant": p, "question": q, "answer": a}
+        for p, resp in zip(inp.trials["participant"], inp.trials["response"])
+        if isinstance(resp, dict) and "answers" in resp
+        for q, a in resp["answers"].items()
+    ]
+    return pd.DataFrame(rows, columns=["participant", "question", "answer"])
+
+
+TRIAL_TYPES: dict[str, TrialType] = {
+    t.name: t
+    for t in (
+        TrialType(
+            name="rating", validate=_validate_rating, table="ratings", frame=rating_frame,
+            columns={
+                "category": "category label rated in this row",
+                "rating": "rating of the category: 0, .25, .5, .75 or 1",
+            },
+            browser=True, needs_categories=True,
+        ),
+        TrialType(
+            name="triad", validate=_validate_triad, table="triads", frame=triad_frame,
+            columns={
+                "sequence": "MLDS sequence id",
+                "s1": "lowest level of the triad (1-based)",
+                "s2": "middle level: the reference shown in the centre",
+                "s3": "highest level of the triad",
+                "response": "1 = pair (s2, s3) judged more different (s1 chosen as more similar to the reference)",
+                "swapped": "true when s1 was shown on the right",
+            },
+            browser=True,
+        ),
+        TrialType(
+            name="classification", validate=_validate_classification, table="classifications",
+            frame=classification_frame,
+            columns={
+                "response": "chosen category",
+                "category": "true category",
+                "correct": "response == category",
+            },
+            browser=False, needs_categories=True,
+        ),
+        TrialType(
+            name="debrief", validate=_validate_debrief, table="debrief", frame=debrief_frame,
+            columns={"participant": "participant id", "question": "question name", "answer": "text"},
+            browser=True, internal=True,
+        ),
+    )
+}
+
+
+def browser_trial_types() -> list[str]:
+    """Names of the types the browser runner can show (its ``TRIAL_BUILDERS`` keys)."""
+    return [t.name for t in TRIAL_TYPES.values() if t.browser]
+
+
+def block_trial_types() -> list[str]:
+    """Names a spec block may use: the browser's types that are not internal."""
+    return [t.name for t in TRIAL_TYPES.values() if t.browser and not t.internal]
+
+
+def check_block_trial_type(name: str) -> str:
+    """``name`` when a spec block may use it, else ValueError saying why and what is available."""
+    available = ", ".join(block_trial_types())
+    known = TRIAL_TYPES.get(name)
+    if known is None or known.internal:
+        raise ValueError(f"unknown trial type {name!r}; available: {available}")
+    if not known.browser:
+        raise ValueError(f"trial type {name!r} has no browser trial yet; available: {available}")
+    return name
+
+
+def check_trial_type(name: str) -> str:
+    """``name`` when it is a registered trial type, else ValueError listing the registered ones."""
+    if name not in TRIAL_TYPES:
+        raise ValueError(f"unknown trial type {name!r}; one of {list(TRIAL_TYPES)}")
+    return name

@@ -1,0 +1,87 @@
+"""The trial-type registry feeds payloads, specs, the codebook and the export; the spec accepts only
+types the browser can show."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from humanlike.server.codebook import codebook
+from humanlike.server.payloads import TrialIn
+from humanlike.server.spec import Block, SpecError, load_spec
+from humanlike.server.trial_types import (
+    TRIAL_TYPES,
+    TrialType,
+    block_trial_types,
+    browser_trial_types,
+    rating_frame,
+)
+
+RUNNER = Path(__file__).resolve().parents[2] / "static" / "js" / "runner.js"
+
+
+def test_a_classification_block_is_refused_naming_the_file_the_field_and_the_choices(small_experiment):
+    bad = small_experiment.parent / "classification.toml"
+    bad.write_text(small_experiment.read_text().replace('trial_type = "rating"',
+                                                        'trial_type = "classification"'))
+    try:
+        with pytest.raises(SpecError) as info:
+            load_spec(bad)
+    finally:
+        bad.unlink()
+    message = str(info.value)
+    assert str(bad) in message and "blocks.0.trial_type" in message, message
+    assert "trial type 'classification' has no browser trial yet; available: rating, triad" in message
+
+
+def test_an_internal_or_unknown_type_is_not_a_block_type():
+    for name in ("debrief", "ratings"):
+        with pytest.raises(ValidationError, match=f"unknown trial type '{name}'; available: rating, triad"):
+            Block(name="b", trial_type=name, kinds=["natural"])
+
+
+def test_the_browser_names_are_rating_triad_and_debrief():
+    assert browser_trial_types() == ["rating", "triad", "debrief"]
+    assert block_trial_types() == ["rating", "triad"]
+    assert not TRIAL_TYPES["classification"].browser
+
+
+def test_the_browser_names_match_the_runners_trial_builders():
+    source = RUNNER.read_text()
+    found = re.search(r"TRIAL_BUILDERS\s*=\s*\{([^}]*)\}", source)
+    if found is None:
+        pytest.skip("static/js/runner.js has no TRIAL_BUILDERS map yet")
+    names = re.findall(r"([A-Za-z_]\w*)\s*:", found.group(1))
+    assert sorted(names) == sorted(browser_trial_types())
+
+
+def test_a_trial_of_an_unregistered_type_is_refused():
+    body = '{"trial_index": 0, "trial_type": "slider", "response": {}}'
+    with pytest.raises(ValidationError, match="unknown trial type 'slider'"):
+        TrialIn.model_validate_json(body)
+
+
+def test_every_type_has_its_table_and_columns_in_the_codebook():
+    book = codebook()
+    assert book["trials"]["trial_type"] == "rating | triad | classification | debrief"
+    assert [name for name in book if name in {t.table for t in TRIAL_TYPES.values()}] == [
+        "ratings", "triads", "classifications", "debrief"]
+    for t in TRIAL_TYPES.values():
+        assert set(t.columns) <= set(book[t.table]), t.name
+        assert ("experiment" in book[t.table]) == (not t.internal), t.name
+
+
+def test_adding_a_type_is_one_entry(monkeypatch):
+    slider = TrialType(
+        name="slider", validate=lambda response, labels: None, table="sliders",
+        columns={"position": "slider position, 0-1"}, frame=rating_frame, browser=True,
+    )
+    monkeypatch.setitem(TRIAL_TYPES, "slider", slider)
+    trial = TrialIn.model_validate_json('{"trial_index": 0, "trial_type": "slider", "response": {}}')
+    assert trial.trial_type == "slider"
+    assert Block(name="b", trial_type="slider", kinds=["natural"]).trial_type == "slider"
+    assert codebook()["sliders"]["position"] == "slider position, 0-1"
+    assert "slider" in browser_trial_types() and "slider" in codebook()["trials"]["trial_type"]
