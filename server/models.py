@@ -147,6 +147,19 @@ class Event(db.Model):  # type: ignore[name-defined]  # dynamic base
     server_time: Mapped[dt.datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
 
 
+class AuditEntry(db.Model):  # type: ignore[name-defined]  # dynamic base
+    """One administrative action (who, what, on which record, why), kept for accountability."""
+
+    __tablename__ = "audit_entry"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    time: Mapped[dt.datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow, index=True)
+    actor: Mapped[str] = mapped_column(sa.String(120))
+    action: Mapped[str] = mapped_column(sa.String(64), index=True)
+    experiment: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
+    target: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
+    detail: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+
+
 class AdminUser(UserMixin, db.Model):  # type: ignore[name-defined]  # dynamic base
     """A dashboard login; only a salted hash of the password is stored (werkzeug scrypt)."""
 
