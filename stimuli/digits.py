@@ -9,6 +9,8 @@ import pandas as pd
 from PIL import Image
 from sklearn.datasets import load_digits
 
+from humanlike.vocabulary import StimulusKind
+
 
 def digit_png(pixels_8x8: np.ndarray, path: Path, size: int = 112) -> None:
     """Write an 8x8 digit (values 0..16) as a greyscale PNG upsampled bicubically to ``size``."""
@@ -36,7 +38,7 @@ def build_digit_stimuli(
         for i in rng.choice(idx, size=per_class, replace=False):
             name = f"natural/digit{label}_{i:04d}.png"
             digit_png(digits.images[i], out_dir / name)
-            rows.append({"file": name, "kind": "natural", "true_class": str(label),
+            rows.append({"file": name, "kind": StimulusKind.NATURAL.value, "true_class": str(label),
                          "dataset_index": int(i)})
         if catch_per_class:
             proto = digits.images[digits.target == label].mean(axis=0)

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from humanlike.vocabulary import StimulusKind
+
 TABLES = ("trials", "ratings", "triads", "classifications", "participants", "stimuli")
 _ID_COLUMNS = {"participant": str, "stimulus": str, "category": str}
 
@@ -115,7 +117,7 @@ class Export:
         for label, column, drop in (
             ("practice", "practice", flag(frame, "practice")),
             ("repeated-presentation", "is_repeat", flag(frame, "is_repeat")),
-            ("catch", "stimulus_kind", _is_catch(frame)),
+            (StimulusKind.CATCH.value, "stimulus_kind", _is_catch(frame)),
         ):
             if column in frame.columns:
                 notes.append(f"dropped {int((drop & keep).sum())} {label} trials")
@@ -163,7 +165,7 @@ class Export:
 def _is_catch(frame: pd.DataFrame) -> pd.Series:
     if "stimulus_kind" not in frame.columns:
         return pd.Series(False, index=frame.index)
-    return frame["stimulus_kind"].astype(str).str.lower() == "catch"
+    return frame["stimulus_kind"].astype(str).str.lower() == StimulusKind.CATCH
 
 
 def read_export(

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from humanlike.vocabulary import StimulusKind
+
 GOLAN_COLUMNS = (
     "subject code",
     "image",
@@ -78,7 +80,7 @@ def golan_to_tidy(frame: pd.DataFrame) -> pd.DataFrame:
     for column in _TARGETED:
         out[column] = out[column].map(_label) if column in out.columns else np.nan
     controversial = out["targeted_model_1"].notna()
-    out["stimulus_kind"] = np.where(controversial, "controversial", "natural")
+    out["stimulus_kind"] = np.where(controversial, StimulusKind.CONTROVERSIAL.value, StimulusKind.NATURAL.value)
     suffix = out["stimulus"].str.rsplit("_", n=1).str[-1]
     known = suffix.isin(set(out["category"].dropna()))
     out["true_class"] = suffix.where(~controversial & known & out["stimulus"].str.contains("_"))

@@ -64,11 +64,12 @@ from humanlike.analysis.ratings.scores import (
     calibrate_predictions,
     participant_scores,
 )
+from humanlike.vocabulary import StimulusKind
 
 if TYPE_CHECKING:
     from humanlike.analysis.ratings.data import RatingArray
 
-SUBSETS = ("all", "controversial", "natural")
+SUBSETS = ("all", StimulusKind.CONTROVERSIAL.value, StimulusKind.NATURAL.value)
 _CHUNK_ELEMENTS = 2_000_000
 
 
@@ -107,7 +108,7 @@ class _Prepared:
         kind_of = np.asarray(kinds, dtype=object)
         # Blocks of stimuli of one kind are made contiguous (stimuli reordered by kind).
         names = sorted(
-            set(kind_of.tolist()), key=lambda k: (k != "natural", k != "controversial", k)
+            set(kind_of.tolist()), key=lambda k: (k != StimulusKind.NATURAL, k != StimulusKind.CONTROVERSIAL, k)
         )
         block_of = np.array([names.index(k) for k in kind_of])
         self.order = np.argsort(block_of, kind="stable")

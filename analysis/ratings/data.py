@@ -113,7 +113,7 @@ def validate_ratings(frame: pd.DataFrame) -> pd.DataFrame:
             out[column] = _as_labels(out[column])
     # Missing kinds: controversial when a targeted model is named, else natural.
     targeted = out["targeted_model_1"].notna() if "targeted_model_1" in out.columns else False
-    inferred = pd.Series(np.where(targeted, "controversial", "natural"), index=out.index)
+    inferred = pd.Series(np.where(targeted, StimulusKind.CONTROVERSIAL.value, StimulusKind.NATURAL.value), index=out.index)
     kind = out.get("stimulus_kind", pd.Series(np.nan, index=out.index, dtype=object))
     out["stimulus_kind"] = kind.fillna(inferred).astype(str).str.lower()
     key = ["participant", "stimulus", "category", "is_repeat"]
@@ -231,7 +231,7 @@ def _strata(table: pd.DataFrame) -> pd.Series:
     if "targeted_model_1" in table.columns and "targeted_model_2" in table.columns:
         a = table["targeted_model_1"]
         b = table["targeted_model_2"]
-        has_pair = (kind == "controversial") & a.notna() & b.notna()
+        has_pair = (kind == StimulusKind.CONTROVERSIAL) & a.notna() & b.notna()
         pairs = [" vs ".join(sorted((str(x), str(y)))) for x, y in zip(a[has_pair], b[has_pair])]
         stratum.loc[has_pair] = pairs  # type: ignore[call-overload]  # stubs reject a list value
     return stratum
@@ -348,10 +348,10 @@ def participant_qc(
     qc = pd.DataFrame(index=pd.Index(sorted(trials["participant"].unique()), name="participant"))
     qc["n_trials"] = by.size()
     qc["missing_share"] = 1.0 - by["answered"].mean()
-    natural = trials[(trials["kind"] == "natural")]
+    natural = trials[trials["kind"] == StimulusKind.NATURAL]
     qc["natural_accuracy"] = natural.groupby("participant")["correct"].mean()
     qc["n_natural"] = natural.groupby("participant")["correct"].count()
-    catch = trials[trials["kind"] == "catch"]
+    catch = trials[trials["kind"] == StimulusKind.CATCH]
     qc["catch_accuracy"] = catch.groupby("participant")["correct"].mean()
     qc["median_rt_ms"] = by["rt_ms"].median()
     qc["all_zero_share"] = natural.groupby("participant")["all_zero"].mean()

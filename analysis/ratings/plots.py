@@ -16,12 +16,13 @@ from matplotlib.patches import Patch
 
 from humanlike.analysis.ratings.bootstrap import RatingsBootstrap
 from humanlike.analysis.ratings.reliability import repeat_pairs, repeat_reliability
+from humanlike.vocabulary import StimulusKind
 
 _LABELS = {"pearson_r": "mean Pearson r with each participant", "mse": "mean squared error"}
 _SUBSET_TITLES = {
     "all": "all stimuli",
-    "controversial": "controversial stimuli",
-    "natural": "natural stimuli",
+    StimulusKind.CONTROVERSIAL.value: "controversial stimuli",
+    StimulusKind.NATURAL.value: "natural stimuli",
 }
 
 

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, logit
 
+from humanlike.vocabulary import StimulusKind
+
 
 @dataclass(frozen=True)
 class SimulatedRatings:
@@ -54,7 +56,7 @@ def simulate_rating_experiment(
         rows.append(
             {
                 "stimulus": f"natural/{index:04d}_{true_class}",
-                "kind": "natural",
+                "kind": StimulusKind.NATURAL.value,
                 "true_class": str(true_class),
                 "classes": (true_class,),
             }
@@ -65,7 +67,7 @@ def simulate_rating_experiment(
             rows.append(
                 {
                     "stimulus": f"controversial/{a}_{c1}_{b}_{c2}_{index}",
-                    "kind": "controversial",
+                    "kind": StimulusKind.CONTROVERSIAL.value,
                     "true_class": np.nan,
                     "classes": (c1, c2),
                     "targeted_model_1": a,
