@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from humanlike.analysis.exclusions import ExclusionRules
 from humanlike.server import codebook as book
+from humanlike.server.experiments import version_hashes
 from humanlike.server.extensions import db
 from humanlike.server.models import Event, Experiment, Participant, Stimulus, Trial
 from humanlike.server.trial_types import TRIAL_TYPES, ExportInput
@@ -84,10 +85,12 @@ def participant_frame(exp: Experiment, trials: pd.DataFrame, ratings: pd.DataFra
     rows = db.session.execute(
         sa.select(Participant).where(Participant.experiment_id == exp.id).order_by(Participant.id)
     ).scalars().all()
+    versions = version_hashes(exp.id)
     frame = pd.DataFrame([
         {"experiment": exp.slug, "participant": p.public_id, "platform": p.platform,
          "platform_id": p.platform_id, "study_id": p.study_id or p.hit_id,
          "session_id": p.session_id or p.assignment_id, "condition": p.condition,
+         "spec_version": versions.get(p.spec_version_id) if p.spec_version_id else None,
          "status": p.status, "seed": p.seed, "created_at": p.created_at,
          "started_at": p.started_at, "completed_at": p.completed_at,
          "refresh_hz": p.refresh_hz, "user_agent": p.user_agent, "n_trials": p.n_trials,
