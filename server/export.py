@@ -15,6 +15,7 @@ from humanlike.server import codebook as book
 from humanlike.server.experiments import version_hashes
 from humanlike.server.extensions import db
 from humanlike.server.models import Event, Experiment, Participant, Stimulus, Trial
+from humanlike.server.pseudonyms import pseudonymise_codebook, pseudonymise_frame
 from humanlike.server.trial_types import TRIAL_TYPES, ExportInput
 
 TRIAL_COLUMNS = list(book.TRIAL_COLUMNS)
@@ -156,13 +157,20 @@ def export_frames(slug: str) -> dict[str, pd.DataFrame]:
     return frames
 
 
-def write_export(slug: str, out: Path) -> dict[str, int]:
-    """Write every table as CSV and Parquet plus codebook.json into ``out``; return row counts."""
+def write_export(slug: str, out: Path, pseudonym_key: bytes | None = None) -> dict[str, int]:
+    """Write every table as CSV and Parquet plus codebook.json into ``out``; return row counts.
+
+    With ``pseudonym_key`` the platform, study and session ids are replaced by pseudonyms."""
     out.mkdir(parents=True, exist_ok=True)
     frames = export_frames(slug)
     for name, frame in frames.items():
         frame = frame.reset_index(drop=True)
+        if pseudonym_key is not None:
+            frame = pseudonymise_frame(frame, pseudonym_key, slug)
         frame.to_csv(out / f"{name}.csv", index=False)
         frame.to_parquet(out / f"{name}.parquet", index=False)
-    (out / "codebook.json").write_text(json.dumps(book.codebook(), indent=2))
+    codebook = book.codebook()
+    if pseudonym_key is not None:
+        codebook = pseudonymise_codebook(codebook)
+    (out / "codebook.json").write_text(json.dumps(codebook, indent=2))
     return {name: len(frame) for name, frame in frames.items()}
