@@ -38,12 +38,16 @@ def upgrade():
         sa.UniqueConstraint('experiment_id', 'hash', name='uq_spec_version_hash'),
     )
     op.create_index('ix_spec_version_experiment_id', 'spec_version', ['experiment_id'])
-    with op.batch_alter_table('participant') as batch:
-        batch.add_column(sa.Column('spec_version_id', sa.Integer(), nullable=True))
-        batch.create_foreign_key('fk_participant_spec_version', 'spec_version',
-                                 ['spec_version_id'], ['id'])
-        batch.create_index('ix_participant_spec_version_id', ['spec_version_id'])
     conn = op.get_bind()
+    if conn.dialect.name == 'sqlite':
+        # SQLite adds a referencing column in place (a batch copy would trip the FKs to participant)
+        op.execute('ALTER TABLE participant ADD COLUMN spec_version_id INTEGER '
+                   'REFERENCES spec_version (id)')
+    else:
+        op.add_column('participant', sa.Column('spec_version_id', sa.Integer(), nullable=True))
+        op.create_foreign_key('fk_participant_spec_version', 'participant', 'spec_version',
+                              ['spec_version_id'], ['id'])
+    op.create_index('ix_participant_spec_version_id', 'participant', ['spec_version_id'])
     for exp in conn.execute(sa.select(experiment)).mappings().all():
         conn.execute(sa.insert(spec_version).values(
             experiment_id=exp["id"], hash=exp["spec_hash"], spec=exp["spec"],
@@ -55,9 +59,14 @@ def upgrade():
 
 
 def downgrade():
-    with op.batch_alter_table('participant') as batch:
-        batch.drop_index('ix_participant_spec_version_id')
-        batch.drop_constraint('fk_participant_spec_version', type_='foreignkey')
-        batch.drop_column('spec_version_id')
+    op.drop_index('ix_participant_spec_version_id', table_name='participant')
+    if op.get_bind().dialect.name == 'sqlite':
+        op.execute('PRAGMA foreign_keys=OFF')
+        with op.batch_alter_table('participant') as batch:
+            batch.drop_column('spec_version_id')
+        op.execute('PRAGMA foreign_keys=ON')
+    else:
+        op.drop_constraint('fk_participant_spec_version', 'participant', type_='foreignkey')
+        op.drop_column('participant', 'spec_version_id')
     op.drop_index('ix_spec_version_experiment_id', table_name='spec_version')
     op.drop_table('spec_version')
