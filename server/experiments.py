@@ -228,15 +228,16 @@ def _sync_once(loaded: LoadedExperiment, allow_change: bool) -> LoadedExperiment
     ).scalar_one_or_none()
     spec_json = loaded.spec.model_dump(mode="json")
     previous = None if exp is None else exp.spec_hash
-    if exp is not None and previous != digest:
+    if exp is not None and exp.spec_hash != digest:
+        previous = exp.spec_hash
         n = db.session.execute(
             sa.select(sa.func.count()).where(Participant.experiment_id == exp.id)
         ).scalar_one()
         if n and not allow_change and not _is_legacy_same_spec(exp, loaded):
             raise SpecChangeRefused(
                 f"{loaded.spec_path}: the spec of experiment {loaded.slug!r} changed (version "
-                f"{previous[:12]} -> {digest[:12]}) while {n} participants exist: refused, the "
-                f"stored version {previous[:12]} stays in use. Restore the file, or restart with "
+                f"{exp.spec_hash[:12]} -> {digest[:12]}) while {n} participants exist: refused, "
+                f"the stored version {exp.spec_hash[:12]} stays in use. Restore the file, or restart with "
                 "--allow-spec-change (config ALLOW_SPEC_CHANGE) to give new participants the new "
                 "version (participants already allocated keep theirs)"
             )
