@@ -99,6 +99,7 @@ def allocate(
         hit_id=entry.hit_id,
         turk_submit_to=entry.turk_submit_to,
         condition=condition,
+        spec_version_id=loaded.version_id,
         token_hash=hash_token(token),
         seed=seed,
         timeline=timeline,

@@ -149,11 +149,11 @@ def _current_status(auth: _Auth) -> str:
 def timeline(pid: str):
     """The participant's whole timeline plus which trials are already stored (for resume)."""
     auth = authorize(pid)
-    loaded = experiments.get(auth.slug)
-    if loaded is None:
-        api_abort(410, "experiment_not_served", f"experiment {auth.slug!r} is not served here")
     participant = db.session.get(Participant, auth.id)
     assert participant is not None  # authorize() found it
+    loaded = experiments.for_participant(participant)  # the spec version it was allocated under
+    if loaded is None:
+        api_abort(410, "experiment_not_served", f"experiment {auth.slug!r} is not served here")
     acknowledged = db.session.execute(
         sa.select(Trial.trial_index).where(Trial.participant_id == auth.id).order_by(Trial.trial_index)
     ).scalars().all()

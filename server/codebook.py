@@ -36,6 +36,8 @@ PARTICIPANT_COLUMNS = {
     "study_id": "Prolific STUDY_ID or MTurk HIT id",
     "session_id": "Prolific SESSION_ID or MTurk assignment id",
     "condition": "counterbalancing condition",
+    "spec_version": "hash of the spec version the participant was allocated under and served "
+                    "to the end (the spec_version table holds each version's spec and texts)",
     "status": " | ".join(ParticipantStatus),
     "seed": "seed the participant's timeline was generated from",
     "created_at": "arrival time (UTC)",

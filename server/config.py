@@ -58,6 +58,8 @@ def build_config(instance_path: str, test_config: dict[str, Any] | None) -> dict
             p for p in os.environ.get("HUMANLIKE_EXPERIMENTS", "").split(os.pathsep) if p
         ],
         "STIMULUS_MAX_AGE": 365 * 24 * 3600,
+        "ALLOW_SPEC_CHANGE": os.environ.get("HUMANLIKE_ALLOW_SPEC_CHANGE", "").lower()
+        in ("1", "true", "yes"),
     }
     if os.environ.get("SECRET_KEY"):
         config["SECRET_KEY"] = os.environ["SECRET_KEY"]

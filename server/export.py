@@ -12,8 +12,10 @@ import sqlalchemy as sa
 
 from humanlike.analysis.exclusions import ExclusionRules
 from humanlike.server import codebook as book
+from humanlike.server.experiments import version_hashes
 from humanlike.server.extensions import db
 from humanlike.server.models import Event, Experiment, Participant, Stimulus, Trial
+from humanlike.server.pseudonyms import pseudonymise_codebook, pseudonymise_frame
 from humanlike.server.trial_types import TRIAL_TYPES, ExportInput
 
 TRIAL_COLUMNS = list(book.TRIAL_COLUMNS)
@@ -84,10 +86,12 @@ def participant_frame(exp: Experiment, trials: pd.DataFrame, ratings: pd.DataFra
     rows = db.session.execute(
         sa.select(Participant).where(Participant.experiment_id == exp.id).order_by(Participant.id)
     ).scalars().all()
+    versions = version_hashes(exp.id)
     frame = pd.DataFrame([
         {"experiment": exp.slug, "participant": p.public_id, "platform": p.platform,
          "platform_id": p.platform_id, "study_id": p.study_id or p.hit_id,
          "session_id": p.session_id or p.assignment_id, "condition": p.condition,
+         "spec_version": versions.get(p.spec_version_id) if p.spec_version_id else None,
          "status": p.status, "seed": p.seed, "created_at": p.created_at,
          "started_at": p.started_at, "completed_at": p.completed_at,
          "refresh_hz": p.refresh_hz, "user_agent": p.user_agent, "n_trials": p.n_trials,
@@ -153,13 +157,20 @@ def export_frames(slug: str) -> dict[str, pd.DataFrame]:
     return frames
 
 
-def write_export(slug: str, out: Path) -> dict[str, int]:
-    """Write every table as CSV and Parquet plus codebook.json into ``out``; return row counts."""
+def write_export(slug: str, out: Path, pseudonym_key: bytes | None = None) -> dict[str, int]:
+    """Write every table as CSV and Parquet plus codebook.json into ``out``; return row counts.
+
+    With ``pseudonym_key`` the platform, study and session ids are replaced by pseudonyms."""
     out.mkdir(parents=True, exist_ok=True)
     frames = export_frames(slug)
     for name, frame in frames.items():
         frame = frame.reset_index(drop=True)
+        if pseudonym_key is not None:
+            frame = pseudonymise_frame(frame, pseudonym_key, slug)
         frame.to_csv(out / f"{name}.csv", index=False)
         frame.to_parquet(out / f"{name}.parquet", index=False)
-    (out / "codebook.json").write_text(json.dumps(book.codebook(), indent=2))
+    codebook = book.codebook()
+    if pseudonym_key is not None:
+        codebook = pseudonymise_codebook(codebook)
+    (out / "codebook.json").write_text(json.dumps(codebook, indent=2))
     return {name: len(frame) for name, frame in frames.items()}

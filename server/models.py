@@ -40,6 +40,24 @@ class Experiment(db.Model):  # type: ignore[name-defined]  # dynamic base
     participants: Mapped[list[Participant]] = relationship(back_populates="experiment")
 
 
+class SpecVersion(db.Model):  # type: ignore[name-defined]  # dynamic base
+    """An immutable snapshot of a validated spec: spec JSON, rendered consent/instructions texts and
+    manifest rows; (experiment, hash) is unique, so the same hash is the same version.
+
+    ``texts`` and ``stimuli`` are NULL only for versions backfilled by migration 0004."""
+
+    __tablename__ = "spec_version"
+    __table_args__ = (sa.UniqueConstraint("experiment_id", "hash", name="uq_spec_version_hash"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(sa.ForeignKey("experiment.id"), index=True)
+    hash: Mapped[str] = mapped_column(sa.String(64))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    texts: Mapped[dict[str, str] | None] = mapped_column(JSONType, nullable=True)
+    stimuli: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType, nullable=True)
+    source: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+
+
 class Stimulus(db.Model):  # type: ignore[name-defined]  # dynamic base
     """One stimulus file of an experiment, identified by its path relative to the manifest."""
 
@@ -76,6 +94,9 @@ class Participant(db.Model):  # type: ignore[name-defined]  # dynamic base
     hit_id: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
     turk_submit_to: Mapped[str | None] = mapped_column(sa.String(300), nullable=True)
     condition: Mapped[str] = mapped_column(sa.String(64))
+    spec_version_id: Mapped[int | None] = mapped_column(
+        sa.ForeignKey("spec_version.id"), nullable=True, index=True
+    )
     token_hash: Mapped[str] = mapped_column(sa.String(64))
     seed: Mapped[int] = mapped_column(sa.BigInteger)
     timeline: Mapped[dict[str, Any]] = mapped_column(JSONType)

@@ -120,12 +120,10 @@ def done(pid: str):
 @bp.get("/stimuli/<slug>/<path:filename>")
 def stimulus_file(slug: str, filename: str):
     """Serve a stimulus listed in the experiment's manifest; anything else (or '..') is refused."""
-    loaded = experiments.get(slug)
-    if loaded is None or filename not in loaded.stimulus_keys():
+    root = experiments.stimulus_root_for(slug, filename)  # any version's files, for old participants
+    if root is None:
         abort(404)
-    response = send_from_directory(
-        loaded.stimulus_root, filename, max_age=current_app.config["STIMULUS_MAX_AGE"]
-    )
+    response = send_from_directory(root, filename, max_age=current_app.config["STIMULUS_MAX_AGE"])
     response.cache_control.public = True
     response.cache_control.immutable = True
     return response

@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -174,6 +175,15 @@ class ExperimentSpec(_Strict):
     def spec_hash(self) -> str:
         """sha256 of the canonical JSON: changes whenever the experiment's definition changes."""
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+
+
+def version_hash(spec: ExperimentSpec, texts: Mapping[str, str],
+                 stimuli: Sequence[Mapping[str, Any]]) -> str:
+    """sha256 of the canonical JSON of a spec version: the spec, its rendered texts, its manifest rows."""
+    snapshot = {"spec": spec.model_dump(mode="json"), "texts": dict(texts), "stimuli": list(stimuli)}
+    return hashlib.sha256(
+        json.dumps(snapshot, sort_keys=True, separators=(",", ":")).encode()
+    ).hexdigest()
 
 
 def _format_errors(path: Path, exc: ValidationError) -> str:

@@ -1,4 +1,5 @@
-"""The ``humanlike`` command line: serve, demo, db, create-admin, export, analyze, stimuli.
+"""The ``humanlike`` command line: serve, demo, db, create-admin, export, delete-participant,
+analyze, stimuli.
 
 One module per command next to this one, imported only when the command runs (``--help`` stays
 fast and never imports torch or matplotlib)."""
@@ -35,6 +36,7 @@ class LazyGroup(click.Group):
         "db": "humanlike.cli.db:command",
         "create-admin": "humanlike.cli.create_admin:command",
         "export": "humanlike.cli.export:command",
+        "delete-participant": "humanlike.cli.delete_participant:command",
     },
 )
 @click.version_option(package_name="humanlike")

@@ -13,17 +13,34 @@ from humanlike.cli.app_context import database_option, make_app
 @click.argument("experiment")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Folder to write the CSV/Parquet files and codebook.json into.")
+@click.option("--pseudonymise", is_flag=True, default=False,
+              help="Replace platform, study and session ids by keyed hashes (HMAC-SHA256 per "
+                   "experiment; key from SECRET_KEY unless --key-file).")
+@click.option("--key-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="File holding the pseudonym key (implies --pseudonymise).")
 @database_option
-def command(experiment: str, out: Path, database_url: str | None) -> None:
+def command(experiment: str, out: Path, pseudonymise: bool, key_file: Path | None,
+            database_url: str | None) -> None:
     """Export EXPERIMENT (its slug) as tidy tables."""
     from humanlike.server.export import write_export
+    from humanlike.server.pseudonyms import key_from_file, key_from_secret
 
     app = make_app(database_url=database_url)
+    key = None
+    if key_file is not None:
+        try:
+            key = key_from_file(key_file)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from exc
+    elif pseudonymise:
+        key = key_from_secret(app.config["SECRET_KEY"])
     with app.app_context():
         try:
-            counts = write_export(experiment, out)
+            counts = write_export(experiment, out, pseudonym_key=key)
         except LookupError as exc:
             raise click.ClickException(str(exc)) from exc
     for name, n in counts.items():
         click.echo(f"{name:16s} {n:8d} rows  -> {out / (name + '.csv')} (+ .parquet)")
     click.echo(f"codebook         -> {out / 'codebook.json'}")
+    if key is not None:
+        click.echo("platform, study and session ids are pseudonymised")
