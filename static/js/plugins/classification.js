@@ -285,7 +285,7 @@ var jsPsychClassification = (function (jspsych) {
 
       const showResponse = () => {
         if (presentation !== null) timing = presentation.stop(performance.now());
-        stage.hidden = true;
+        stage.style.display = "none"; // its inline display would override `hidden`
         screen.hidden = false;
         root.dataset.phase = "response";
         responseOnset = performance.now();
