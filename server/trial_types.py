@@ -108,10 +108,12 @@ def classification_frame(inp: ExportInput) -> pd.DataFrame:
     out = cl[inp.columns].reset_index(drop=True)
     out["response"] = [r["choice"] for r in cl["response"]]
     stimuli = inp.stimuli.set_index("stimulus") if "stimulus" in inp.stimuli else None
-    truth = stimuli["true_class"] if stimuli is not None else {}
+    empty: dict[str, Any] = {}
+    truth: Any = stimuli["true_class"] if stimuli is not None else empty
     out["category"] = out["stimulus"].map(truth)
     out["correct"] = out["response"] == out["category"]  # "na" never equals a category
-    conditions = stimuli["condition"] if stimuli is not None and "condition" in stimuli else {}
+    conditions: Any = (stimuli["condition"] if stimuli is not None and "condition" in stimuli
+                       else empty)
     out["stimulus_condition"] = out["stimulus"].map(conditions)
     out["mask_seed"] = [d.get("mask_seed") if isinstance(d, dict) else None for d in cl["design"]]
     out["mask_seed"] = out["mask_seed"].astype("Int64")
