@@ -1,4 +1,5 @@
-"""The demo experiment, built offline at set-up: digit ratings (natural, catch, controversial) and MLDS triads."""
+"""The demo experiment, built offline at set-up: digit ratings (natural, catch, controversial),
+MLDS triads and a short classification block (digits at two noise levels)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pandas as pd
 from humanlike.vocabulary import StimulusKind
 
 DEMO_SLUG = "demo"
-DEMO_VERSION = "4"  # bump when the demo content changes: `humanlike demo` then rebuilds it
+DEMO_VERSION = "5"  # bump when the demo content changes: `humanlike demo` then rebuilds it
 PROLIFIC_CODE = "C1HLDEMO"
 
 
@@ -22,12 +23,13 @@ def demo_text(name: str) -> str:
     return (resources.files("humanlike.server") / "demo_files" / name).read_text(encoding="utf-8")
 
 
-def build_demo(dest: Path, *, controversial: bool = True, mlds: bool = True, seed: int = 0) -> Path:
+def build_demo(dest: Path, *, controversial: bool = True, mlds: bool = True, seed: int = 0,
+               classification: bool = True) -> Path:
     """Write the demo experiment (spec, texts, stimuli, manifest) into ``dest``; return the spec path.
 
     Controversial and MLDS stimuli are included when their builders are importable (torch is
     needed for controversial stimuli); the natural digits never need more than scikit-learn."""
-    from humanlike.stimuli.digits import build_digit_stimuli, noise_mask
+    from humanlike.stimuli.digits import build_digit_stimuli, build_noisy_digits, noise_mask
 
     if dest.exists():
         shutil.rmtree(dest)
@@ -56,6 +58,10 @@ def build_demo(dest: Path, *, controversial: bool = True, mlds: bool = True, see
 
         frames.append(build_demo_mlds(stim_dir, n_sequences=2))
         mlds_block = demo_text("mlds_block.toml").format(repeats=4)
+    classification_block = ""
+    if classification:
+        frames.append(build_noisy_digits(stim_dir, seed=seed, exclude=exclude))
+        classification_block = demo_text("classification_block.toml")
     manifest = pd.concat(frames, ignore_index=True)
     for column in ("dataset_index", "targeted_class_1", "targeted_class_2", "attempts", "level"):
         if column in manifest:  # integers stay integers next to other kinds' empty cells
@@ -70,12 +76,14 @@ def build_demo(dest: Path, *, controversial: bool = True, mlds: bool = True, see
     categories = "".join(f'[[categories]]\nlabel = "{d}"\nkey = "{d}"\n\n' for d in range(10))
     spec = demo_text("experiment.toml").format(
         slug=DEMO_SLUG, code=PROLIFIC_CODE, categories=categories,
-        rating_kinds="[" + ", ".join(f'"{k}"' for k in rating_kinds) + "]", mlds_block=mlds_block,
+        rating_kinds="[" + ", ".join(f'"{k}"' for k in rating_kinds) + "]",
+        mlds_block=mlds_block + classification_block,
     )
     (dest / "experiment.toml").write_text(spec)
     (dest / "consent.md").write_text(demo_text("consent.md"))
     (dest / "instructions.md").write_text(demo_text("instructions.md"))
-    (dest / "VERSION").write_text(f"{DEMO_VERSION} controversial={controversial} mlds={mlds}\n")
+    (dest / "VERSION").write_text(
+        f"{DEMO_VERSION} controversial={controversial} mlds={mlds} classification={classification}\n")
     return dest / "experiment.toml"
 
 

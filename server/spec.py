@@ -55,6 +55,18 @@ class Presentation(_Strict):
         return self
 
 
+class ClassificationSettings(_Strict):
+    """A classification block's paradigm (model-vs-human): fixation, image, mask, response."""
+
+    categories: list[str] | None = None  # a subset of the experiment's labels; None: all
+    fixation_ms: Annotated[int, Field(ge=0, le=5000)] = 300
+    duration_ms: Annotated[int, Field(gt=0, le=5000)] = 200
+    mask_ms: Annotated[int, Field(ge=0, le=5000)] = 200
+    mask: str = "noise"  # "noise": 1/f noise from a per-trial seed; else a mask image's manifest key
+    response_timeout_ms: Annotated[int, Field(gt=0, le=60_000)] | None = None
+    feedback_on_practice: bool = True
+
+
 class Block(_Strict):
     """A block of trials of one type over stimuli selected by kind (and optionally by sequence)."""
 
@@ -67,6 +79,7 @@ class Block(_Strict):
     max_trials: Annotated[int, Field(gt=0)] | None = None
     shuffle: bool = True
     prompt: str = ""
+    classification: ClassificationSettings | None = None  # classification blocks only
 
 
 class Condition(_Strict):
@@ -137,6 +150,16 @@ class ExperimentSpec(_Strict):
                           if TRIAL_TYPES[b.trial_type].needs_categories})
         if needing and not self.categories:
             raise ValueError(f"{' and '.join(needing)} blocks need [[categories]]")
+        labels = {c.label for c in self.categories}
+        for block in self.blocks:
+            settings = block.classification
+            if settings is not None and block.trial_type != "classification":
+                raise ValueError(f"blocks[{block.name}].classification needs trial_type = "
+                                 "'classification'")
+            unknown = sorted(set(settings.categories or []) - labels) if settings else []
+            if unknown:
+                raise ValueError(f"blocks[{block.name}].classification.categories: {unknown} "
+                                 "are not labels of [[categories]]")
         cond_names = [c.name for c in self.conditions]
         if len(set(cond_names)) != len(cond_names) or not cond_names:
             raise ValueError("conditions need unique names")

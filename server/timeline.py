@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from humanlike.server.manifest import StimulusRecord
-from humanlike.server.spec import Block, ExperimentSpec
+from humanlike.server.spec import Block, ClassificationSettings, ExperimentSpec
 from humanlike.stimuli.mlds_design import all_triads
 from humanlike.vocabulary import StimulusKind
 
@@ -25,6 +25,29 @@ def _rating_entry(block: Block, rec: StimulusRecord, **extra: Any) -> dict[str, 
     entry = {"type": block.trial_type, "block": block.name, "stimulus": rec.key, "kind": rec.kind}
     entry.update(extra)
     return entry
+
+
+def _classification_entry(
+    block: Block, rec: StimulusRecord, rng: np.random.Generator, practice: bool = False
+) -> dict[str, Any]:
+    """A classification trial: the block's timings and mask, a recorded mask seed, and (practice
+    with feedback only) the true class the browser shows as feedback."""
+    settings = block.classification or ClassificationSettings()
+    entry = _rating_entry(
+        block, rec, **settings.model_dump(exclude={"feedback_on_practice"}),
+        mask_seed=int(rng.integers(0, 2**31 - 1)),
+    )
+    entry["feedback"] = bool(practice and settings.feedback_on_practice)
+    if entry["feedback"]:
+        entry["true_class"] = rec.true_class
+    return entry
+
+
+def _pool(block: Block, records: list[StimulusRecord]) -> list[StimulusRecord]:
+    """A block's stimuli of its kinds: those whose manifest ``block`` names it when there are
+    any, else those naming no block (a named stimulus belongs to its block only)."""
+    named = [r for r in records if r.meta.get("block") == block.name]
+    return named or [r for r in records if r.meta.get("block") in (None, "")]
 
 
 def _triad_entries(
@@ -75,14 +98,21 @@ def generate_timeline(
     entries: list[dict[str, Any]] = []
     repeat_candidates: list[tuple[int, Block]] = []
     for block in spec.blocks_for(condition):
-        catch_pool = list(by_kind.get(StimulusKind.CATCH, []))
+        catch_pool = _pool(block, list(by_kind.get(StimulusKind.CATCH, [])))
         rng.shuffle(catch_pool)
         catch = catch_pool[: block.catch_trials]
         if block.trial_type == "triad":
-            main = _triad_entries(block, [r for k in block.kinds for r in by_kind.get(k, [])], rng)
+            main = _triad_entries(block, _pool(block, [r for k in block.kinds
+                                                       for r in by_kind.get(k, [])]), rng)
             practice_src = main
+        elif block.trial_type == "classification":
+            pool = _pool(block, [r for k in block.kinds for r in by_kind.get(k, [])])
+            main = [_classification_entry(block, r, rng) for r in pool]
+            spare_catch = catch_pool[block.catch_trials :]
+            practice_src = [_classification_entry(block, r, rng, practice=True)
+                            for r in (spare_catch or pool)]
         else:
-            pool = [r for k in block.kinds for r in by_kind.get(k, [])]
+            pool = _pool(block, [r for k in block.kinds for r in by_kind.get(k, [])])
             main = [_rating_entry(block, r) for r in pool]
             spare_catch = catch_pool[block.catch_trials :]
             practice_src = [_rating_entry(block, r) for r in (spare_catch or pool)]
@@ -94,7 +124,10 @@ def generate_timeline(
             dict(practice_src[i], practice=True)
             for i in rng.permutation(len(practice_src))[: block.practice]
         ]
-        catch_entries = [_rating_entry(block, r) for r in catch]
+        catch_entries = [
+            _classification_entry(block, r, rng) if block.trial_type == "classification"
+            else _rating_entry(block, r) for r in catch
+        ]
         positions = np.sort(rng.integers(1, len(main) + 1, size=len(catch_entries)))
         merged = list(main)
         for k, (pos, entry) in enumerate(zip(positions.tolist(), catch_entries, strict=True)):

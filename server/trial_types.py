@@ -92,20 +92,31 @@ def triad_frame(inp: ExportInput) -> pd.DataFrame:
     return out
 
 
+NO_RESPONSE = "na"  # a classification answered too late (model-vs-human's timeout code)
+
+
 def _validate_classification(response: dict[str, Any], labels: list[str]) -> str | None:
-    if response.get("choice") not in labels:
-        return f"response.choice must be one of {labels}"
+    if response.get("choice") not in [*labels, NO_RESPONSE]:
+        return f"response.choice must be one of {labels} or {NO_RESPONSE!r} (no answer in time)"
     return None
 
 
 def classification_frame(inp: ExportInput) -> pd.DataFrame:
-    """Classification trials with the true category and correctness."""
+    """Classification trials with the true category, correctness (``na`` = wrong), the stimulus'
+    condition from its manifest metadata (e.g. a noise level) and the trial's mask seed."""
     cl = inp.trials
     out = cl[inp.columns].reset_index(drop=True)
     out["response"] = [r["choice"] for r in cl["response"]]
-    truth = inp.stimuli.set_index("stimulus")["true_class"]
+    stimuli = inp.stimuli.set_index("stimulus") if "stimulus" in inp.stimuli else None
+    empty: dict[str, Any] = {}
+    truth: Any = stimuli["true_class"] if stimuli is not None else empty
     out["category"] = out["stimulus"].map(truth)
-    out["correct"] = out["response"] == out["category"]
+    out["correct"] = out["response"] == out["category"]  # "na" never equals a category
+    conditions: Any = (stimuli["condition"] if stimuli is not None and "condition" in stimuli
+                       else empty)
+    out["stimulus_condition"] = out["stimulus"].map(conditions)
+    out["mask_seed"] = [d.get("mask_seed") if isinstance(d, dict) else None for d in cl["design"]]
+    out["mask_seed"] = out["mask_seed"].astype("Int64")
     return out
 
 
@@ -158,11 +169,13 @@ TRIAL_TYPES: dict[str, TrialType] = {
             name="classification", validate=_validate_classification, table="classifications",
             frame=classification_frame,
             columns={
-                "response": "chosen category",
+                "response": "chosen category, or 'na' when no answer came in time",
                 "category": "true category",
-                "correct": "response == category",
+                "correct": "response == category ('na' is wrong)",
+                "stimulus_condition": "the stimulus' condition in the manifest (e.g. noise level)",
+                "mask_seed": "seed of the trial's 1/f noise mask (null with an image mask)",
             },
-            browser=False, needs_categories=True,
+            browser=True, needs_categories=True,
         ),
         TrialType(
             name="debrief", validate=_validate_debrief, table="debrief", frame=debrief_frame,

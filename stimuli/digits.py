@@ -56,3 +56,33 @@ def noise_mask(path: Path, size: int = 112, seed: int = 0) -> None:
     rng = np.random.default_rng(seed)
     arr = rng.integers(0, 256, size=(8, 8), dtype=np.uint8)
     Image.fromarray(arr, mode="L").resize((size, size), Image.Resampling.NEAREST).save(path)
+
+
+def build_noisy_digits(
+    out_dir: Path, *, levels: tuple[float, ...] = (0.15, 0.45), per_class: int = 1,
+    seed: int = 0, block: str = "classification", exclude: np.ndarray | None = None,
+) -> pd.DataFrame:
+    """Digits in additive Gaussian pixel noise (sd ``level`` of the full range), each image at
+    every level, for a classification block; manifest rows carry ``condition`` (``noise15`` ...),
+    ``noise`` and ``block`` (only that block uses them)."""
+    digits = load_digits()
+    rng = np.random.default_rng(seed + 1)
+    folder = out_dir / block
+    folder.mkdir(parents=True, exist_ok=True)
+    usable = np.ones(len(digits.target), bool)
+    if exclude is not None:
+        usable[exclude] = False
+    rows = []
+    for label in range(10):
+        for i in rng.choice(np.flatnonzero((digits.target == label) & usable), size=per_class,
+                            replace=False):
+            base = np.asarray(digits.images[i], dtype=float) / 16.0
+            for level in levels:
+                noisy = np.clip(base + rng.normal(0.0, level, size=base.shape), 0, 1) * 16
+                condition = f"noise{round(level * 100):02d}"
+                name = f"{block}/digit{label}_{i:04d}_{condition}.png"
+                digit_png(noisy, out_dir / name)
+                rows.append({"file": name, "kind": "natural", "true_class": str(label),
+                             "dataset_index": int(i), "condition": condition,
+                             "noise": float(level), "block": block})
+    return pd.DataFrame(rows)

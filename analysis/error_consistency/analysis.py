@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -152,14 +152,43 @@ def analyze_error_consistency(
 
 def standard_trials(frame: pd.DataFrame) -> pd.DataFrame:
     """Export classification trials as the standard columns (participants become observers of
-    group 'human' unless a ``group`` column says otherwise)."""
+    group 'human' unless a ``group`` column says otherwise). The condition is the stimulus'
+    (``stimulus_condition``, e.g. a noise level) where the export has one, else ``condition``."""
+    condition: Any = frame["condition"] if "condition" in frame.columns else "all"
+    if "stimulus_condition" in frame.columns and frame["stimulus_condition"].notna().any():
+        condition = frame["stimulus_condition"].astype("string").fillna("all")
     return pd.DataFrame(
         {
             "experiment": frame["experiment"] if "experiment" in frame.columns else "all",
-            "condition": frame["condition"] if "condition" in frame.columns else "all",
+            "condition": condition,
             "observer": frame["participant"].astype(str),
             "group": frame["group"] if "group" in frame.columns else "human",
             "stimulus": frame["stimulus"].astype(str),
             "correct": frame["correct"],
         }
     )
+
+
+def drop_conditions(
+    frame: pd.DataFrame, exclusions: Mapping[str, Sequence[str]]
+) -> tuple[pd.DataFrame, list[str]]:
+    """``frame`` without the (experiment, condition) cells named in ``exclusions``
+    (experiment -> conditions, as Brain-Score's geirhos2021 benchmark leaves out c100, c03 and c01
+    of contrast), with one note per experiment saying what was left out or not found."""
+    keep = pd.Series(True, index=frame.index)
+    notes = []
+    experiments = set(frame["experiment"].astype(str))
+    for experiment, conditions in exclusions.items():
+        if experiment not in experiments:
+            notes.append(f"exclusions: no experiment {experiment!r} in the data (ignored)")
+            continue
+        in_exp = frame["experiment"].astype(str) == experiment
+        present = set(frame.loc[in_exp, "condition"].astype(str))
+        missing = [c for c in conditions if c not in present]
+        drop = in_exp & frame["condition"].astype(str).isin([str(c) for c in conditions])
+        keep &= ~drop
+        note = f"left out conditions {', '.join(map(str, conditions))} of {experiment} ({int(drop.sum())} trials)"
+        if missing:
+            note += f"; not in the data: {', '.join(map(str, missing))}"
+        notes.append(note)
+    return frame[keep].reset_index(drop=True), notes

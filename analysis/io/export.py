@@ -23,7 +23,9 @@ import pandas as pd
 
 from humanlike.vocabulary import StimulusKind
 
-TABLES = ("trials", "ratings", "triads", "classifications", "participants", "stimuli")
+TABLES = (
+    "trials", "ratings", "triads", "classifications", "decisions", "participants", "stimuli"
+)
 _ID_COLUMNS = {"participant": str, "stimulus": str, "category": str}
 
 
@@ -140,6 +142,10 @@ class Export:
     def classifications(self) -> Selection:
         """Classification trials for error consistency (scoring trials only)."""
         return self.scoring_trials("classifications", ("participant", "stimulus", "correct"))
+
+    def decisions(self) -> Selection:
+        """Rating trials read as decisions (highest-rated category) for error consistency."""
+        return self.scoring_trials("decisions", ("participant", "stimulus", "correct"))
 
     def triads(self) -> Selection:
         """Triad trials for MLDS (scoring trials only)."""

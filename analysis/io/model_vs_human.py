@@ -10,6 +10,8 @@ counts as wrong. Humans are the ``subject-NN`` observers, everyone else is a mod
 from __future__ import annotations
 
 import re
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -41,9 +43,27 @@ def _csv_files(path: Path) -> list[Path]:
     raise FileNotFoundError(f"no such file or folder: {path}")
 
 
-def _read_one(path: Path) -> pd.DataFrame:
-    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+def _read_csv(path: Path, nrows: int | None = None) -> pd.DataFrame:
+    """The CSV as text cells; ValueError naming the file when it is not readable as CSV."""
+    try:
+        raw = pd.read_csv(path, dtype=str, keep_default_na=False, nrows=nrows)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable CSV file ({type(exc).__name__})") from None
     raw.columns = [str(c).strip().lower() for c in raw.columns]  # most published files say 'Session'
+    return raw
+
+
+def is_trial_file(path: str | Path) -> bool:
+    """Whether ``path`` is a readable CSV whose header (any case) has every model-vs-human column."""
+    try:
+        header = _read_csv(Path(path), nrows=0).columns
+    except ValueError:
+        return False
+    return all(c in header for c in MVH_COLUMNS)
+
+
+def _read_one(path: Path) -> pd.DataFrame:
+    raw = _read_csv(path)
     missing = [c for c in MVH_COLUMNS if c not in raw.columns]
     if missing:
         raise ValueError(
@@ -107,7 +127,9 @@ def _fill_conditions(frame: pd.DataFrame) -> pd.Series:
     return filled.fillna("all")
 
 
-def read_model_vs_human(path: str | Path) -> pd.DataFrame:
+def read_model_vs_human(
+    path: str | Path, on_skip: Callable[[str], None] | None = None
+) -> pd.DataFrame:
     """Return model-vs-human trials as a tidy frame, one row per (observer, image).
 
     ``path`` is one CSV or a folder searched recursively for CSVs. Columns: ``experiment`` (file
@@ -116,8 +138,21 @@ def read_model_vs_human(path: str | Path) -> pd.DataFrame:
     the condition the humans saw that image in), ``stimulus`` (join key: ``imagename`` after its
     last ``_``), ``imagename``, ``response``, ``category``, ``correct`` (``na`` = wrong),
     ``rt_ms``, ``source_file``.
+
+    In a folder, CSVs without the trial header (the benchmark ships other tables next to the
+    trials) are skipped, each with a notice to ``on_skip`` (default: a warning); a single file
+    without it, or a trial file with bad values, raises ValueError naming the file and column.
     """
     files = _csv_files(Path(path))
+    if len(files) > 1 or Path(path).is_dir():
+        notify = on_skip or (lambda message: warnings.warn(message, stacklevel=3))
+        trial_files = [f for f in files if is_trial_file(f)]
+        for skipped in sorted(set(files) - set(trial_files)):
+            notify(f"skipped {skipped}: not a model-vs-human trial file "
+                   f"(header lacks {','.join(MVH_COLUMNS)})")
+        if not trial_files:
+            raise ValueError(f"folder {path} holds no model-vs-human trial files")
+        files = trial_files
     frame = pd.concat([_read_one(f) for f in files], ignore_index=True)
     frame["condition"] = _fill_conditions(frame)
     return frame

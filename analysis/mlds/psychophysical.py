@@ -6,8 +6,9 @@ compared with a straight line, scaled so that S = 0 for a linear scale, S -> 1 w
 values approach 0 (perception changes late in the blend) and S -> -1 when they approach 1. A model
 observer's score is the Spearman rank correlation between its skewnesses and the humans' across
 sequences, with a bootstrap confidence interval over sequences. The variance of an observer's
-skewnesses and a random observer (uniform random choices fitted through the same pipeline) put
-the score in context (the study's Table 1).
+skewnesses and a random observer put the score in context. The random observer is our own
+baseline: fair coin flips on the humans' trials, fitted through the same pipeline. The paper does
+not define its random baseline, and no published number of it has been reproduced here.
 """
 
 from __future__ import annotations
@@ -146,8 +147,7 @@ def psychophysical_score(
 
 def skewness_variance(skew: pd.DataFrame) -> pd.DataFrame:
     """Per observer, the variance (ddof = 1) of the skewness over sequences and the number of
-    sequences, from a long frame with ``observer`` and ``skewness`` columns (the study's
-    Table 1)."""
+    sequences, from a long frame with ``observer`` and ``skewness`` columns."""
     for col in ("observer", "skewness"):
         if col not in skew.columns:
             raise ValueError(f"skewness frame needs a {col!r} column; got {list(skew.columns)}")

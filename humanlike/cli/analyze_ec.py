@@ -7,6 +7,7 @@ folder of them), and writes CSVs + PNGs.
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 from typing import Literal
 
@@ -16,42 +17,100 @@ from tqdm import tqdm
 
 from humanlike.analysis.error_consistency.analysis import (
     analyze_error_consistency,
+    drop_conditions,
     standard_trials,
 )
-from humanlike.analysis.io.export import find_table, read_export
-from humanlike.analysis.io.model_vs_human import MVH_COLUMNS, read_model_vs_human
+from humanlike.analysis.io.export import find_table, flag, read_export
+from humanlike.analysis.io.model_vs_human import is_trial_file, read_model_vs_human
 from humanlike.cli.options import alpha_option, confidence_option, n_resamples_option
 
 _STANDARD = ["experiment", "condition", "observer", "group", "stimulus", "correct"]
 
 
-def _is_mvh_csv(path: Path) -> bool:
-    header = pd.read_csv(path, nrows=0).columns
-    return all(c in header for c in MVH_COLUMNS)
+Ties = Literal["random", "incorrect"]
 
 
-def _read_export(path: Path, include_excluded: bool) -> tuple[pd.DataFrame, list[str]]:
-    """Scoring classification trials of our export as the standard columns, with notes."""
+def _decision_trials(frame: pd.DataFrame, ties: Ties) -> pd.DataFrame:
+    """Rating decisions as standard trials, in their own experiment ``<experiment>-ratings``;
+    with ``ties="incorrect"`` a decision among tied top ratings counts as wrong."""
+    if ties == "incorrect" and "n_tied" in frame.columns:
+        frame = frame.assign(correct=flag(frame, "correct") & (frame["n_tied"] <= 1))
+    standard = standard_trials(frame)
+    standard["experiment"] = standard["experiment"].astype(str) + "-ratings"
+    return standard
+
+
+def _read_export(
+    path: Path, include_excluded: bool, ties: Ties = "random"
+) -> tuple[pd.DataFrame, list[str]]:
+    """Scoring classification trials (and rating decisions) of our export as the standard
+    columns, with notes."""
     try:
-        selection = read_export(path, "classifications", include_excluded).classifications()
+        if path.is_dir():
+            export = read_export(path, None, include_excluded)
+        else:
+            export = read_export(path, "classifications", include_excluded)
+            if path.name.split(".")[0] == "decisions":
+                export = read_export(path, "decisions", include_excluded)
+        frames, notes = [], []
+        if export.has("classifications"):
+            selection = export.classifications()
+            frames.append(standard_trials(selection.frame))
+            notes += [f"classifications: {n}" for n in selection.notes]
+        if export.has("decisions"):
+            selection = export.decisions()
+            frames.append(_decision_trials(selection.frame, ties))
+            notes += [f"decisions: {n}" for n in selection.notes]
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="TRIALS") from None
-    return standard_trials(selection.frame), list(selection.notes)
+    if not frames:
+        raise click.BadParameter(f"{path} holds no classifications or decisions", param_hint="TRIALS")
+    return pd.concat(frames, ignore_index=True), notes
 
 
-def load_trials(path: Path, include_excluded: bool = False) -> tuple[pd.DataFrame, str, list[str]]:
+def _read_mvh(path: Path) -> tuple[pd.DataFrame, list[str]]:
+    notes: list[str] = []
+    try:
+        frame = read_model_vs_human(path, on_skip=notes.append)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    return frame[_STANDARD], notes
+
+
+def load_trials(
+    path: Path, include_excluded: bool = False, ties: Ties = "random"
+) -> tuple[pd.DataFrame, str, list[str]]:
     """Return (standard trial frame, source kind, notes) for an export or model-vs-human path."""
     if path.is_dir():
-        if find_table(path, "classifications") is not None:
-            frame, notes = _read_export(path, include_excluded)
+        if any(find_table(path, t) is not None for t in ("classifications", "decisions")):
+            frame, notes = _read_export(path, include_excluded, ties)
             return frame, "export", notes
-        return read_model_vs_human(path)[_STANDARD], "model-vs-human", []
+        frame, notes = _read_mvh(path)
+        return frame, "model-vs-human", notes
     if not path.is_file():
         raise click.BadParameter(f"no such file or folder: {path}", param_hint="TRIALS")
-    if path.suffix == ".parquet" or (path.suffix == ".csv" and not _is_mvh_csv(path)):
-        frame, notes = _read_export(path, include_excluded)
+    if path.suffix == ".parquet" or (path.suffix == ".csv" and not is_trial_file(path)):
+        frame, notes = _read_export(path, include_excluded, ties)
         return frame, "export", notes
-    return read_model_vs_human(path)[_STANDARD], "model-vs-human", []
+    frame, notes = _read_mvh(path)
+    return frame, "model-vs-human", notes
+
+
+def read_condition_exclusions(path: Path) -> dict[str, list[str]]:
+    """The ``--exclude-conditions`` TOML: ``experiment = ["condition", ...]`` per line."""
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise click.BadParameter(f"{path}: not a readable TOML file: {exc}",
+                                 param_hint="--exclude-conditions") from None
+    for experiment, conditions in table.items():
+        if not isinstance(conditions, list) or not all(
+            isinstance(c, (str, int, float)) and not isinstance(c, bool) for c in conditions
+        ):
+            raise click.BadParameter(
+                f"{path}: {experiment}: expected a list of condition names, e.g. "
+                f'{experiment} = ["c100", "c03"]', param_hint="--exclude-conditions")
+    return {str(k): [str(c) for c in v] for k, v in table.items()}
 
 
 @click.command()
@@ -86,6 +145,20 @@ def load_trials(path: Path, include_excluded: bool = False) -> tuple[pd.DataFram
     is_flag=True,
     help="Keep participants flagged excluded in the export's participants.csv.",
 )
+@click.option(
+    "--exclude-conditions",
+    "exclusions_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help='TOML table of conditions to leave out, experiment = ["condition", ...] '
+    '(e.g. contrast = ["c100", "c03", "c01"], as Brain-Score does).',
+)
+@click.option(
+    "--ties",
+    type=click.Choice(["random", "incorrect"]),
+    default="random",
+    show_default=True,
+    help="Rating decisions with tied top ratings: the export's seeded random pick, or wrong.",
+)
 @click.option("--seed", default=0, show_default=True, help="Seed of all resampling.")
 @click.option(
     "--figures/--no-figures", default=True, show_default=True, help="Also draw the PNG figures."
@@ -100,16 +173,22 @@ def command(
     degenerate: Literal["mvh", "strict"],
     unbiased: bool,
     include_excluded: bool,
+    exclusions_file: Path | None,
+    ties: Ties,
     seed: int,
     figures: bool,
 ) -> None:
     """Error consistency (Cohen's kappa on trial-by-trial correctness) of all observer pairs.
 
-    TRIALS is our export's classifications.csv/.parquet (or the export folder) or model-vs-human
-    raw data (one CSV or a folder). Writes pairs.csv, summary.csv, matrix_<experiment>.csv,
+    TRIALS is our export's classifications.csv/.parquet or decisions.csv/.parquet (or the export
+    folder, which reads both: rating decisions as experiment <experiment>-ratings) or
+    model-vs-human raw data (one CSV or a folder; other CSVs there are skipped). Writes pairs.csv, summary.csv, matrix_<experiment>.csv,
     model_comparisons.csv (two or more models) and PNG figures to --out.
     """
-    frame, kind, notes = load_trials(trials, include_excluded)
+    frame, kind, notes = load_trials(trials, include_excluded, ties)
+    if exclusions_file is not None:
+        frame, dropped = drop_conditions(frame, read_condition_exclusions(exclusions_file))
+        notes += dropped
     for note in notes:
         click.echo(note)
     if frame.empty:

@@ -198,6 +198,42 @@ var HumanlikeRunner = (function () {
   }
 
   /**
+   * A classification trial: the timings, mask and categories come from the trial's design; the
+   * true class only on practice trials with feedback.
+   * @param {TimelineEntry} entry
+   * @returns {object} a jsPsych trial
+   */
+  function classificationTrial(entry) {
+    var e = /** @type {any} */ (entry);
+    var allowed = e.categories || null;
+    var categories = state.timeline.categories.filter(function (c) {
+      return allowed === null || allowed.indexOf(c.label) >= 0;
+    });
+    return {
+      type: jsPsychClassification,
+      stimulus: stimulusUrl(entry.stimulus || ""),
+      categories: categories,
+      image_height_px: state.timeline.presentation.image_height_px,
+      fixation_ms: e.fixation_ms,
+      duration_ms: e.duration_ms,
+      mask_ms: e.mask_ms,
+      mask: e.mask === "noise" ? "noise" : stimulusUrl(e.mask),
+      mask_seed: e.mask_seed,
+      response_timeout_ms: e.response_timeout_ms === undefined ? null : e.response_timeout_ms,
+      feedback: Boolean(e.feedback),
+      correct_label: e.feedback ? (e.true_class || null) : null,
+      frame_ms: state.frame.frame_ms,
+      prompt: entry.prompt || "<p>Which category was it?</p>",
+      data: { humanlike_index: entry.index },
+      /** @param {any} data */
+      on_finish: function (data) {
+        send(entry, { choice: data.response, input_modality: data.input_modality,
+                      requested_frames: data.requested_frames }, data);
+      },
+    };
+  }
+
+  /**
    * @param {string} text
    * @returns {string}
    */
@@ -260,7 +296,7 @@ var HumanlikeRunner = (function () {
 
   /* The browser half of the trial-type registry: one builder per type the server's registry names
    * (a server-side test reads this line). A new browser trial type is one entry here. */
-  var TRIAL_BUILDERS = { rating: ratingTrial, triad: triadTrial, debrief: debriefTrial };
+  var TRIAL_BUILDERS = { rating: ratingTrial, triad: triadTrial, classification: classificationTrial, debrief: debriefTrial };
 
   /**
    * The jsPsych trials for `entries`, or the first entry whose type has no builder.

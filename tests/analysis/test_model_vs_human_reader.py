@@ -101,3 +101,21 @@ def test_short_image_name_keeps_the_synset_prefix_of_imagenet_names():
     names = pd.Series(["0001_edg_s01_0_oven_00_oven10.png",
                        "0001_cop_s01_c30_knife_10_n03041632_7380.png", "oven10.png"])
     assert short_image_name(names).tolist() == ["oven10.png", "n03041632_7380.png", "oven10.png"]
+
+
+def test_a_folder_skips_non_trial_csvs_with_a_notice(tmp_path: Path):
+    for f in (RAW / "edge").glob("*.csv"):
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    (tmp_path / "accuracies.csv").write_text("model,accuracy\nresnet50,0.9\n")
+    notes: list[str] = []
+    frame = read_model_vs_human(tmp_path, on_skip=notes.append)
+    assert frame["observer"].nunique() == 13
+    assert notes == [f"skipped {tmp_path / 'accuracies.csv'}: not a model-vs-human trial file "
+                     "(header lacks subj,session,trial,rt,object_response,category,condition,imagename)"]
+
+
+def test_an_unreadable_file_is_reported_by_name(tmp_path: Path):
+    bad = tmp_path / "edge_subject-01_session_1.csv"
+    bad.write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(ValueError, match="edge_subject-01_session_1.csv"):
+        read_model_vs_human(bad)

@@ -10,6 +10,8 @@ STATE_JS = """() => {
   if (r) return r.dataset.phase === 'loading' || r.dataset.phase === 'done' ? 'busy' : 'rating';
   const t = document.querySelector('.hl-triad');
   if (t) return t.dataset.phase === 'loading' || t.dataset.phase === 'done' ? 'busy' : 'triad';
+  const c = document.querySelector('.hl-classification');
+  if (c) return c.dataset.phase === 'response' ? 'classification' : 'busy';
   if (document.querySelector('#jspsych-survey-html-form')) return 'debrief';
   if (document.querySelector('#jspsych-html-button-response-btngroup button')) return 'instructions';
   if (document.querySelector('#saving')) return 'saving';
@@ -40,6 +42,8 @@ class Played:
     ratings: list[dict[str, float]] = field(default_factory=list)
     rating_stimuli: list[str] = field(default_factory=list)
     triads: list[str] = field(default_factory=list)
+    classifications: list[str] = field(default_factory=list)
+    phases: set[str] = field(default_factory=set)
 
 
 def rating_plan(k: int) -> tuple[str, int, bool]:
@@ -95,6 +99,21 @@ def play(page, played: Played, *, until: str = "done", max_trials: int | None = 
             page.keyboard.press(choice)
             page.wait_for_selector(".hl-triad[data-answered]", state="detached")
             played.triads.append("left" if choice == "f" else "right")
+            answered += 1
+        elif state == "classification":
+            # the digit in the file name, wrong on every fifth trial; keys and clicks alternate
+            k = len(played.classifications)
+            src = page.eval_on_selector(".hl-classification img.hl-stimulus",
+                                        "img => img.getAttribute('src')")
+            digit = src.rsplit("/", 1)[-1].split("_")[0].removeprefix("digit")
+            answer = str((int(digit) + 1) % 10) if k % 5 == 4 else digit
+            page.eval_on_selector(".hl-classification", "el => { el.dataset.answered = '1'; }")
+            if k % 2:
+                page.click(f".hl-category[data-label='{answer}']")
+            else:
+                page.keyboard.press(answer)
+            page.wait_for_selector(".hl-classification[data-answered]", state="detached")
+            played.classifications.append(answer)
             answered += 1
         elif state == "debrief":
             page.keyboard.type("I looked at the shapes.")

@@ -39,6 +39,9 @@ def _simulate(app, n_participants: int, responses: pd.DataFrame, rng) -> None:
                 d = abs(t["s1"] - t["s2"]) - abs(t["s3"] - t["s2"]) + rng.normal(0, 1.0)
                 chose_s1 = d < 0
                 response = {"choice": "left" if chose_s1 != t["swapped"] else "right"}
+            elif t["type"] == "classification":  # the CNN's most probable digit, with noise
+                p = p_cnn.loc[t["stimulus"]] + rng.normal(0, 0.2, 10)
+                response = {"choice": str(p.idxmax())}
             else:
                 response = {"answers": {"strategy": "simulated"}}
             body = {"trial_index": t["index"], "trial_type": t["type"], "response": response,
@@ -77,3 +80,11 @@ def test_the_demo_export_feeds_the_ratings_and_mlds_analyses(demo_spec, tmp_path
     fits = pd.read_csv(tmp_path / "mlds" / "fits_by_sequence.csv")
     assert len(fits) == 2
     assert json.loads((tmp_path / "export" / "codebook.json").read_text())["triads"]
+    result = runner.invoke(main, ["analyze", "ec", str(tmp_path / "export"), "--out",
+                                  str(tmp_path / "ec"), "--n-boot", "100", "--n-sim", "100",
+                                  "--no-figures"])
+    assert result.exit_code == 0, result.output
+    summary = pd.read_csv(tmp_path / "ec" / "summary.csv")
+    assert set(summary["condition"]) >= {"noise15", "noise45"}  # the stimuli's noise levels
+    assert summary[["ci_low", "ci_high"]].notna().all().all()
+    assert pd.read_csv(tmp_path / "ec" / "matrix_demo.csv", index_col=0).shape == (5, 5)

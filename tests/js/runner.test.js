@@ -9,6 +9,7 @@ loadScript("frame_clock.js");
 loadScript("presentation.js");
 loadScript("plugins/rating.js");
 loadScript("plugins/triad.js");
+loadScript("plugins/classification.js");
 loadScript("trial_queue.js");
 loadScript("runner.js");
 const Runner = globalThis.HumanlikeRunner;
@@ -40,14 +41,14 @@ describe("TRIAL_BUILDERS", () => {
     const source = readSource("runner.js");
     const line = source.split("\n").find((l) => l.includes("var TRIAL_BUILDERS = "));
     expect(line.trim()).toBe(
-      "var TRIAL_BUILDERS = { rating: ratingTrial, triad: triadTrial, debrief: debriefTrial };"
+      "var TRIAL_BUILDERS = { rating: ratingTrial, triad: triadTrial, classification: classificationTrial, debrief: debriefTrial };"
     );
-    expect(Object.keys(Runner.TRIAL_BUILDERS)).toEqual(["rating", "triad", "debrief"]);
+    expect(Object.keys(Runner.TRIAL_BUILDERS)).toEqual(["rating", "triad", "classification", "debrief"]);
   });
 
   it("buildTrials stops at the first entry whose type has no builder", () => {
-    const built = Runner.buildTrials([{ index: 0, type: "classification" }, { index: 1, type: "toString" }]);
-    expect(built.unknown).toEqual({ index: 0, type: "classification" });
+    const built = Runner.buildTrials([{ index: 0, type: "slider" }, { index: 1, type: "toString" }]);
+    expect(built.unknown).toEqual({ index: 0, type: "slider" });
     expect(Runner.buildTrials([{ index: 1, type: "toString" }]).unknown.type).toBe("toString");
   });
 
@@ -78,7 +79,7 @@ describe("an unknown trial type", () => {
     vi.stubGlobal("fetch", vi.fn((url, init) => {
       if (init.method === "POST") posted.push({ url, body: JSON.parse(init.body) });
       const body = url.endsWith("/timeline")
-        ? { ...TIMELINE, trials: [{ index: 0, type: "rating", stimulus: "x.png" }, { index: 1, type: "classification" }] }
+        ? { ...TIMELINE, trials: [{ index: 0, type: "rating", stimulus: "x.png" }, { index: 1, type: "slider" }] }
         : {};
       return Promise.resolve(new Response(JSON.stringify(body), { status: 200 }));
     }));
@@ -88,11 +89,11 @@ describe("an unknown trial type", () => {
     Runner.start({ pid: "p9", token: "t", api: "/api/p9" });
     await vi.waitFor(() => expect(document.getElementById("start-error")).not.toBeNull());
     expect(document.getElementById("task").textContent).toContain("This study cannot run");
-    expect(document.getElementById("start-error").textContent).toContain('unknown trial type "classification"');
+    expect(document.getElementById("start-error").textContent).toContain('unknown trial type "slider"');
     await vi.waitFor(() => expect(posted.some((p) => p.body.type === "error")).toBe(true));
     const error = posted.find((p) => p.body.type === "error");
     expect(error.url).toBe("/api/p9/events");
-    expect(error.body.value).toEqual({ message: 'unknown trial type "classification"', trial_index: 1 });
+    expect(error.body.value).toEqual({ message: 'unknown trial type "slider"', trial_index: 1 });
     expect(initJsPsych).not.toHaveBeenCalled();
   });
 });

@@ -157,3 +157,86 @@ def test_kappa_options_reach_the_analysis(tmp_path: Path, flag):
         assert ceiling > 0.31844  # n k / ((n - 1) + k) > k for 0 < k < 1
     else:
         assert round(ceiling, 5) == 0.31844  # no degenerate pairs in edge
+
+
+RAW = shared_data_dir() / "model-vs-human" / "raw-data"
+
+
+def _ec(*args: str):
+    return CliRunner().invoke(main, ["analyze", "ec", *args])
+
+
+def test_all_four_published_experiments_reproduce_brain_score_with_its_exclusions(tmp_path: Path):
+    # Brain-Score's geirhos2021 leaves out contrast c100, c03, c01 (shared model-vs-human README)
+    exclusions = tmp_path / "exclude.toml"
+    exclusions.write_text('contrast = ["c100", "c03", "c01"]\n')
+    out = tmp_path / "o"
+    res = _ec(str(RAW), "--out", str(out), "--n-boot", "20", "--n-sim", "20", "--no-figures",
+              "--exclude-conditions", str(exclusions))
+    assert res.exit_code == 0, res.output
+    assert "left out conditions c100, c03, c01 of contrast (3360 trials)" in res.output
+    summary = pd.read_csv(out / "summary.csv", keep_default_na=False)
+    per_exp = summary[summary["level"] == "experiment"]
+    assert not per_exp.duplicated(["experiment", "statistic", "model"]).any()
+    human = per_exp[per_exp["statistic"] == "human-human"].set_index("experiment")["kappa"]
+    assert {k: round(float(v), 5) for k, v in human.items() if k != "cue-conflict"} == {
+        "contrast": 0.43703, "edge": 0.31844, "silhouette": 0.47571}
+    resnet = per_exp[(per_exp["experiment"] == "contrast") & (per_exp["model"] == "resnet50")]
+    assert round(float(resnet["kappa"].iloc[0]), 5) == 0.22546
+    assert set(summary.loc[summary["experiment"] == "contrast", "condition"]) == {
+        "all", "c05", "c10", "c15", "c30", "c50"}
+
+
+def test_non_trial_csvs_in_the_folder_are_skipped_with_a_notice(tmp_path: Path):
+    folder = tmp_path / "edge"
+    folder.mkdir()
+    for f in EDGE.glob("*.csv"):
+        (folder / f.name).write_bytes(f.read_bytes())
+    (folder / "README.csv").write_text("what,why\nnotes,none\n")
+    res = _ec(str(folder), "--out", str(tmp_path / "o"), "--n-boot", "20", "--n-sim", "20",
+              "--no-figures")
+    assert res.exit_code == 0, res.output
+    assert f"skipped {folder / 'README.csv'}: not a model-vs-human trial file" in res.output
+    assert "human-human kappa = 0.31844" in res.output
+
+
+def test_a_bad_trial_file_gets_one_line_naming_file_and_column(tmp_path: Path):
+    bad = tmp_path / "edge_subject-99_session_1.csv"
+    bad.write_text("subj,Session,trial,rt,object_response,category,condition,imagename\n"
+                   ",1,1,1.0,oven,oven,0,0001_edg_s01_0_oven_00_oven10.png\n")
+    res = _ec(str(tmp_path), "--out", str(tmp_path / "o"))
+    assert res.exit_code != 0
+    assert res.output.strip() == f"Error: {bad}: column 'subj' has empty values"
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+
+
+def test_a_malformed_exclusions_file_names_file_and_experiment(tmp_path: Path):
+    bad = tmp_path / "exclude.toml"
+    bad.write_text('contrast = "c100"\n')
+    res = _ec(str(EDGE), "--out", str(tmp_path / "o"), "--exclude-conditions", str(bad))
+    assert res.exit_code == 2
+    assert f"{bad}: contrast: expected a list of condition names" in res.output
+
+
+def test_rating_decisions_in_an_export_get_their_own_matrix_and_ties_can_count_as_wrong(
+    tmp_path: Path,
+):
+    rows = []
+    for p in ["p01", "p02", "p03"]:
+        for i in range(30):
+            rows.append({"experiment": "digits", "participant": p, "condition": "A",
+                         "trial_index": i, "practice": False, "stimulus": f"natural/d{i:02d}.png",
+                         "stimulus_kind": "natural", "is_repeat": False,
+                         "correct": i % 3 != 0, "n_tied": 2 if i % 2 else 1})
+    pd.DataFrame(rows).to_csv(tmp_path / "decisions.csv", index=False)
+    out = tmp_path / "o"
+    res = _ec(str(tmp_path), "--out", str(out), "--n-boot", "20", "--n-sim", "20", "--no-figures")
+    assert res.exit_code == 0, res.output
+    assert (out / "matrix_digits-ratings.csv").exists()
+    summary = pd.read_csv(out / "summary.csv")
+    assert summary.query("level == 'experiment'")["kappa"].iloc[0] == 1.0  # identical decisions
+    res = _ec(str(tmp_path), "--out", str(tmp_path / "o2"), "--n-boot", "20", "--n-sim", "20",
+              "--no-figures", "--ties", "incorrect")
+    assert res.exit_code == 0, res.output
+    pairs = pd.read_csv(tmp_path / "o2" / "pairs.csv")
+    assert (pairs["acc_a"].round(4) == round(10 / 30, 4)).all()  # correct and untied: i % 6 in {2, 4}

@@ -23,7 +23,15 @@ from humanlike.server.trial_types import (
 RUNNER = Path(__file__).resolve().parents[2] / "static" / "js" / "runner.js"
 
 
-def test_a_classification_block_is_refused_naming_the_file_the_field_and_the_choices(small_experiment):
+def test_a_classification_block_is_refused_naming_the_file_the_field_and_the_choices(
+    small_experiment, monkeypatch
+):
+    # classification now has a browser trial: a type without one (here classification with its
+    # browser flag off) is still refused this way
+    from dataclasses import replace
+
+    monkeypatch.setitem(TRIAL_TYPES, "classification",
+                        replace(TRIAL_TYPES["classification"], browser=False))
     bad = small_experiment.parent / "classification.toml"
     bad.write_text(small_experiment.read_text().replace('trial_type = "rating"',
                                                         'trial_type = "classification"'))
@@ -44,9 +52,9 @@ def test_an_internal_or_unknown_type_is_not_a_block_type():
 
 
 def test_the_browser_names_are_rating_triad_and_debrief():
-    assert browser_trial_types() == ["rating", "triad", "debrief"]
-    assert block_trial_types() == ["rating", "triad"]
-    assert not TRIAL_TYPES["classification"].browser
+    assert browser_trial_types() == ["rating", "triad", "classification", "debrief"]
+    assert block_trial_types() == ["rating", "triad", "classification"]
+    assert TRIAL_TYPES["classification"].browser
 
 
 def test_the_browser_names_match_the_runners_trial_builders():

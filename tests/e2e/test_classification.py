@@ -1,0 +1,39 @@
+"""The demo's classification block in Chromium: keys and clicks answer it, the image is up for a
+whole number of frames, and the export's classifications table has one row per trial."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from humanlike.server.export import write_export
+from tests.e2e.participant_driver import Played, play
+from tests.e2e.test_demo_experiment import PROLIFIC_DONE, QUERY, new_page, stored
+
+pytestmark = pytest.mark.browser
+
+
+def test_the_demo_classification_block_is_completed_and_exported(chromium, demo_server, tmp_path):
+    context, page = new_page(chromium)
+    page.goto(f"{demo_server.url}/start/demo?" + QUERY.format(pid="c13classifier"))
+    played = play(page, Played(), until=PROLIFIC_DONE, timeout_ms=30000)
+    context.close()
+    p, trials = stored(demo_server.app, "c13classifier")
+    assert p.status == "completed"
+    cl = [t for t in trials if t.trial_type == "classification"]
+    assert [t.response["choice"] for t in cl] == played.classifications
+    assert {t.response["input_modality"] for t in cl} == {"keyboard", "mouse"}
+    for t in cl:
+        frame_ms = 1000 / p.refresh_hz
+        requested = max(1, round(t.design["duration_ms"] / frame_ms))
+        assert t.frames == requested  # a whole number of frames ...
+        assert abs(t.presented_ms - t.design["duration_ms"]) <= frame_ms  # ... within one frame
+        assert isinstance(t.design["mask_seed"], int)
+    with demo_server.app.app_context():
+        write_export("demo", tmp_path / "export")
+    table = pd.read_csv(tmp_path / "export" / "classifications.csv")
+    assert len(table) == len(cl)
+    assert {"correct", "frames", "presented_ms", "stimulus_condition", "mask_seed"} <= set(table)
+    main = table[~table["practice"]]
+    assert set(main["stimulus_condition"]) == {"noise15", "noise45"}
+    assert main["correct"].mean() == pytest.approx(0.8, abs=0.11)
