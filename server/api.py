@@ -22,12 +22,18 @@ from humanlike.server.errors import api_abort, json_errors
 from humanlike.server.extensions import csrf, db
 from humanlike.server.lifecycle import (
     COMPLETE,
+    COMPLETE_GATE,
     CONSENT,
     DECLINE,
-    FILLED,
+    EVENT_GATE,
     PRE_TRIAL,
+    RESUME_STARTED,
     START,
+    TRIAL_GATE,
+    TRIAL_STORABLE,
+    Gate,
     ParticipantStatus,
+    resume,
 )
 from humanlike.server.models import Event, Participant, Trial, utcnow
 from humanlike.server.payloads import EventIn, TrialIn
@@ -137,6 +143,23 @@ def _validation_detail(exc: ValidationError) -> list[dict[str, str]]:
     ]
 
 
+def _require(gate: Gate, status: str) -> None:
+    """Refuse with 409 (naming the current status) unless ``gate`` allows ``status``."""
+    if not gate.allows(status):
+        error, detail = gate.refusal(status)
+        api_abort(409, error, detail)
+
+
+def _participant(auth: _Auth) -> Participant:
+    """The participant's row, resumed (and committed) if it had timed out: it has come back."""
+    participant = db.session.get(Participant, auth.id)
+    assert participant is not None  # authorize() found it
+    if resume(participant, utcnow()):
+        db.session.commit()
+    auth.status = participant.status
+    return participant
+
+
 def _current_status(auth: _Auth) -> str:
     status = db.session.execute(
         sa.select(Participant.status).where(Participant.id == auth.id)
@@ -152,8 +175,7 @@ def timeline(pid: str):
     loaded = experiments.get(auth.slug)
     if loaded is None:
         api_abort(410, "experiment_not_served", f"experiment {auth.slug!r} is not served here")
-    participant = db.session.get(Participant, auth.id)
-    assert participant is not None  # authorize() found it
+    participant = _participant(auth)
     acknowledged = db.session.execute(
         sa.select(Trial.trial_index).where(Trial.participant_id == auth.id).order_by(Trial.trial_index)
     ).scalars().all()
@@ -192,28 +214,48 @@ def consent(pid: str):
     body = _json_body()
     if not isinstance(body, dict) or not isinstance(body.get("agree"), bool):
         api_abort(400, "invalid_body", "send {\"agree\": true} or {\"agree\": false}")
-    participant = db.session.get(Participant, auth.id)
-    assert participant is not None  # authorize() found it
+    participant = _participant(auth)
     (CONSENT if body["agree"] else DECLINE).apply(participant, utcnow())
     db.session.commit()
     auth.status = participant.status
     return jsonify(status=participant.status)
 
 
+_TRIAL_COLUMNS = ("participant_id", "trial_index", "trial_type", "design", "block", "stimulus_id",
+                  "stimuli", "response", "rt_ms", "first_rt_ms", "presented_ms", "frames",
+                  "is_repeat", "repeat_of", "client_time", "server_time")
+
+
 @functools.cache
 def _insert_statement(dialect: str) -> sa.Insert:
-    """INSERT ... ON CONFLICT (participant_id, trial_index) DO NOTHING RETURNING id, built once."""
+    """INSERT ... SELECT <values> WHERE <the participant's status is in TRIAL_STORABLE>
+    ON CONFLICT (participant_id, trial_index) DO NOTHING RETURNING id, built once.
+
+    The status check sits in the statement itself, so a status changed by another process (a
+    decline, a time-out) is seen even when this process's cached status is stale."""
     module = postgresql if dialect == "postgresql" else sqlite
     table = Trial.__table__
-    stmt = module.insert(table).on_conflict_do_nothing(index_elements=["participant_id", "trial_index"])
+    columns = [table.c[name] for name in _TRIAL_COLUMNS]
+    params: dict[str, Any] = {c.name: sa.bindparam(c.name, type_=c.type) for c in columns}
+    # PostgreSQL types a SELECT list's parameters only when told; SQLite must not cast (affinity)
+    values = [sa.cast(params[c.name], c.type) if dialect == "postgresql" else params[c.name]
+              for c in columns]
+    people = Participant.__table__
+    storable = sa.exists().where(
+        people.c.id == params["participant_id"],
+        people.c.status.in_([s.value for s in TRIAL_STORABLE]),
+    )
+    stmt = module.insert(table).from_select(columns, sa.select(*values).where(storable))
+    stmt = stmt.on_conflict_do_nothing(index_elements=["participant_id", "trial_index"])
     return stmt.returning(table.c.id)
 
 
 def _insert_trial(values: dict[str, Any], status_update: bool) -> bool:
-    """Insert unless (participant, trial_index) exists; True when a new row was written.
+    """Insert unless (participant, trial_index) exists or the participant's status forbids it;
+    True when a new row was written.
 
     The usual trial is one autocommitted statement (one round trip to PostgreSQL); the first trial
-    also moves the participant along ``START``, in the same transaction."""
+    also moves the participant along ``START`` (or back from a time-out), in the same transaction."""
     engine = db.engine
     stmt = _insert_statement(engine.dialect.name)
     if not status_update:
@@ -222,11 +264,19 @@ def _insert_trial(values: dict[str, Any], status_update: bool) -> bool:
     with write_lock(), engine.begin() as conn:
         created = conn.execute(stmt, values).first() is not None
         if created:
+            now, people = utcnow(), Participant.__table__
             conn.execute(
-                sa.update(Participant.__table__)
-                .where(Participant.id == values["participant_id"],
-                       Participant.status.in_(START.sources))
-                .values(**START.values(utcnow()))
+                sa.update(people)
+                .where(people.c.id == values["participant_id"],
+                       people.c.status.in_(START.sources))
+                .values(**START.values(now))
+            )
+            conn.execute(  # a timed-out participant who sends a trial has come back
+                sa.update(people)
+                .where(people.c.id == values["participant_id"],
+                       people.c.status.in_(RESUME_STARTED.sources))
+                .values(**RESUME_STARTED.values(now),
+                        started_at=sa.func.coalesce(people.c.started_at, now))
             )
     return created
 
@@ -252,9 +302,6 @@ def post_trial(pid: str):
     problem = TRIAL_TYPES[trial.trial_type].validate(trial.response, auth.labels)
     if problem:
         api_abort(422, "invalid_response", problem)
-    allocated = ParticipantStatus.ALLOCATED
-    if auth.status == allocated and _current_status(auth) == allocated:
-        api_abort(409, "no_consent", "the participant has not consented yet")
     created = _insert_trial(
         {
             "participant_id": auth.id,
@@ -274,10 +321,17 @@ def post_trial(pid: str):
             "client_time": trial.client_time,
             "server_time": utcnow(),
         },
-        status_update=START.allows(auth.status),
+        status_update=auth.status not in TRIAL_GATE.allowed - PRE_TRIAL,
     )
     if created:
-        auth.status = START.target
+        if auth.status not in TRIAL_GATE.allowed - PRE_TRIAL:
+            auth.status = START.target
+    else:  # a replay, or a status that takes no trials (checked in the database, not the cache)
+        status = _current_status(auth)
+        if status == ParticipantStatus.TIMED_OUT:  # a replay from a participant who came back
+            _participant(auth)
+        else:
+            _require(TRIAL_GATE, status)
     ack = b'{"trial_index":%d}\n' % trial.trial_index
     return current_app.response_class(ack, status=201 if created else 200,
                                       mimetype="application/json")
@@ -287,6 +341,8 @@ def post_trial(pid: str):
 def post_event(pid: str):
     """Log a browser event (blur, focus, fullscreen exit, resize, error, environment)."""
     auth = authorize(pid)
+    participant = _participant(auth)
+    _require(EVENT_GATE, participant.status)
     try:
         event = EventIn.model_validate(_json_body())
     except ValidationError as exc:
@@ -297,8 +353,6 @@ def post_event(pid: str):
     db.session.add(Event(participant_id=auth.id, type=event.type, value=value,
                          client_time=event.client_time, server_time=utcnow()))
     if event.type == "environment" and isinstance(value, dict):
-        participant = db.session.get(Participant, auth.id)
-        assert participant is not None  # authorize() found it
         participant.screen = {k: value[k] for k in list(value)[:20]}
         refresh = value.get("refresh_hz")
         if isinstance(refresh, (int, float)) and 1 <= refresh <= 1000:
@@ -311,11 +365,10 @@ def post_event(pid: str):
 def complete(pid: str):
     """Mark the participant completed once every trial is stored; returns where to go next."""
     auth = authorize(pid)
-    participant = db.session.get(Participant, auth.id)
-    assert participant is not None  # authorize() found it
+    participant = _participant(auth)
     empty_timeline = participant.status in PRE_TRIAL and auth.n_trials == 0
-    if participant.status not in FILLED and not empty_timeline:
-        api_abort(409, "not_started", f"participant status is {participant.status!r}")
+    if not empty_timeline:
+        _require(COMPLETE_GATE, participant.status)
     stored = set(db.session.execute(
         sa.select(Trial.trial_index).where(Trial.participant_id == auth.id)
     ).scalars())

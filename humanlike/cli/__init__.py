@@ -35,6 +35,7 @@ class LazyGroup(click.Group):
         "db": "humanlike.cli.db:command",
         "create-admin": "humanlike.cli.create_admin:command",
         "export": "humanlike.cli.export:command",
+        "sweep-timeouts": "humanlike.cli.sweep_timeouts:command",
     },
 )
 @click.version_option(package_name="humanlike")
