@@ -227,8 +227,8 @@ _TRIAL_COLUMNS = ("participant_id", "trial_index", "trial_type", "design", "bloc
 
 
 @functools.cache
-def _insert_statement(dialect: str) -> sa.Insert:
-    """INSERT ... SELECT <values> WHERE <the participant's status is in TRIAL_STORABLE>
+def _insert_statement(dialect: str, statuses: frozenset[str]) -> sa.Insert:
+    """INSERT ... SELECT <values> WHERE <the participant's status is in ``statuses``>
     ON CONFLICT (participant_id, trial_index) DO NOTHING RETURNING id, built once.
 
     The status check sits in the statement itself, so a status changed by another process (a
@@ -243,24 +243,30 @@ def _insert_statement(dialect: str) -> sa.Insert:
     people = Participant.__table__
     storable = sa.exists().where(
         people.c.id == params["participant_id"],
-        people.c.status.in_([s.value for s in TRIAL_STORABLE]),
+        people.c.status.in_(sorted(statuses)),
     )
     stmt = module.insert(table).from_select(columns, sa.select(*values).where(storable))
     stmt = stmt.on_conflict_do_nothing(index_elements=["participant_id", "trial_index"])
     return stmt.returning(table.c.id)
 
 
+_FAST_STATUSES = frozenset(s.value for s in TRIAL_GATE.allowed - PRE_TRIAL)
+_STORABLE_STATUSES = frozenset(s.value for s in TRIAL_STORABLE)
+
+
 def _insert_trial(values: dict[str, Any], status_update: bool) -> bool:
     """Insert unless (participant, trial_index) exists or the participant's status forbids it;
     True when a new row was written.
 
-    The usual trial is one autocommitted statement (one round trip to PostgreSQL); the first trial
-    also moves the participant along ``START`` (or back from a time-out), in the same transaction."""
+    The usual trial is one autocommitted statement (one round trip to PostgreSQL), taken only by
+    a started (or finished) participant; the first trial, or the first after a time-out, also
+    moves the participant along ``START`` (or back to ``started``) in the same transaction."""
     engine = db.engine
-    stmt = _insert_statement(engine.dialect.name)
     if not status_update:
+        stmt = _insert_statement(engine.dialect.name, _FAST_STATUSES)
         with autocommit_engine().connect() as conn, write_lock():
             return conn.execute(stmt, values).first() is not None
+    stmt = _insert_statement(engine.dialect.name, _STORABLE_STATUSES)
     with write_lock(), engine.begin() as conn:
         created = conn.execute(stmt, values).first() is not None
         if created:
@@ -302,36 +308,37 @@ def post_trial(pid: str):
     problem = TRIAL_TYPES[trial.trial_type].validate(trial.response, auth.labels)
     if problem:
         api_abort(422, "invalid_response", problem)
-    created = _insert_trial(
-        {
-            "participant_id": auth.id,
-            "trial_index": trial.trial_index,
-            "trial_type": trial.trial_type,
-            "design": design,
-            "block": design.get("block"),
-            "stimulus_id": auth.stimulus_ids[trial.trial_index],
-            "stimuli": design.get("stimuli"),
-            "response": trial.response,
-            "rt_ms": trial.rt_ms,
-            "first_rt_ms": trial.first_rt_ms,
-            "presented_ms": trial.presented_ms,
-            "frames": trial.frames,
-            "is_repeat": bool(design.get("is_repeat")),
-            "repeat_of": design.get("repeat_of"),
-            "client_time": trial.client_time,
-            "server_time": utcnow(),
-        },
-        status_update=auth.status not in TRIAL_GATE.allowed - PRE_TRIAL,
-    )
-    if created:
-        if auth.status not in TRIAL_GATE.allowed - PRE_TRIAL:
-            auth.status = START.target
-    else:  # a replay, or a status that takes no trials (checked in the database, not the cache)
+    values: dict[str, Any] = {
+        "participant_id": auth.id,
+        "trial_index": trial.trial_index,
+        "trial_type": trial.trial_type,
+        "design": design,
+        "block": design.get("block"),
+        "stimulus_id": auth.stimulus_ids[trial.trial_index],
+        "stimuli": design.get("stimuli"),
+        "response": trial.response,
+        "rt_ms": trial.rt_ms,
+        "first_rt_ms": trial.first_rt_ms,
+        "presented_ms": trial.presented_ms,
+        "frames": trial.frames,
+        "is_repeat": bool(design.get("is_repeat")),
+        "repeat_of": design.get("repeat_of"),
+        "client_time": trial.client_time,
+        "server_time": utcnow(),
+    }
+    fast = auth.status in _FAST_STATUSES
+    created = _insert_trial(values, status_update=not fast)
+    if not created:  # a replay, or a status that takes no trials (read from the database)
         status = _current_status(auth)
-        if status == ParticipantStatus.TIMED_OUT:  # a replay from a participant who came back
-            _participant(auth)
+        if status == ParticipantStatus.TIMED_OUT:  # back after a time-out: store, and resume
+            fast = False
+            created = _insert_trial(values, status_update=True)
+            if not created:
+                _participant(auth)  # a replay: resume all the same
         else:
             _require(TRIAL_GATE, status)
+    if created and not fast:
+        auth.status = START.target
     ack = b'{"trial_index":%d}\n' % trial.trial_index
     return current_app.response_class(ack, status=201 if created else 200,
                                       mimetype="application/json")

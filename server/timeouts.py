@@ -12,7 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from humanlike.server.extensions import db
-from humanlike.server.lifecycle import RESUME_STARTED, TIME_OUT
+from humanlike.server.lifecycle import TIME_OUT
 from humanlike.server.models import Event, Experiment, Participant, Trial, utcnow
 from humanlike.server.spec import ExperimentSpec
 
@@ -42,22 +42,9 @@ def overdue(experiment_id: int, minutes: int, now: dt.datetime) -> sa.ColumnElem
 
 
 def sweep_experiment(experiment: Experiment, now: dt.datetime | None = None) -> int:
-    """Time out the experiment's idle participants (in the caller's transaction); how many.
-
-    Also resumes timed-out participants who stored a trial since (the trial path checks the status
-    in its insert but, for speed, moves it back only when its cached status says so)."""
+    """Time out the experiment's idle participants (in the caller's transaction); how many."""
     now = now or utcnow()
     minutes = timeout_minutes(experiment.spec)
-    limit = now - dt.timedelta(minutes=minutes)
-    db.session.execute(
-        sa.update(Participant)
-        .where(Participant.experiment_id == experiment.id,
-               Participant.status.in_(RESUME_STARTED.sources),
-               sa.exists().where(Trial.participant_id == Participant.id, Trial.server_time >= limit))
-        .values(**RESUME_STARTED.values(now),
-                started_at=sa.func.coalesce(Participant.started_at, now))
-        .execution_options(synchronize_session=False)
-    )
     result = db.session.execute(
         sa.update(Participant)
         .where(overdue(experiment.id, minutes, now))
