@@ -36,7 +36,7 @@ _S = ParticipantStatus
 PRE_TRIAL: frozenset[ParticipantStatus] = frozenset({_S.ALLOCATED, _S.CONSENTED})
 """Arrived but no trial stored yet."""
 FILLED: frozenset[ParticipantStatus] = frozenset({_S.STARTED, _S.COMPLETED, _S.SUBMITTED, _S.APPROVED})
-"""Counts towards its condition's fill (least-filled allocation); may ask to complete."""
+"""Started or finished and not rejected: may ask to complete (and holds a place)."""
 DONE: frozenset[ParticipantStatus] = frozenset({_S.COMPLETED, _S.SUBMITTED, _S.APPROVED, _S.REJECTED})
 """Finished the task: the task page sends such a participant to the end page."""
 HOLDS_PLACE: frozenset[ParticipantStatus] = PRE_TRIAL | FILLED
