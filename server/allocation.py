@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import random
 import re
 import secrets
+from typing import Any
 
 import sqlalchemy as sa
+from flask import current_app
 
+from humanlike.server import timeouts
+from humanlike.server.database import write_lock
 from humanlike.server.experiments import LoadedExperiment
 from humanlike.server.extensions import db
-from humanlike.server.lifecycle import FILLED, ParticipantStatus
-from humanlike.server.models import Experiment, Participant, Stimulus
+from humanlike.server.lifecycle import HOLDS_PLACE, ParticipantStatus
+from humanlike.server.models import Experiment, Participant, Stimulus, utcnow
 from humanlike.server.platforms import Entry
 from humanlike.server.timeline import generate_timeline
 from humanlike.server.tokens import hash_token, new_token
@@ -53,17 +59,49 @@ def took_part_elsewhere(slugs: list[str], entry: Entry) -> bool:
     return hit is not None
 
 
-def least_filled_condition(exp: Experiment, loaded: LoadedExperiment) -> str:
-    """The condition with the fewest started or completed participants (ties: spec order)."""
+def place_counts(exp: Experiment, loaded: LoadedExperiment, now: dt.datetime) -> dict[str, int]:
+    """Participants holding a place per condition: consented, started or finished (not returned,
+    timed out or rejected), and those allocated within the spec's ``allocation_cutoff_minutes``."""
+    cutoff = now - dt.timedelta(minutes=loaded.spec.allocation_cutoff_minutes)
+    allocated = ParticipantStatus.ALLOCATED
+    holds = sa.or_(
+        Participant.status.in_(HOLDS_PLACE - {allocated}),
+        sa.and_(Participant.status == allocated, Participant.created_at >= cutoff),
+    )
     counts = dict(
         db.session.execute(
             sa.select(Participant.condition, sa.func.count())
-            .where(Participant.experiment_id == exp.id, Participant.status.in_(FILLED))
+            .where(Participant.experiment_id == exp.id, holds)
             .group_by(Participant.condition)
         ).all()
     )
-    names = [c.name for c in loaded.spec.conditions]
-    return min(names, key=lambda n: (counts.get(n, 0), names.index(n)))
+    return {c.name: int(counts.get(c.name, 0)) for c in loaded.spec.conditions}
+
+
+def choose_condition(counts: dict[str, int], seed: int | None) -> str:
+    """The least-filled condition; a tie is drawn by ``random.Random(seed).choice(tied)``, with
+    ``tied`` in spec order, so the recorded (counts, seed) reproduce the choice (no seed: the
+    first tied condition)."""
+    fewest = min(counts.values())
+    tied = [name for name, n in counts.items() if n == fewest]
+    return tied[0] if seed is None else random.Random(seed).choice(tied)
+
+
+def least_filled_condition(exp: Experiment, loaded: LoadedExperiment) -> tuple[str, dict[str, Any]]:
+    """A least-filled condition and its allocation record ``{counts, seed, condition}``.
+
+    Ties are drawn at random unless the app's ``ALLOCATION_RANDOM_TIES`` is False (then spec order,
+    for deterministic tests and demos; the record's seed is then None)."""
+    counts = place_counts(exp, loaded, utcnow())
+    seed = secrets.randbits(62) if current_app.config.get("ALLOCATION_RANDOM_TIES", True) else None
+    condition = choose_condition(counts, seed)
+    return condition, {"counts": counts, "seed": seed, "condition": condition}
+
+
+def _lock_experiment(exp: Experiment) -> None:
+    """On PostgreSQL, hold the experiment's row lock until the commit: allocations queue on it."""
+    if db.session.get_bind().dialect.name == "postgresql":
+        db.session.execute(sa.select(Experiment.id).where(Experiment.id == exp.id).with_for_update())
 
 
 def allocate(
@@ -71,12 +109,30 @@ def allocate(
 ) -> tuple[Participant, str]:
     """Create a participant with a condition, a seeded timeline and a fresh write token.
 
-    Returns the row and the token in clear (only its hash is stored). The caller commits; a
-    concurrent duplicate surfaces as an IntegrityError on the (experiment, platform, id) key."""
+    Returns the row and the token in clear (only its hash is stored). Counting the places and
+    inserting the row is one transaction, committed here, under the experiment's row lock
+    (PostgreSQL) or the write lock (SQLite), so simultaneous arrivals in any process see each
+    other. A concurrent duplicate surfaces as an IntegrityError on the (experiment, platform, id)
+    key, after a rollback."""
+    with write_lock():
+        try:
+            _lock_experiment(exp)
+            timeouts.sweep_experiment(exp)
+            participant, token = _new_participant(exp, loaded, entry, user_agent)
+            db.session.commit()
+        except BaseException:
+            db.session.rollback()
+            raise
+    return participant, token
+
+
+def _new_participant(
+    exp: Experiment, loaded: LoadedExperiment, entry: Entry, user_agent: str | None
+) -> tuple[Participant, str]:
     token = new_token()
     public_id = secrets.token_hex(8)
     seed = secrets.randbits(62)
-    condition = least_filled_condition(exp, loaded)
+    condition, record = least_filled_condition(exp, loaded)
     timeline = generate_timeline(loaded.spec, list(loaded.stimuli), condition, seed)
     ids = dict(
         db.session.execute(
@@ -102,6 +158,7 @@ def allocate(
         spec_version_id=loaded.version_id,
         token_hash=hash_token(token),
         seed=seed,
+        allocation=record,
         timeline=timeline,
         n_trials=len(timeline["trials"]),
         status=ParticipantStatus.ALLOCATED.value,

@@ -22,12 +22,18 @@ from humanlike.server.errors import api_abort, json_errors
 from humanlike.server.extensions import csrf, db
 from humanlike.server.lifecycle import (
     COMPLETE,
+    COMPLETE_GATE,
     CONSENT,
     DECLINE,
-    FILLED,
+    EVENT_GATE,
     PRE_TRIAL,
+    RESUME_STARTED,
     START,
+    TRIAL_GATE,
+    TRIAL_STORABLE,
+    Gate,
     ParticipantStatus,
+    resume,
 )
 from humanlike.server.models import Event, Participant, Trial, utcnow
 from humanlike.server.payloads import EventIn, TrialIn
@@ -137,6 +143,23 @@ def _validation_detail(exc: ValidationError) -> list[dict[str, str]]:
     ]
 
 
+def _require(gate: Gate, status: str) -> None:
+    """Refuse with 409 (naming the current status) unless ``gate`` allows ``status``."""
+    if not gate.allows(status):
+        error, detail = gate.refusal(status)
+        api_abort(409, error, detail)
+
+
+def _participant(auth: _Auth) -> Participant:
+    """The participant's row, resumed (and committed) if it had timed out: it has come back."""
+    participant = db.session.get(Participant, auth.id)
+    assert participant is not None  # authorize() found it
+    if resume(participant, utcnow()):
+        db.session.commit()
+    auth.status = participant.status
+    return participant
+
+
 def _current_status(auth: _Auth) -> str:
     status = db.session.execute(
         sa.select(Participant.status).where(Participant.id == auth.id)
@@ -149,8 +172,7 @@ def _current_status(auth: _Auth) -> str:
 def timeline(pid: str):
     """The participant's whole timeline plus which trials are already stored (for resume)."""
     auth = authorize(pid)
-    participant = db.session.get(Participant, auth.id)
-    assert participant is not None  # authorize() found it
+    participant = _participant(auth)
     loaded = experiments.for_participant(participant)  # the spec version it was allocated under
     if loaded is None:
         api_abort(410, "experiment_not_served", f"experiment {auth.slug!r} is not served here")
@@ -192,41 +214,75 @@ def consent(pid: str):
     body = _json_body()
     if not isinstance(body, dict) or not isinstance(body.get("agree"), bool):
         api_abort(400, "invalid_body", "send {\"agree\": true} or {\"agree\": false}")
-    participant = db.session.get(Participant, auth.id)
-    assert participant is not None  # authorize() found it
+    participant = _participant(auth)
     (CONSENT if body["agree"] else DECLINE).apply(participant, utcnow())
     db.session.commit()
     auth.status = participant.status
     return jsonify(status=participant.status)
 
 
+_TRIAL_COLUMNS = ("participant_id", "trial_index", "trial_type", "design", "block", "stimulus_id",
+                  "stimuli", "response", "rt_ms", "first_rt_ms", "presented_ms", "frames",
+                  "is_repeat", "repeat_of", "client_time", "server_time")
+
+
 @functools.cache
-def _insert_statement(dialect: str) -> sa.Insert:
-    """INSERT ... ON CONFLICT (participant_id, trial_index) DO NOTHING RETURNING id, built once."""
+def _insert_statement(dialect: str, statuses: frozenset[str]) -> sa.Insert:
+    """INSERT ... SELECT <values> WHERE <the participant's status is in ``statuses``>
+    ON CONFLICT (participant_id, trial_index) DO NOTHING RETURNING id, built once.
+
+    The status check sits in the statement itself, so a status changed by another process (a
+    decline, a time-out) is seen even when this process's cached status is stale."""
     module = postgresql if dialect == "postgresql" else sqlite
     table = Trial.__table__
-    stmt = module.insert(table).on_conflict_do_nothing(index_elements=["participant_id", "trial_index"])
+    columns = [table.c[name] for name in _TRIAL_COLUMNS]
+    params: dict[str, Any] = {c.name: sa.bindparam(c.name, type_=c.type) for c in columns}
+    # PostgreSQL types a SELECT list's parameters only when told; SQLite must not cast (affinity)
+    values = [sa.cast(params[c.name], c.type) if dialect == "postgresql" else params[c.name]
+              for c in columns]
+    people = Participant.__table__
+    storable = sa.exists().where(
+        people.c.id == params["participant_id"],
+        people.c.status.in_(sorted(statuses)),
+    )
+    stmt = module.insert(table).from_select(columns, sa.select(*values).where(storable))
+    stmt = stmt.on_conflict_do_nothing(index_elements=["participant_id", "trial_index"])
     return stmt.returning(table.c.id)
 
 
-def _insert_trial(values: dict[str, Any], status_update: bool) -> bool:
-    """Insert unless (participant, trial_index) exists; True when a new row was written.
+_FAST_STATUSES = frozenset(s.value for s in TRIAL_GATE.allowed - PRE_TRIAL)
+_STORABLE_STATUSES = frozenset(s.value for s in TRIAL_STORABLE)
 
-    The usual trial is one autocommitted statement (one round trip to PostgreSQL); the first trial
-    also moves the participant along ``START``, in the same transaction."""
+
+def _insert_trial(values: dict[str, Any], status_update: bool) -> bool:
+    """Insert unless (participant, trial_index) exists or the participant's status forbids it;
+    True when a new row was written.
+
+    The usual trial is one autocommitted statement (one round trip to PostgreSQL), taken only by
+    a started (or finished) participant; the first trial, or the first after a time-out, also
+    moves the participant along ``START`` (or back to ``started``) in the same transaction."""
     engine = db.engine
-    stmt = _insert_statement(engine.dialect.name)
     if not status_update:
+        stmt = _insert_statement(engine.dialect.name, _FAST_STATUSES)
         with autocommit_engine().connect() as conn, write_lock():
             return conn.execute(stmt, values).first() is not None
+    stmt = _insert_statement(engine.dialect.name, _STORABLE_STATUSES)
     with write_lock(), engine.begin() as conn:
         created = conn.execute(stmt, values).first() is not None
         if created:
+            now, people = utcnow(), Participant.__table__
             conn.execute(
-                sa.update(Participant.__table__)
-                .where(Participant.id == values["participant_id"],
-                       Participant.status.in_(START.sources))
-                .values(**START.values(utcnow()))
+                sa.update(people)
+                .where(people.c.id == values["participant_id"],
+                       people.c.status.in_(START.sources))
+                .values(**START.values(now))
+            )
+            conn.execute(  # a timed-out participant who sends a trial has come back
+                sa.update(people)
+                .where(people.c.id == values["participant_id"],
+                       people.c.status.in_(RESUME_STARTED.sources))
+                .values(**RESUME_STARTED.values(now),
+                        started_at=sa.func.coalesce(people.c.started_at, now))
             )
     return created
 
@@ -252,31 +308,36 @@ def post_trial(pid: str):
     problem = TRIAL_TYPES[trial.trial_type].validate(trial.response, auth.labels)
     if problem:
         api_abort(422, "invalid_response", problem)
-    allocated = ParticipantStatus.ALLOCATED
-    if auth.status == allocated and _current_status(auth) == allocated:
-        api_abort(409, "no_consent", "the participant has not consented yet")
-    created = _insert_trial(
-        {
-            "participant_id": auth.id,
-            "trial_index": trial.trial_index,
-            "trial_type": trial.trial_type,
-            "design": design,
-            "block": design.get("block"),
-            "stimulus_id": auth.stimulus_ids[trial.trial_index],
-            "stimuli": design.get("stimuli"),
-            "response": trial.response,
-            "rt_ms": trial.rt_ms,
-            "first_rt_ms": trial.first_rt_ms,
-            "presented_ms": trial.presented_ms,
-            "frames": trial.frames,
-            "is_repeat": bool(design.get("is_repeat")),
-            "repeat_of": design.get("repeat_of"),
-            "client_time": trial.client_time,
-            "server_time": utcnow(),
-        },
-        status_update=START.allows(auth.status),
-    )
-    if created:
+    values: dict[str, Any] = {
+        "participant_id": auth.id,
+        "trial_index": trial.trial_index,
+        "trial_type": trial.trial_type,
+        "design": design,
+        "block": design.get("block"),
+        "stimulus_id": auth.stimulus_ids[trial.trial_index],
+        "stimuli": design.get("stimuli"),
+        "response": trial.response,
+        "rt_ms": trial.rt_ms,
+        "first_rt_ms": trial.first_rt_ms,
+        "presented_ms": trial.presented_ms,
+        "frames": trial.frames,
+        "is_repeat": bool(design.get("is_repeat")),
+        "repeat_of": design.get("repeat_of"),
+        "client_time": trial.client_time,
+        "server_time": utcnow(),
+    }
+    fast = auth.status in _FAST_STATUSES
+    created = _insert_trial(values, status_update=not fast)
+    if not created:  # a replay, or a status that takes no trials (read from the database)
+        status = _current_status(auth)
+        if status == ParticipantStatus.TIMED_OUT:  # back after a time-out: store, and resume
+            fast = False
+            created = _insert_trial(values, status_update=True)
+            if not created:
+                _participant(auth)  # a replay: resume all the same
+        else:
+            _require(TRIAL_GATE, status)
+    if created and not fast:
         auth.status = START.target
     ack = b'{"trial_index":%d}\n' % trial.trial_index
     return current_app.response_class(ack, status=201 if created else 200,
@@ -287,6 +348,8 @@ def post_trial(pid: str):
 def post_event(pid: str):
     """Log a browser event (blur, focus, fullscreen exit, resize, error, environment)."""
     auth = authorize(pid)
+    participant = _participant(auth)
+    _require(EVENT_GATE, participant.status)
     try:
         event = EventIn.model_validate(_json_body())
     except ValidationError as exc:
@@ -297,8 +360,6 @@ def post_event(pid: str):
     db.session.add(Event(participant_id=auth.id, type=event.type, value=value,
                          client_time=event.client_time, server_time=utcnow()))
     if event.type == "environment" and isinstance(value, dict):
-        participant = db.session.get(Participant, auth.id)
-        assert participant is not None  # authorize() found it
         participant.screen = {k: value[k] for k in list(value)[:20]}
         refresh = value.get("refresh_hz")
         if isinstance(refresh, (int, float)) and 1 <= refresh <= 1000:
@@ -311,11 +372,10 @@ def post_event(pid: str):
 def complete(pid: str):
     """Mark the participant completed once every trial is stored; returns where to go next."""
     auth = authorize(pid)
-    participant = db.session.get(Participant, auth.id)
-    assert participant is not None  # authorize() found it
+    participant = _participant(auth)
     empty_timeline = participant.status in PRE_TRIAL and auth.n_trials == 0
-    if participant.status not in FILLED and not empty_timeline:
-        api_abort(409, "not_started", f"participant status is {participant.status!r}")
+    if not empty_timeline:
+        _require(COMPLETE_GATE, participant.status)
     stored = set(db.session.execute(
         sa.select(Trial.trial_index).where(Trial.participant_id == auth.id)
     ).scalars())

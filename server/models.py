@@ -99,6 +99,7 @@ class Participant(db.Model):  # type: ignore[name-defined]  # dynamic base
     )
     token_hash: Mapped[str] = mapped_column(sa.String(64))
     seed: Mapped[int] = mapped_column(sa.BigInteger)
+    allocation: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     timeline: Mapped[dict[str, Any]] = mapped_column(JSONType)
     n_trials: Mapped[int] = mapped_column(sa.Integer)
     status: Mapped[str] = mapped_column(

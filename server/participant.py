@@ -67,11 +67,9 @@ def start(slug: str):
         return _message("Not eligible",
                         "You took part in a closely related study, so you cannot take part in "
                         "this one. Thank you for your interest.", 403)
-    participant, token = allocation.allocate(exp, loaded, entry, user_agent)
     try:
-        db.session.commit()
+        participant, token = allocation.allocate(exp, loaded, entry, user_agent)
     except IntegrityError:
-        db.session.rollback()
         return _message("You have already taken part",
                         "Our records show you have already started this study in another window.",
                         409)

@@ -129,6 +129,8 @@ class ExperimentSpec(_Strict):
     exclusion: Exclusion = Exclusion()
     allow_mobile: bool = False
     exclude_participants_from: list[str] = Field(default_factory=list)
+    allocation_cutoff_minutes: Annotated[int, Field(gt=0, le=100_000)] = 30
+    timeout_minutes: Annotated[int, Field(gt=0, le=100_000)] = 120
 
     @field_validator("categories")
     @classmethod

@@ -37,6 +37,7 @@ class LazyGroup(click.Group):
         "create-admin": "humanlike.cli.create_admin:command",
         "export": "humanlike.cli.export:command",
         "delete-participant": "humanlike.cli.delete_participant:command",
+        "sweep-timeouts": "humanlike.cli.sweep_timeouts:command",
     },
 )
 @click.version_option(package_name="humanlike")

@@ -38,6 +38,9 @@ EXPECTED = {
     "time_out": ({"allocated", "consented", "started"}, "timed_out", None),
     "approve": ({"completed", "submitted"}, "approved", None),
     "reject": ({"completed", "submitted"}, "rejected", None),
+    "resume_allocated": ({"timed_out"}, "allocated", None),
+    "resume_consented": ({"timed_out"}, "consented", None),
+    "resume_started": ({"timed_out"}, "started", None),
 }
 
 
