@@ -30,6 +30,7 @@ from humanlike.server.lifecycle import (
     ParticipantStatus,
 )
 from humanlike.server.models import Event, Participant, Trial, utcnow
+from humanlike.server.openapi import openapi_document
 from humanlike.server.payloads import (
     CompleteIn,
     ConsentIn,
@@ -388,6 +389,12 @@ def complete(pid: str):
         participant.completion_code = completion_code(participant)
         db.session.commit()
     return jsonify(status=participant.status, next=completion_target(participant))
+
+
+@bp.get("/openapi.json")
+def openapi():
+    """The OpenAPI 3.1 document of this API (no token needed)."""
+    return jsonify(openapi_document())
 
 
 @bp.route("/<path:_unknown>", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
