@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from flask import Blueprint, current_app, jsonify, request, url_for
 from pydantic import ValidationError
 from sqlalchemy.dialects import postgresql, sqlite
-from werkzeug.exceptions import MethodNotAllowed, NotFound
+from werkzeug.exceptions import MethodNotAllowed, NotFound, RequestEntityTooLarge
 
 from humanlike.server import experiments
 from humanlike.server.database import autocommit_engine, write_lock
@@ -36,10 +36,18 @@ from humanlike.server.lifecycle import (
     resume,
 )
 from humanlike.server.models import Event, Participant, Trial, utcnow
-from humanlike.server.payloads import EventIn, TrialIn
+from humanlike.server.openapi import openapi_document
+from humanlike.server.payloads import (
+    CompleteIn,
+    ConsentIn,
+    EventIn,
+    JSONPolicyError,
+    TrialIn,
+    parse_json,
+)
 from humanlike.server.platforms import completion_code, completion_target
 from humanlike.server.timeline import design_of
-from humanlike.server.tokens import token_matches
+from humanlike.server.tokens import hash_token, token_matches
 from humanlike.server.trial_types import TRIAL_TYPES
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -87,12 +95,12 @@ class _AuthCache:
 _cache = _AuthCache()
 
 
-def _load_auth(public_id: str) -> _Auth:
+def _load_auth(public_id: str) -> _Auth | None:
     row = db.session.execute(
         sa.select(Participant).where(Participant.public_id == public_id)
     ).scalar_one_or_none()
     if row is None:
-        api_abort(404, "unknown_participant", f"no participant {public_id!r}")
+        return None
     timeline = row.timeline
     return _Auth(
         id=row.id,
@@ -107,33 +115,60 @@ def _load_auth(public_id: str) -> _Auth:
     )
 
 
-def authorize(public_id: str) -> _Auth:
-    """The participant named in the URL, provided the Bearer token is theirs (401/403/404 otherwise)."""
-    header = request.headers.get("Authorization", "")
-    if not header.startswith("Bearer ") or len(header) < 16:
+_NO_ONE = hash_token("no participant has this token")
+
+
+def _bearer_token() -> str:
+    """The token of an ``Authorization: Bearer <token>`` header (scheme matched case-insensitively)."""
+    scheme, _, token = request.headers.get("Authorization", "").strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or len(token) < 9:
         api_abort(401, "missing_token", "send 'Authorization: Bearer <token>'")
+    return token
+
+
+def authorize(public_id: str) -> _Auth:
+    """The participant named in the URL, provided the Bearer token is theirs: 401 without a token,
+    403 ``forbidden`` alike whether the id is unknown or belongs to someone else."""
+    token = _bearer_token()
     auth = _cache.get(public_id)
     if auth is None:
         auth = _load_auth(public_id)
-        _cache.put(public_id, auth)
-    if not token_matches(auth.token_hash, header[7:].strip()):
-        api_abort(403, "wrong_token", "this token does not belong to this participant")
+        if auth is not None:
+            _cache.put(public_id, auth)
+    if not token_matches(auth.token_hash if auth else _NO_ONE, token) or auth is None:
+        api_abort(403, "forbidden", "this token does not open this participant")
     return auth
 
 
 def _raw_body() -> bytes:
-    """The request body, refused with 413 when over the limit."""
+    """The request body, refused with 413 when over the limit (chunked bodies included)."""
     limit = cast(int, request.max_content_length)  # MAX_CONTENT_LENGTH is always set (config.py)
     if request.content_length is not None and request.content_length > limit:
         api_abort(413, "body_too_large", f"at most {limit} bytes")
-    return request.get_data(cache=False)
-
-
-def _json_body() -> Any:
-    raw = _raw_body()
+    chunked = "chunked" in request.headers.get("Transfer-Encoding", "").lower()
+    if chunked and request.content_length is None and not request.environ.get("wsgi.input_terminated"):
+        api_abort(411, "length_required", "this server needs a Content-Length (or a chunk-decoding front end)")
     try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+        raw = request.get_data(cache=False)
+        cut = request.content_length is None and len(raw) >= limit  # a stream cut at the limit
+    except RequestEntityTooLarge:
+        cut = True
+    if cut:
+        api_abort(413, "body_too_large", f"at most {limit} bytes")
+    return raw
+
+
+def _json_body(allow_empty: bool = False) -> Any:
+    """The body as JSON under the API's policy (``payloads.parse_json``): 400 otherwise."""
+    raw = _raw_body()
+    if allow_empty and not raw.strip():
+        return {}
+    try:
+        return parse_json(raw)
+    except JSONPolicyError as exc:
+        api_abort(400, exc.error, exc.detail)
+    except ValueError as exc:  # UnicodeDecodeError included
         api_abort(400, "malformed_json", str(exc))
 
 
@@ -211,11 +246,12 @@ def timeline(pid: str):
 def consent(pid: str):
     """Record consent (``{"agree": true}``) or its refusal (the participant has then returned the study)."""
     auth = authorize(pid)
-    body = _json_body()
-    if not isinstance(body, dict) or not isinstance(body.get("agree"), bool):
+    try:
+        answer = ConsentIn.model_validate(_json_body())
+    except ValidationError:
         api_abort(400, "invalid_body", "send {\"agree\": true} or {\"agree\": false}")
     participant = _participant(auth)
-    (CONSENT if body["agree"] else DECLINE).apply(participant, utcnow())
+    (CONSENT if answer.agree else DECLINE).apply(participant, utcnow())
     db.session.commit()
     auth.status = participant.status
     return jsonify(status=participant.status)
@@ -248,6 +284,31 @@ def _insert_statement(dialect: str, statuses: frozenset[str]) -> sa.Insert:
     stmt = module.insert(table).from_select(columns, sa.select(*values).where(storable))
     stmt = stmt.on_conflict_do_nothing(index_elements=["participant_id", "trial_index"])
     return stmt.returning(table.c.id)
+
+
+_SENT = ("trial_type", "response", "rt_ms", "first_rt_ms", "presented_ms", "frames", "client_time")
+
+
+def _check_replay(values: dict[str, Any]) -> None:
+    """A trial index that was not newly stored must be a replay of the body already stored:
+    409 ``trial_conflict`` when the stored body differs (the first version stays), and 409
+    ``trial_not_stored`` when nothing is stored under it (never acknowledge what is not stored)."""
+    table = Trial.__table__
+    with autocommit_engine().connect() as conn:
+        stored = conn.execute(
+            sa.select(*(table.c[name] for name in _SENT))
+            .where(table.c.participant_id == values["participant_id"],
+                   table.c.trial_index == values["trial_index"])
+        ).one_or_none()
+    if stored is None:
+        api_abort(409, "trial_not_stored", {
+            "trial_index": values["trial_index"],
+            "message": "this trial could not be stored in the participant's current state"})
+    differ = [name for name in sorted(_SENT) if stored._mapping[name] != values[name]]
+    if differ:
+        api_abort(409, "trial_conflict", {
+            "trial_index": values["trial_index"], "fields": differ,
+            "message": "a different trial is already stored under this index; the first one stays"})
 
 
 _FAST_STATUSES = frozenset(s.value for s in TRIAL_GATE.allowed - PRE_TRIAL)
@@ -291,12 +352,9 @@ def _insert_trial(values: dict[str, Any], status_update: bool) -> bool:
 def post_trial(pid: str):
     """Store one trial; 201 when new, 200 when this index was already stored (idempotent)."""
     auth = authorize(pid)
-    raw = _raw_body()
     try:
-        trial = TrialIn.model_validate_json(raw)
+        trial = TrialIn.model_validate(_json_body())
     except ValidationError as exc:
-        if any(e["type"] == "json_invalid" for e in exc.errors()):
-            api_abort(400, "malformed_json", exc.errors()[0]["msg"])
         api_abort(422, "invalid_trial", _validation_detail(exc))
     if trial.trial_index >= auth.n_trials:
         api_abort(422, "trial_index_out_of_range",
@@ -334,9 +392,11 @@ def post_trial(pid: str):
             fast = False
             created = _insert_trial(values, status_update=True)
             if not created:
+                _check_replay(values)
                 _participant(auth)  # a replay: resume all the same
         else:
             _require(TRIAL_GATE, status)
+            _check_replay(values)  # only an identical replay is acknowledged again
     if created and not fast:
         auth.status = START.target
     ack = b'{"trial_index":%d}\n' % trial.trial_index
@@ -372,6 +432,10 @@ def post_event(pid: str):
 def complete(pid: str):
     """Mark the participant completed once every trial is stored; returns where to go next."""
     auth = authorize(pid)
+    try:
+        CompleteIn.model_validate(_json_body(allow_empty=True))
+    except ValidationError as exc:
+        api_abort(422, "invalid_body", _validation_detail(exc))
     participant = _participant(auth)
     empty_timeline = participant.status in PRE_TRIAL and auth.n_trials == 0
     if not empty_timeline:
@@ -386,6 +450,12 @@ def complete(pid: str):
         participant.completion_code = completion_code(participant)
         db.session.commit()
     return jsonify(status=participant.status, next=completion_target(participant))
+
+
+@bp.get("/openapi.json")
+def openapi():
+    """The OpenAPI 3.1 document of this API (no token needed)."""
+    return jsonify(openapi_document())
 
 
 @bp.route("/<path:_unknown>", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])

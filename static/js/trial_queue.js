@@ -3,7 +3,9 @@
  *
  * add(payload) stores the trial under its trial_index and starts sending. A 200/201 acknowledgement
  * removes it; a network failure, a timeout or a 5xx/408/429 keeps it and retries. A permanent 4xx
- * keeps the trial stored locally (never dropped) and reports it through onError.
+ * keeps the trial stored locally (never dropped) and reports it through onError; the one exception
+ * is 409 `trial_conflict` (the server already holds a different trial under this index and keeps
+ * it): that trial is dropped and an `error` event names its index (and carries the local copy).
  *
  * One retry policy serves every call (trials, events, request()): `sendWithRetry` sends until a
  * response that is not retryable, waiting `Backoff` delays in between (0.5 s doubling to 15 s, each
@@ -16,6 +18,7 @@ var HumanlikeTrialQueue = (function () {
   var MAX_DELAY_MS = 15000;
   var REQUEST_TIMEOUT_MS = 10000;
   var EVENT_ATTEMPTS = 4;
+  var EVENT_VALUE_CHARS = 3500; // the server refuses event values of 4000 characters or more
 
   /**
    * True for answers worth retrying: 5xx, 408 (timeout) and 429 (too many requests).
@@ -271,6 +274,10 @@ var HumanlikeTrialQueue = (function () {
             this.onStatus({ online: true, pending: this.size() });
           } else {
             var body = await jsonOr(response, {});
+            if (response.status === 409 && body.error === "trial_conflict") {
+              this._dropConflict(index, payload, body);
+              continue;
+            }
             this.rejected[index] = body;
             this.onError({ error: body.error || "rejected", detail: body.detail, trial_index: index });
           }
@@ -279,6 +286,25 @@ var HumanlikeTrialQueue = (function () {
         this.sending = false;
       }
       this._settled();
+    }
+
+    /**
+     * The server keeps another trial under this index: drop ours (retrying cannot help) and log an
+     * `error` event naming the index, with our copy when it fits in an event.
+     * @param {number} index
+     * @param {TrialPayload} payload
+     * @param {any} body the server's 409 answer
+     */
+    _dropConflict(index, payload, body) {
+      if (this.pending[index] === payload) delete this.pending[index];
+      this._save();
+      /** @type {Record<string, any>} */
+      var value = { error: "trial_conflict", trial_index: index, detail: body.detail, dropped: payload };
+      var size = JSON.stringify(value).replace(/[^\x00-\x7f]/g, "\\uXXXX").length; // as the server counts
+      if (size > EVENT_VALUE_CHARS) delete value.dropped;
+      this.event("error", value);
+      this.onError({ error: "trial_conflict", detail: body.detail, trial_index: index });
+      this.onStatus({ online: true, pending: this.size() });
     }
 
     _settled() {

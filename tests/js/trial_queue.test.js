@@ -127,6 +127,71 @@ describe("trials", () => {
     expect(fetch).toHaveBeenCalledTimes(3); // the refused trial is not sent again
   });
 
+  /** A fetch stub: trial `conflicted` gets a 409 with `error`, every other call a 201. */
+  function fetchConflicting(conflicted, error) {
+    const calls = [];
+    const fn = vi.fn((url, init) => {
+      const body = JSON.parse(init.body);
+      calls.push({ url, body });
+      if (url.endsWith("/trials") && body.trial_index === conflicted) {
+        const answer = { error, detail: { trial_index: conflicted, fields: ["rt_ms"] } };
+        return Promise.resolve(new Response(JSON.stringify(answer), { status: 409 }));
+      }
+      return Promise.resolve(new Response(JSON.stringify({ ok: true }), { status: 201 }));
+    });
+    fn.calls = calls;
+    vi.stubGlobal("fetch", fn);
+    return fn;
+  }
+
+  it("a 409 trial_conflict drops the trial, logs an error event naming its index, and is not retried", async () => {
+    const errors = [];
+    const fetch = fetchConflicting(1, "trial_conflict");
+    const q = newQueue({ onError: (e) => errors.push(e) });
+    q.add(trial(0));
+    q.add(trial(1));
+    q.add(trial(2));
+    const drained = vi.fn();
+    q.drained().then(drained);
+    await settle();
+    const trials = fetch.calls.filter((c) => c.url.endsWith("/trials")).map((c) => c.body.trial_index);
+    expect(trials).toEqual([0, 1, 2]);
+    const events = fetch.calls.filter((c) => c.url.endsWith("/events")).map((c) => c.body);
+    expect(events).toHaveLength(1);
+    expect(events[0].type).toBe("error");
+    expect(events[0].value).toMatchObject({ error: "trial_conflict", trial_index: 1, dropped: trial(1) });
+    expect(errors).toEqual([{ error: "trial_conflict", detail: { trial_index: 1, fields: ["rt_ms"] }, trial_index: 1 }]);
+    expect(stored()).toEqual({}); // dropped, not kept for ever
+    expect(q.size()).toBe(0);
+    expect(drained).toHaveBeenCalledTimes(1);
+    await vi.advanceTimersByTimeAsync(60000);
+    expect(fetch).toHaveBeenCalledTimes(4); // nothing sent again
+  });
+
+  it("a trial too large for an event is still dropped on trial_conflict, its event naming only the index", async () => {
+    const fetch = fetchConflicting(0, "trial_conflict");
+    const q = newQueue();
+    q.add({ ...trial(0), response: { ratings: {}, note: "x".repeat(5000) } });
+    await settle();
+    const events = fetch.calls.filter((c) => c.url.endsWith("/events")).map((c) => c.body);
+    expect(events).toHaveLength(1);
+    expect(events[0].value).toEqual({ error: "trial_conflict", trial_index: 0, detail: { trial_index: 0, fields: ["rt_ms"] } });
+    expect(stored()).toEqual({});
+  });
+
+  it("any other 409 (e.g. no_consent) keeps the trial locally as before and logs no event", async () => {
+    const errors = [];
+    const fetch = fetchConflicting(0, "no_consent");
+    const q = newQueue({ onError: (e) => errors.push(e) });
+    q.add(trial(0));
+    await settle();
+    expect(errors.map((e) => e.error)).toEqual(["no_consent"]);
+    expect(Object.keys(stored())).toEqual(["0"]);
+    expect(fetch.calls.filter((c) => c.url.endsWith("/events"))).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(60000);
+    expect(fetch).toHaveBeenCalledTimes(1);
+  });
+
   it("offline then online: the browser's online event sends at once instead of waiting out the backoff", async () => {
     const fetch = fetchAnswering("net");
     const q = newQueue();
