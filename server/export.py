@@ -26,7 +26,7 @@ from humanlike.server.models import Event, Experiment, Participant, Stimulus, Tr
 from humanlike.server.trial_types import TRIAL_TYPES, ExportInput
 
 TRIAL_COLUMNS = list(book.TRIAL_COLUMNS)
-CHUNK_TRIALS = 20_000
+CHUNK_TRIALS = 8_000  # about 10 participants of an 820-trial study: ~150 MB of frames
 _FLOAT_COLUMNS = ("rt_ms", "first_rt_ms", "presented_ms", "client_time")
 # event types counted per participant in the participants table: column -> (type, value or None)
 EVENT_COUNTS = {"n_blur": ("blur", None), "n_hidden": ("visibility", "hidden"),
@@ -59,6 +59,12 @@ def _trial_select(exp: Experiment) -> sa.Select:
     )
 
 
+def _stream(stmt: sa.Select, rows: int) -> sa.CursorResult:
+    """Run ``stmt`` on the session's connection (Core rows, no ORM) through a server-side cursor."""
+    connection = db.session.connection().execution_options(yield_per=max(rows, 1))
+    return connection.execute(stmt)
+
+
 def trial_rows_frame(rows: list[Any], keys: list[str], slug: str) -> pd.DataFrame:
     """Trial rows (from ``_trial_select``) as the common trial columns plus response and design."""
     if not rows:
@@ -78,7 +84,7 @@ def trial_rows_frame(rows: list[Any], keys: list[str], slug: str) -> pd.DataFram
 
 def trial_chunks(exp: Experiment, chunk_trials: int = CHUNK_TRIALS) -> Iterator[pd.DataFrame]:
     """Stored trials in frames of about ``chunk_trials`` rows, never splitting a participant."""
-    result = db.session.execute(_trial_select(exp).execution_options(yield_per=max(chunk_trials, 1)))
+    result = _stream(_trial_select(exp), chunk_trials)
     keys = list(result.keys())
     pending: list[Any] = []
     for part in result.partitions():
@@ -219,7 +225,7 @@ def event_rows_frame(rows: list[Any], slug: str) -> pd.DataFrame:
 
 def event_chunks(exp: Experiment, chunk_rows: int = CHUNK_TRIALS) -> Iterator[pd.DataFrame]:
     """Logged events in frames of at most ``chunk_rows`` rows (one empty frame when there are none)."""
-    result = db.session.execute(_event_select(exp).execution_options(yield_per=max(chunk_rows, 1)))
+    result = _stream(_event_select(exp), chunk_rows)
     empty = True
     for part in result.partitions():
         empty = False
