@@ -47,6 +47,7 @@ def content_security_policy(admin: bool, nonce: str | None, frame_ancestors: str
         "style-src 'self' 'unsafe-inline'",  # jsPsych and our plugins set style attributes
         "img-src 'self' data: blob:",
         "media-src 'self' blob:",
+        "font-src 'self' data:",
         "connect-src 'self'",
         "object-src 'none'",
         "base-uri 'self'",

@@ -167,6 +167,7 @@ def test_participant_pages_may_be_framed_by_mturk_only_and_admin_pages_by_nobody
         assert resp.headers["X-Content-Type-Options"] == "nosniff"
         assert resp.headers["Referrer-Policy"] == "no-referrer"
         assert "X-Frame-Options" not in resp.headers
+        assert csp(resp)["font-src"] == "'self' data:"  # jsPsych's stylesheet embeds its fonts
     login = c.get("/admin/login")
     assert csp(login)["frame-ancestors"] == "'none'" and login.headers["X-Frame-Options"] == "DENY"
     assert "Strict-Transport-Security" not in login.headers
