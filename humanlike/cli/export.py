@@ -13,15 +13,18 @@ from humanlike.cli.app_context import database_option, make_app
 @click.argument("experiment")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Folder to write the CSV/Parquet files and codebook.json into.")
+@click.option("--neutralise-parquet", is_flag=True,
+              help="Also prefix formula-like text with ' in the Parquet files (CSV always is; "
+                   "Parquet keeps the raw values by default).")
 @database_option
-def command(experiment: str, out: Path, database_url: str | None) -> None:
-    """Export EXPERIMENT (its slug) as tidy tables."""
+def command(experiment: str, out: Path, neutralise_parquet: bool, database_url: str | None) -> None:
+    """Export EXPERIMENT (its slug) as tidy tables, streamed from the database in chunks."""
     from humanlike.server.export import write_export
 
     app = make_app(database_url=database_url)
     with app.app_context():
         try:
-            counts = write_export(experiment, out)
+            counts = write_export(experiment, out, raw_parquet=not neutralise_parquet)
         except LookupError as exc:
             raise click.ClickException(str(exc)) from exc
     for name, n in counts.items():

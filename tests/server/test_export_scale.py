@@ -111,3 +111,23 @@ def test_formula_cells_are_neutralised_in_csv_and_kept_raw_in_parquet(app, tmp_p
 ])
 def test_formula_like_cells(value, expected):
     assert is_formula_like(value) is expected
+
+
+def test_export_cli_can_neutralise_parquet_too(app, database_url, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from humanlike.cli import main
+
+    c = app.test_client()
+    pid, token = enter(c, "PROLIFIC_PID=CLI")
+    c.post(f"/api/v1/participants/{pid}/consent", json={"agree": True}, headers=auth(token))
+    tl = c.get(f"/api/v1/participants/{pid}/timeline", headers=auth(token)).get_json()
+    debrief = next(t for t in tl["trials"] if t["type"] == "debrief")
+    c.post(f"/api/v1/participants/{pid}/trials", headers=auth(token), json={
+        "trial_index": debrief["index"], "trial_type": "debrief",
+        "response": {"answers": {"q": "=1+1"}}})
+    monkeypatch.setenv("HUMANLIKE_INSTANCE", str(tmp_path))
+    result = CliRunner().invoke(main, ["export", "small", "--out", str(tmp_path / "o"),
+                                       "--neutralise-parquet", "--database-url", database_url])
+    assert result.exit_code == 0, result.output
+    assert list(pd.read_parquet(tmp_path / "o" / "debrief.parquet")["answer"]) == ["'=1+1"]
