@@ -21,7 +21,7 @@ PREVIEW_AGENTS = (
     "slackbot", "slack-imgproxy", "facebookexternalhit", "facebot", "twitterbot", "discordbot",
     "whatsapp", "telegrambot", "linkedinbot", "googlebot", "bingbot", "applebot", "skypeuripreview",
     "embedly", "redditbot", "pinterest", "vkshare", "mattermost", "iframely", "bot/", "crawler",
-    "spider", "curl/", "wget/", "python-requests", "httpx",
+    "spider", "curl/", "wget/",  # not httpx/requests: simulated participants use them
 )
 _PREVIEW = re.compile("|".join(re.escape(a) for a in PREVIEW_AGENTS), re.IGNORECASE)
 
