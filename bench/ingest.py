@@ -73,7 +73,8 @@ def free_port() -> int:
 def start_server(spec: Path, database_url: str, instance: Path) -> tuple[subprocess.Popen, str]:
     """Prepare the database and start gunicorn; return the process and its base URL."""
     env = dict(os.environ, HUMANLIKE_EXPERIMENTS=str(spec), DATABASE_URL=database_url,
-               SECRET_KEY=secrets.token_hex(16), HUMANLIKE_INSTANCE=str(instance))
+               SECRET_KEY=secrets.token_hex(16), HUMANLIKE_INSTANCE=str(instance),
+               HUMANLIKE_RATE_LIMITS="off")  # every simulated participant arrives from 127.0.0.1
     prepare = (
         "from humanlike.server import create_app, database, experiments\n"
         "app = create_app(); database.upgrade(app); experiments.sync_all(app)\n"

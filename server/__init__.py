@@ -54,4 +54,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(api.bp)
     app.register_blueprint(health.bp)
     app.register_blueprint(admin.bp)
+
+    from humanlike.server import security
+
+    security.init_app(app)
     return app

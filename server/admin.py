@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import re
+from urllib.parse import urlsplit
+
 import sqlalchemy as sa
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 from flask_wtf import FlaskForm
+from werkzeug.security import check_password_hash
 from wtforms import PasswordField, StringField
 from wtforms.validators import DataRequired, Length
 
 from humanlike.server.extensions import db, login_manager
 from humanlike.server.lifecycle import ParticipantStatus
 from humanlike.server.models import AdminUser, Experiment, Participant
+from humanlike.server.security import dummy_password_hash, limiter, login_limit
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 
@@ -32,14 +37,21 @@ def _load_user(user_id: str) -> AdminUser | None:
     return db.session.get(AdminUser, int(user_id))
 
 
+_UNSAFE = re.compile(r"[\x00-\x20\\\x7f]")
+
+
 def _safe_next(target: str | None) -> str:
-    """Only same-site relative paths are followed after login."""
-    if target and target.startswith("/") and not target.startswith("//"):
-        return target
+    """Only same-host relative paths are followed after login (no scheme, host, backslash or
+    whitespace/control characters, which browsers strip: ``/\t/evil.example`` is ``//evil.example``)."""
+    if target and target.startswith("/") and not _UNSAFE.search(target):
+        parts = urlsplit(target)
+        if not target.startswith("//") and not parts.scheme and not parts.netloc:
+            return target
     return url_for("admin.index")
 
 
 @bp.route("/login", methods=["GET", "POST"])
+@limiter.limit(login_limit, methods=["POST"])
 def login():
     """Show the login form; on a valid POST log the admin in."""
     form = LoginForm()
@@ -47,7 +59,9 @@ def login():
         user = db.session.execute(
             sa.select(AdminUser).where(AdminUser.username == form.username.data)
         ).scalar_one_or_none()
-        if user is not None and user.check_password(form.password.data):
+        if user is None:  # costs one hash check too, so timing does not tell which usernames exist
+            check_password_hash(dummy_password_hash(), form.password.data)
+        elif user.check_password(form.password.data):
             login_user(user)
             return redirect(_safe_next(request.args.get("next")))
         flash("Wrong username or password.")

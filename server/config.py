@@ -60,10 +60,22 @@ def build_config(instance_path: str, test_config: dict[str, Any] | None) -> dict
         "STIMULUS_MAX_AGE": 365 * 24 * 3600,
         "ALLOW_SPEC_CHANGE": os.environ.get("HUMANLIKE_ALLOW_SPEC_CHANGE", "").lower()
         in ("1", "true", "yes"),
+        # web hardening (server/security.py)
+        "PROXY_COUNT": int(os.environ.get("HUMANLIKE_PROXY_COUNT", "0")),
+        "FRAME_ANCESTORS": os.environ.get(
+            "HUMANLIKE_FRAME_ANCESTORS", "https://www.mturk.com https://workersandbox.mturk.com"),
+        "FORM_ACTION": os.environ.get(
+            "HUMANLIKE_FORM_ACTION", "https://www.mturk.com https://workersandbox.mturk.com"),
+        "RATELIMIT_ENABLED": os.environ.get("HUMANLIKE_RATE_LIMITS", "on") != "off",
+        "RATELIMIT_STORAGE_URI": os.environ.get("HUMANLIKE_RATELIMIT_STORAGE", "memory://"),
+        "START_RATE_LIMIT": os.environ.get("HUMANLIKE_START_RATE_LIMIT", "30 per minute;300 per hour"),
+        "LOGIN_RATE_LIMIT": os.environ.get("HUMANLIKE_LOGIN_RATE_LIMIT", "5 per minute;50 per hour"),
     }
     if os.environ.get("SECRET_KEY"):
         config["SECRET_KEY"] = os.environ["SECRET_KEY"]
     if test_config:
+        if test_config.get("TESTING") and "RATELIMIT_ENABLED" not in test_config:
+            config["RATELIMIT_ENABLED"] = False  # test apps share 127.0.0.1; limit tests enable them
         config.update(test_config)
     if not config.get("SECRET_KEY"):
         if config["PRODUCTION"]:

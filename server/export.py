@@ -1,11 +1,19 @@
 """The canonical tidy export (DESIGN.md): trials, one table per trial type (ratings, triads,
 classifications, debrief answers), participants, stimuli and events, as CSV and Parquet with a
-codebook. Each trial's design is read from ``trial.design``."""
+codebook. Each trial's design is read from ``trial.design``.
+
+``write_export`` streams: trials are read through a server-side cursor (``yield_per``) in chunks cut
+on participant boundaries; each chunk's tables are appended to the CSV files and to Parquet writers,
+and its participants' QC is computed from the chunk alone (QC is per participant), so memory is
+bounded by the chunk size, not the study's. ``export_frames`` builds the same tables in memory (one
+chunk holding everything)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import sqlalchemy as sa
@@ -13,12 +21,18 @@ import sqlalchemy as sa
 from humanlike.analysis.exclusions import ExclusionRules
 from humanlike.server import codebook as book
 from humanlike.server.experiments import version_hashes
+from humanlike.server.export_sink import TableSink
 from humanlike.server.extensions import db
 from humanlike.server.models import Event, Experiment, Participant, Stimulus, Trial
 from humanlike.server.pseudonyms import pseudonymise_codebook, pseudonymise_frame
 from humanlike.server.trial_types import TRIAL_TYPES, ExportInput
 
 TRIAL_COLUMNS = list(book.TRIAL_COLUMNS)
+CHUNK_TRIALS = 8_000  # about 10 participants of an 820-trial study: ~150 MB of frames
+_FLOAT_COLUMNS = ("rt_ms", "first_rt_ms", "presented_ms", "client_time")
+# event types counted per participant in the participants table: column -> (type, value or None)
+EVENT_COUNTS = {"n_blur": ("blur", None), "n_hidden": ("visibility", "hidden"),
+                "n_fullscreen_exit": ("fullscreen_exit", None)}
 
 
 def _experiment(slug: str) -> Experiment:
@@ -29,10 +43,11 @@ def _experiment(slug: str) -> Experiment:
     return exp
 
 
-def trial_frame(exp: Experiment) -> pd.DataFrame:
-    """One row per stored trial, with participant and stimulus columns (plus response and design)."""
-    rows = db.session.execute(
+def _trial_select(exp: Experiment) -> sa.Select:
+    """Every stored trial of ``exp`` with its participant and stimulus, in arrival then trial order."""
+    return (
         sa.select(
+            Trial.participant_id.label("_participant_id"),
             Participant.public_id.label("participant"), Participant.platform_id,
             Participant.condition, Trial.trial_index, Trial.trial_type,
             Trial.block, Stimulus.key.label("stimulus"), Stimulus.kind.label("stimulus_kind"),
@@ -42,19 +57,50 @@ def trial_frame(exp: Experiment) -> pd.DataFrame:
         .join(Participant, Trial.participant_id == Participant.id)
         .outerjoin(Stimulus, Trial.stimulus_id == Stimulus.id)
         .where(Participant.experiment_id == exp.id)
-        .order_by(Participant.public_id, Trial.trial_index)
-    ).mappings().all()
-    frame = pd.DataFrame([dict(r) for r in rows])
-    if frame.empty:
+        .order_by(Trial.participant_id, Trial.trial_index)
+    )
+
+
+def _stream(stmt: sa.Select, rows: int) -> sa.CursorResult:
+    """Run ``stmt`` on the session's connection (Core rows, no ORM) through a server-side cursor."""
+    connection = db.session.connection().execution_options(yield_per=max(rows, 1))
+    return connection.execute(stmt)
+
+
+def trial_rows_frame(rows: list[Any], keys: list[str], slug: str) -> pd.DataFrame:
+    """Trial rows (from ``_trial_select``) as the common trial columns plus response and design."""
+    if not rows:
         return pd.DataFrame(columns=[*TRIAL_COLUMNS, "response", "design"])
+    frame = pd.DataFrame.from_records(rows, columns=keys)
     frame["practice"] = [bool(d.get("practice")) for d in frame["design"]]
-    frame["experiment"] = exp.slug
+    frame["experiment"] = slug
     frame["server_time"] = pd.to_datetime(frame["server_time"], utc=True).dt.strftime(
         "%Y-%m-%dT%H:%M:%S.%fZ"
     )
+    for col in _FLOAT_COLUMNS:
+        frame[col] = frame[col].astype("float64")
     frame["repeat_of"] = frame["repeat_of"].astype("Int64")
     frame["frames"] = frame["frames"].astype("Int64")
     return frame[[*TRIAL_COLUMNS, "response", "design"]]
+
+
+def trial_chunks(exp: Experiment, chunk_trials: int = CHUNK_TRIALS) -> Iterator[pd.DataFrame]:
+    """Stored trials in frames of about ``chunk_trials`` rows, never splitting a participant."""
+    result = _stream(_trial_select(exp), chunk_trials)
+    keys = list(result.keys())
+    pending: list[Any] = []
+    for part in result.partitions():
+        pending.extend(part)
+        if len(pending) < chunk_trials:
+            continue
+        last, cut = pending[-1][0], len(pending)
+        while cut > 0 and pending[cut - 1][0] == last:
+            cut -= 1
+        if cut > 0:
+            yield trial_rows_frame(pending[:cut], keys, exp.slug)
+            pending = pending[cut:]
+    if pending:
+        yield trial_rows_frame(pending, keys, exp.slug)
 
 
 def stimulus_frame(exp: Experiment) -> pd.DataFrame:
@@ -66,6 +112,16 @@ def stimulus_frame(exp: Experiment) -> pd.DataFrame:
         [{"stimulus": s.key, "kind": s.kind, "true_class": s.true_class, "sha256": s.sha256,
           **(s.meta or {})} for s in rows]
     )
+
+
+def trial_tables(trials: pd.DataFrame, labels: list[str], stimuli: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """``trials`` and one table per registered trial type, from a frame of trial rows."""
+    internal = [t.name for t in TRIAL_TYPES.values() if t.internal]
+    tables = {"trials": trials[~trials["trial_type"].isin(internal)][TRIAL_COLUMNS]}
+    for t in TRIAL_TYPES.values():
+        rows = trials[trials["trial_type"] == t.name]
+        tables[t.table] = t.frame(ExportInput(rows, TRIAL_COLUMNS, labels, stimuli))
+    return tables
 
 
 def rating_qc(ratings: pd.DataFrame, stimuli: pd.DataFrame, participants: pd.DataFrame,
@@ -80,15 +136,37 @@ def rating_qc(ratings: pd.DataFrame, stimuli: pd.DataFrame, participants: pd.Dat
     return qc.rename(columns={"repeat_r": "repeat_reliability", "n_trials": "n_rating_trials"})
 
 
-def participant_frame(exp: Experiment, trials: pd.DataFrame, ratings: pd.DataFrame,
-                      stimuli: pd.DataFrame) -> pd.DataFrame:
-    """One row per participant with status, timing, QC columns and exclusion reasons."""
+def _wrapped(value: object) -> object:
+    """The API stores a bare event value as ``{"value": v}``."""
+    return value.get("value") if isinstance(value, dict) else None
+
+
+def event_counts(exp: Experiment) -> pd.DataFrame:
+    """Per participant id: counts of blur, visibility-hidden and fullscreen-exit events."""
+    types = sorted({t for t, _ in EVENT_COUNTS.values()})
+    rows = db.session.execute(
+        sa.select(Event.participant_id, Event.type, Event.value, sa.func.count())
+        .join(Participant, Event.participant_id == Participant.id)
+        .where(Participant.experiment_id == exp.id, Event.type.in_(types))
+        .group_by(Event.participant_id, Event.type, Event.value)
+    ).all()
+    totals: dict[int, dict[str, int]] = {}
+    for pid, type_, value, n in rows:
+        for column, (wanted, wanted_value) in EVENT_COUNTS.items():
+            if type_ == wanted and wanted_value in (None, value, _wrapped(value)):
+                totals.setdefault(pid, dict.fromkeys(EVENT_COUNTS, 0))[column] += n
+    return pd.DataFrame.from_dict(totals, orient="index", columns=list(EVENT_COUNTS))
+
+
+def participant_table(exp: Experiment) -> pd.DataFrame:
+    """One row per participant (arrival order): identity, status, timing and event counts; the one
+    place that says which participant columns come from the database."""
     rows = db.session.execute(
         sa.select(Participant).where(Participant.experiment_id == exp.id).order_by(Participant.id)
     ).scalars().all()
     versions = version_hashes(exp.id)
     frame = pd.DataFrame([
-        {"experiment": exp.slug, "participant": p.public_id, "platform": p.platform,
+        {"id": p.id, "experiment": exp.slug, "participant": p.public_id, "platform": p.platform,
          "platform_id": p.platform_id, "study_id": p.study_id or p.hit_id,
          "session_id": p.session_id or p.assignment_id, "condition": p.condition,
          "spec_version": versions.get(p.spec_version_id) if p.spec_version_id else None,
@@ -104,14 +182,22 @@ def participant_frame(exp: Experiment, trials: pd.DataFrame, ratings: pd.DataFra
     for col in ("created_at", "started_at", "completed_at"):
         frame[col] = pd.to_datetime(frame[col], utc=True)
     frame["duration_s"] = (frame["completed_at"] - frame["created_at"]).dt.total_seconds()
-    stored = trials.groupby("participant").size() if not trials.empty else pd.Series(dtype=int)
+    counts = event_counts(exp).reindex(frame["id"]).fillna(0).astype(int)
+    for column in EVENT_COUNTS:
+        frame[column] = counts[column].to_numpy()
+    return frame
+
+
+def finish_participants(frame: pd.DataFrame, stored: pd.Series, qc: list[pd.DataFrame]) -> pd.DataFrame:
+    """Add trials stored, the QC columns of every chunk and exclusions; format the times."""
+    if frame.empty:
+        return frame
+    frame = frame.drop(columns=["id"])
     frame["n_stored"] = frame["participant"].map(stored).fillna(0).astype(int)
     frame["excluded"], frame["exclusion_reasons"] = False, ""
-    if not ratings.empty:
-        rules = ExclusionRules.from_mapping(exp.spec.get("exclusion", {}))
-        qc = rating_qc(ratings, stimuli, frame, rules)
+    if qc:
         frame = frame.drop(columns=["excluded", "exclusion_reasons"]).merge(
-            qc, on="participant", how="left")
+            pd.concat(qc, ignore_index=True), on="participant", how="left")
         frame["excluded"] = frame["excluded"].fillna(False).astype(bool)
         frame["exclusion_reasons"] = frame["exclusion_reasons"].fillna("")
     for col in ("created_at", "started_at", "completed_at"):
@@ -119,58 +205,119 @@ def participant_frame(exp: Experiment, trials: pd.DataFrame, ratings: pd.DataFra
     return frame
 
 
-def event_frame(exp: Experiment) -> pd.DataFrame:
-    """One row per logged browser event."""
-    rows = db.session.execute(
+def _event_select(exp: Experiment) -> sa.Select:
+    return (
         sa.select(Participant.public_id, Event.type, Event.value, Event.client_time, Event.server_time)
         .join(Participant, Event.participant_id == Participant.id)
         .where(Participant.experiment_id == exp.id)
         .order_by(Event.id)
-    ).all()
-    frame = pd.DataFrame(rows, columns=["participant", "type", "value", "client_time", "server_time"])
-    frame.insert(0, "experiment", exp.slug)
+    )
+
+
+def event_rows_frame(rows: list[Any], slug: str) -> pd.DataFrame:
+    """One row per logged browser event."""
+    frame = pd.DataFrame.from_records(
+        rows, columns=["participant", "type", "value", "client_time", "server_time"])
+    frame.insert(0, "experiment", slug)
     frame["value"] = [json.dumps(v) if v is not None else None for v in frame["value"]]
+    frame["client_time"] = frame["client_time"].astype("float64")
     frame["server_time"] = pd.to_datetime(frame["server_time"], utc=True).dt.strftime(
         "%Y-%m-%dT%H:%M:%S.%fZ"
     )
     return frame
 
 
+def event_chunks(exp: Experiment, chunk_rows: int = CHUNK_TRIALS) -> Iterator[pd.DataFrame]:
+    """Logged events in frames of at most ``chunk_rows`` rows (one empty frame when there are none)."""
+    result = _stream(_event_select(exp), chunk_rows)
+    empty = True
+    for part in result.partitions():
+        empty = False
+        yield event_rows_frame(list(part), exp.slug)
+    if empty:
+        yield event_rows_frame([], exp.slug)
+
+
+class _Export:
+    """One pass over an experiment's trials: each chunk's tables go to ``emit``; QC is collected."""
+
+    def __init__(self, exp: Experiment) -> None:
+        self.exp = exp
+        self.labels = [c["label"] for c in exp.spec.get("categories", [])]
+        self.rules = ExclusionRules.from_mapping(exp.spec.get("exclusion", {}))
+        self.stimuli = stimulus_frame(exp)
+        self.participants = participant_table(exp)
+        self.stored: dict[str, int] = {}
+        self.qc: list[pd.DataFrame] = []
+
+    def tables(self, trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        """The per-trial tables of one chunk (whole participants); records its QC and counts."""
+        tables = trial_tables(trials, self.labels, self.stimuli)
+        self.stored.update({str(k): int(n) for k, n in trials.groupby("participant").size().items()})
+        ratings = tables.get("ratings")
+        if ratings is not None and not ratings.empty and not self.participants.empty:
+            self.qc.append(rating_qc(ratings, self.stimuli, self.participants, self.rules))
+        return tables
+
+    def participant_frame(self) -> pd.DataFrame:
+        """The participants table, once every chunk has been seen."""
+        return finish_participants(self.participants, pd.Series(self.stored, dtype=int), self.qc)
+
+
+def _table_order() -> list[str]:
+    public = [t.table for t in TRIAL_TYPES.values() if not t.internal]
+    internal = [t.table for t in TRIAL_TYPES.values() if t.internal]
+    return ["trials", *public, "participants", "stimuli", "events", *internal]
+
+
 def export_frames(slug: str) -> dict[str, pd.DataFrame]:
-    """All export tables of an experiment as DataFrames (inside an app context)."""
+    """All export tables of an experiment as DataFrames, in memory (inside an app context)."""
     exp = _experiment(slug)
-    labels = [c["label"] for c in exp.spec.get("categories", [])]
-    trials = trial_frame(exp)
-    stimuli = stimulus_frame(exp)
-    typed = {
-        t.table: t.frame(ExportInput(trials[trials["trial_type"] == t.name], TRIAL_COLUMNS,
-                                     labels, stimuli))
-        for t in TRIAL_TYPES.values()
-    }
-    internal = [t.name for t in TRIAL_TYPES.values() if t.internal]
-    frames = {"trials": trials[~trials["trial_type"].isin(internal)][TRIAL_COLUMNS]}
-    frames.update({t.table: typed[t.table] for t in TRIAL_TYPES.values() if not t.internal})
-    frames["participants"] = participant_frame(exp, trials, typed["ratings"], stimuli)
-    frames["stimuli"] = stimuli
-    frames["events"] = event_frame(exp)
-    frames.update({t.table: typed[t.table] for t in TRIAL_TYPES.values() if t.internal})
-    return frames
+    run = _Export(exp)
+    result = db.session.execute(_trial_select(exp))
+    trials = trial_rows_frame(list(result), list(result.keys()), slug)
+    frames = run.tables(trials)
+    frames["participants"] = run.participant_frame()
+    frames["stimuli"] = run.stimuli
+    frames["events"] = pd.concat(list(event_chunks(exp)), ignore_index=True)
+    return {name: frames[name] for name in _table_order()}
 
 
-def write_export(slug: str, out: Path, pseudonym_key: bytes | None = None) -> dict[str, int]:
-    """Write every table as CSV and Parquet plus codebook.json into ``out``; return row counts.
+def write_export(slug: str, out: Path, chunk_trials: int = CHUNK_TRIALS,
+                 raw_parquet: bool = True, pseudonym_key: bytes | None = None) -> dict[str, int]:
+    """Stream every table into ``out`` as CSV and Parquet plus codebook.json; return row counts.
 
-    With ``pseudonym_key`` the platform, study and session ids are replaced by pseudonyms."""
+    CSV cells that a spreadsheet would run as a formula are neutralised; Parquet keeps the raw
+    values unless ``raw_parquet`` is false. With ``pseudonym_key`` the platform, study and
+    session ids are replaced by keyed pseudonyms in every table."""
     out.mkdir(parents=True, exist_ok=True)
-    frames = export_frames(slug)
-    for name, frame in frames.items():
-        frame = frame.reset_index(drop=True)
+    exp = _experiment(slug)
+    run = _Export(exp)
+    sinks = {name: TableSink(out, name, raw_parquet) for name in _table_order()}
+
+    def write(name: str, frame: pd.DataFrame) -> None:
         if pseudonym_key is not None:
             frame = pseudonymise_frame(frame, pseudonym_key, slug)
-        frame.to_csv(out / f"{name}.csv", index=False)
-        frame.to_parquet(out / f"{name}.parquet", index=False)
+        sinks[name].write(frame)
+
+    try:
+        empty = True
+        for trials in trial_chunks(exp, chunk_trials):
+            empty = False
+            for name, frame in run.tables(trials).items():
+                write(name, frame)
+        if empty:
+            for name, frame in run.tables(trial_rows_frame([], [], slug)).items():
+                write(name, frame)
+        write("participants", run.participant_frame())
+        write("stimuli", run.stimuli)
+        for events in event_chunks(exp, chunk_trials):
+            write("events", events)
+    finally:
+        for sink in sinks.values():
+            sink.close()
     codebook = book.codebook()
     if pseudonym_key is not None:
         codebook = pseudonymise_codebook(codebook)
     (out / "codebook.json").write_text(json.dumps(codebook, indent=2))
-    return {name: len(frame) for name, frame in frames.items()}
+    return {name: sink.rows for name, sink in sinks.items()}

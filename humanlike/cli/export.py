@@ -18,10 +18,13 @@ from humanlike.cli.app_context import database_option, make_app
                    "experiment; key from SECRET_KEY unless --key-file).")
 @click.option("--key-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=None, help="File holding the pseudonym key (implies --pseudonymise).")
+@click.option("--neutralise-parquet", is_flag=True,
+              help="Also prefix formula-like text with ' in the Parquet files (CSV always is; "
+                   "Parquet keeps the raw values by default).")
 @database_option
 def command(experiment: str, out: Path, pseudonymise: bool, key_file: Path | None,
-            database_url: str | None) -> None:
-    """Export EXPERIMENT (its slug) as tidy tables."""
+            neutralise_parquet: bool, database_url: str | None) -> None:
+    """Export EXPERIMENT (its slug) as tidy tables, streamed from the database in chunks."""
     from humanlike.server.export import write_export
     from humanlike.server.pseudonyms import key_from_file, key_from_secret
 
@@ -36,7 +39,8 @@ def command(experiment: str, out: Path, pseudonymise: bool, key_file: Path | Non
         key = key_from_secret(app.config["SECRET_KEY"])
     with app.app_context():
         try:
-            counts = write_export(experiment, out, pseudonym_key=key)
+            counts = write_export(experiment, out, pseudonym_key=key,
+                                  raw_parquet=not neutralise_parquet)
         except LookupError as exc:
             raise click.ClickException(str(exc)) from exc
     for name, n in counts.items():

@@ -63,7 +63,8 @@ def play(page, played: Played, *, until: str = "done", max_trials: int | None = 
         if max_trials is not None and answered >= max_trials:
             return played
         page.wait_for_function(
-            f"(() => {{ const s = ({STATE_JS})(); return s !== 'busy' && s !== 'saving'; }})()"
+            # a function, not an expression string: the task page's CSP forbids eval
+            f"() => (() => {{ const s = ({STATE_JS})(); return s !== 'busy' && s !== 'saving'; }})()"
             f" || location.href.startsWith({until!r})",
             timeout=timeout_ms,
         )
