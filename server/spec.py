@@ -46,6 +46,8 @@ class Presentation(_Strict):
     duration_ms: Annotated[int, Field(gt=0, le=60_000)] | None = None
     mask: str | None = None
     image_height_px: Annotated[int, Field(ge=32, le=2000)] = 280
+    fixation_ms: Annotated[int, Field(ge=0, le=10_000)] = 0
+    iti_ms: Annotated[int, Field(ge=0, le=10_000)] = 0
 
     @model_validator(mode="after")
     def _duration_needs_ms(self) -> Presentation:
@@ -66,6 +68,9 @@ class Block(_Strict):
     max_trials: Annotated[int, Field(gt=0)] | None = None
     shuffle: bool = True
     prompt: str = ""
+    intro: str = Field(default="", max_length=5000)
+    practice_feedback: bool = False
+    cap: bool = False
 
 
 class Condition(_Strict):
@@ -114,6 +119,8 @@ class ExperimentSpec(_Strict):
     debrief: list[DebriefQuestion] = Field(default_factory=list)
     exclusion: Exclusion = Exclusion()
     allow_mobile: bool = False
+    fullscreen: bool = False
+    break_every: Annotated[int, Field(gt=0)] | None = None
     exclude_participants_from: list[str] = Field(default_factory=list)
 
     @field_validator("categories")
