@@ -32,7 +32,7 @@ from humanlike.server.lifecycle import (
 from humanlike.server.models import Event, Participant, Trial, utcnow
 from humanlike.server.payloads import EventIn, TrialIn
 from humanlike.server.platforms import completion_code, completion_target
-from humanlike.server.timeline import design_of
+from humanlike.server.timeline import design_of, estimated_minutes
 from humanlike.server.tokens import token_matches
 from humanlike.server.trial_types import TRIAL_TYPES
 
@@ -77,8 +77,17 @@ class _AuthCache:
             while len(self.items) > self.size:
                 self.items.popitem(last=False)
 
+    def pop(self, key: str) -> None:
+        with self.lock:
+            self.items.pop(key, None)
+
 
 _cache = _AuthCache()
+
+
+def forget_auth(public_id: str) -> None:
+    """Drop a participant's cached data (its token was reissued on resume)."""
+    _cache.pop(public_id)
 
 
 def _load_auth(public_id: str) -> _Auth:
@@ -109,6 +118,9 @@ def authorize(public_id: str) -> _Auth:
     auth = _cache.get(public_id)
     if auth is None:
         auth = _load_auth(public_id)
+        _cache.put(public_id, auth)
+    if not token_matches(auth.token_hash, header[7:].strip()):
+        auth = _load_auth(public_id)  # another process may have reissued the token (resume)
         _cache.put(public_id, auth)
     if not token_matches(auth.token_hash, header[7:].strip()):
         api_abort(403, "wrong_token", "this token does not belong to this participant")
@@ -167,6 +179,11 @@ def timeline(pid: str):
     for design in auth.designs:
         block = blocks.get(design["block"])
         trials.append(dict(design, prompt=block.prompt if block else ""))
+    block_info = {
+        b.name: {"intro": b.intro, "trial_type": b.trial_type,
+                 "practice_feedback": b.practice_feedback}
+        for b in spec.blocks
+    }
     return jsonify(
         participant=pid,
         status=participant.status,
@@ -182,6 +199,10 @@ def timeline(pid: str):
         instructions_html=loaded.markdown_html("instructions"),
         debrief=[q.model_dump(mode="json") for q in spec.debrief],
         title=spec.title,
+        blocks=block_info,
+        break_every=spec.break_every,
+        fullscreen=spec.fullscreen,
+        estimated_minutes=estimated_minutes(auth.designs, presentation, spec.break_every),
     )
 
 

@@ -1,4 +1,4 @@
-"""The ``humanlike`` command line: serve, demo, db, create-admin, export, analyze, stimuli.
+"""The ``humanlike`` command line: serve, demo, db, create-admin, reset-lock, export, analyze, stimuli.
 
 One module per command next to this one, imported only when the command runs (``--help`` stays
 fast and never imports torch or matplotlib)."""
@@ -34,6 +34,7 @@ class LazyGroup(click.Group):
         "demo": "humanlike.cli.demo:command",
         "db": "humanlike.cli.db:command",
         "create-admin": "humanlike.cli.create_admin:command",
+        "reset-lock": "humanlike.cli.reset_lock:command",
         "export": "humanlike.cli.export:command",
     },
 )
