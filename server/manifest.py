@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import csv
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from humanlike.server.spec import SpecError
-from humanlike.vocabulary import STIMULUS_KINDS
+from humanlike.vocabulary import STIMULUS_KINDS, StimulusKind
 
 CORE_COLUMNS = ("file", "kind", "true_class")
 
@@ -46,7 +47,7 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _check_mlds_row(path: Path, row_no: int, row: dict[str, str | None], columns: list[str]) -> None:
+def _check_mlds_row(path: Path, row_no: int, row: dict[str, Any], columns: Sequence[str]) -> None:
     """An MLDS row needs a non-empty ``sequence`` and an integer ``level`` (1-based)."""
     for needed in ("sequence", "level"):
         if needed not in columns:
@@ -95,7 +96,7 @@ def read_manifest(path: str | Path) -> list[StimulusRecord]:
             seen.add(key)
             true_class = (row.get("true_class") or "").strip() or None
             meta = {k: _coerce(v or "") for k, v in row.items() if k not in CORE_COLUMNS and k}
-            if kind == "mlds":
+            if kind == StimulusKind.MLDS:
                 _check_mlds_row(path, row_no, row, columns)
             records.append(StimulusRecord(key, kind, true_class, sha256_of(target), meta))
     if not records:

@@ -74,12 +74,12 @@ class FakeMTurk:
         submissions: list[dict[str, list[str]]] = []
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 (http.server's name)
+            def do_GET(self):
                 body = (f"<!doctype html><h1>HIT (test double)</h1><iframe id='hit' "
                         f"src='{study_url}' style='width:1280px;height:720px;border:0'></iframe>")
                 self._reply(body)
 
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
                 submissions.append(parse_qs(raw))
                 self._reply("<h1>Submitted to MTurk (test double)</h1>")

@@ -131,3 +131,15 @@ def test_the_timeline_carries_the_experience_settings(app, client):
     assert tl["presentation"]["fixation_ms"] == 0 and tl["presentation"]["iti_ms"] == 0
     # 1 practice + 10 natural + 2 catch + 2 repeats = 15 ratings at 8 s, a 60 s debrief, 90 s setup
     assert tl["estimated_minutes"] == 5
+
+
+def test_offline_online_and_resume_events_are_recorded(app, client):
+    pid, token = enter(client)
+    for kind, value in (("offline", {"since": 1.0}), ("online", {"offline_ms": 1500}),
+                        ("resume", {"next_index": 3}), ("visibility", "hidden")):
+        resp = client.post(f"/api/v1/participants/{pid}/events", json={"type": kind, "value": value},
+                           headers=auth(token))
+        assert resp.status_code == 201, (kind, resp.get_json())
+    with app.app_context():
+        kinds = db.session.execute(sa.select(Event.type).order_by(Event.id)).scalars().all()
+    assert kinds == ["offline", "online", "resume", "visibility"]
