@@ -290,12 +290,13 @@ def test_screens_appear_where_the_spec_puts_them(server, chromium, tmp_path):
         timed = [t for t in trials if t.trial_type in ("rating", "triad")]
         frame_ms = 1000 / p.refresh_hz
         requested = max(1, round(50 / frame_ms))
-        full = [t for t in timed if t.frames == requested]
-        for t in timed:  # duration mode: whole frames, never more than requested
-            assert isinstance(t.frames, int) and 1 <= t.frames <= requested
+        for t in timed:  # duration mode: whole frames
+            assert isinstance(t.frames, int) and t.frames >= 1
             assert t.response["requested_frames"] == requested
+        full = [t for t in timed if t.rt_ms - t.presented_ms > 1]  # hidden by the clock first
         assert full, "some images stayed their whole duration"
-        for t in full:  # shown for the whole duration: the measured time is that many frames
+        for t in full:  # at least the frames requested (more only if the browser dropped frames),
+            assert t.frames >= requested  # and the measured time is that many whole frames
             assert abs(t.presented_ms - t.frames * frame_ms) <= frame_ms / 2 + 0.1
         debrief = next(t for t in trials if t.trial_type == "debrief")
         assert debrief.response["answers"]["vision"] == "no"
