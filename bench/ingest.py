@@ -172,7 +172,7 @@ class Participant:
         status, headers, _ = await conn.request(
             "GET", f"/start/{self.slug}?PROLIFIC_PID={self.platform_id}&STUDY_ID=bench&SESSION_ID=s")
         assert status == 302, status
-        self.pid = headers["location"].rstrip("/").split("/")[-1]
+        self.pid = headers["location"].split("#")[0].rstrip("/").split("/")[-1]
         _, _, page = await conn.request("GET", f"/task/{self.pid}", headers={"Cookie": conn.cookie})
         self.token = re.search(r'"token": ?"([^"]+)"', page.decode()).group(1)
         auth = {"Authorization": f"Bearer {self.token}"}

@@ -46,7 +46,7 @@ from humanlike.server.payloads import (
     parse_json,
 )
 from humanlike.server.platforms import completion_code, completion_target
-from humanlike.server.timeline import design_of
+from humanlike.server.timeline import design_of, estimated_minutes
 from humanlike.server.tokens import hash_token, token_matches
 from humanlike.server.trial_types import TRIAL_TYPES
 
@@ -91,8 +91,17 @@ class _AuthCache:
             while len(self.items) > self.size:
                 self.items.popitem(last=False)
 
+    def pop(self, key: str) -> None:
+        with self.lock:
+            self.items.pop(key, None)
+
 
 _cache = _AuthCache()
+
+
+def forget_auth(public_id: str) -> None:
+    """Drop a participant's cached data (its token was reissued on resume)."""
+    _cache.pop(public_id)
 
 
 def _load_auth(public_id: str) -> _Auth | None:
@@ -136,6 +145,11 @@ def authorize(public_id: str) -> _Auth:
         auth = _load_auth(public_id)
         if auth is not None:
             _cache.put(public_id, auth)
+    if auth is not None and not token_matches(auth.token_hash, token):
+        fresh = _load_auth(public_id)  # another process may have reissued the token (resume)
+        if fresh is not None:
+            _cache.put(public_id, fresh)
+            auth = fresh
     if not token_matches(auth.token_hash if auth else _NO_ONE, token) or auth is None:
         api_abort(403, "forbidden", "this token does not open this participant")
     return auth
@@ -224,6 +238,11 @@ def timeline(pid: str):
     for design in auth.designs:
         block = blocks.get(design["block"])
         trials.append(dict(design, prompt=block.prompt if block else ""))
+    block_info = {
+        b.name: {"intro": b.intro, "trial_type": b.trial_type,
+                 "practice_feedback": b.practice_feedback}
+        for b in spec.blocks
+    }
     return jsonify(
         participant=pid,
         status=participant.status,
@@ -239,6 +258,10 @@ def timeline(pid: str):
         instructions_html=loaded.markdown_html("instructions"),
         debrief=[q.model_dump(mode="json") for q in spec.debrief],
         title=spec.title,
+        blocks=block_info,
+        break_every=spec.break_every,
+        fullscreen=spec.fullscreen,
+        estimated_minutes=estimated_minutes(auth.designs, presentation, spec.break_every),
     )
 
 

@@ -25,7 +25,7 @@ from humanlike.server.extensions import db
 from humanlike.server.lifecycle import ExperimentStatus
 from humanlike.server.manifest import StimulusRecord, read_manifest
 from humanlike.server.models import Experiment, Participant, SpecVersion, Stimulus
-from humanlike.server.spec import ExperimentSpec, SpecError, load_spec, version_hash
+from humanlike.server.spec import Block, ExperimentSpec, SpecError, load_spec, version_hash
 from humanlike.server.trial_types import TRIAL_TYPES
 from humanlike.vocabulary import StimulusKind
 
@@ -88,6 +88,34 @@ def render_texts(root: Path, spec: ExperimentSpec) -> dict[str, str]:
     return out
 
 
+def _check_counts(spec_path: Path, i: int, block: Block, records: tuple[StimulusRecord, ...]) -> None:
+    """Catch trials and practice trials the manifest cannot supply are an error unless ``cap``."""
+    if block.cap:
+        return
+    n_catch = sum(r.kind == StimulusKind.CATCH for r in records)
+    if block.catch_trials > n_catch:
+        raise SpecError(
+            f"{spec_path}: blocks.{i}.catch_trials: asks for {block.catch_trials} catch trials but "
+            f"the manifest holds {n_catch} catch stimuli (set cap = true to use what there is)"
+        )
+    if block.trial_type == "triad":
+        levels: dict[str, int] = {}
+        for r in records:
+            if r.kind in block.kinds:
+                seq = str(r.meta.get("sequence"))
+                levels[seq] = levels.get(seq, 0) + 1
+        available = sum(n * (n - 1) * (n - 2) // 6 for n in levels.values())
+    else:
+        pool = sum(r.kind in block.kinds for r in records)
+        spare = n_catch - block.catch_trials
+        available = spare if spare > 0 else pool
+    if block.practice > available:
+        raise SpecError(
+            f"{spec_path}: blocks.{i}.practice: asks for {block.practice} practice trials but the "
+            f"manifest supplies {available} (set cap = true to use what there is)"
+        )
+
+
 def load_experiment(spec_path: str | Path) -> LoadedExperiment:
     """Load a spec and its manifest and check they fit together; ``SpecError`` names what is wrong."""
     spec_path = Path(spec_path).resolve()
@@ -106,6 +134,7 @@ def load_experiment(spec_path: str | Path) -> LoadedExperiment:
             )
         if block.catch_trials and StimulusKind.CATCH not in kinds:
             raise SpecError(f"{spec_path}: blocks.{i}.catch_trials: the manifest has no catch stimuli")
+        _check_counts(spec_path, i, block, records)
         if block.trial_type == "triad":
             for r in records:
                 if r.kind == StimulusKind.MLDS and not {"sequence", "level"} <= r.meta.keys():

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import csv
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from humanlike.server.spec import SpecError
-from humanlike.vocabulary import STIMULUS_KINDS
+from humanlike.vocabulary import STIMULUS_KINDS, StimulusKind
 
 CORE_COLUMNS = ("file", "kind", "true_class")
 
@@ -46,6 +47,24 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _check_mlds_row(path: Path, row_no: int, row: dict[str, Any], columns: Sequence[str]) -> None:
+    """An MLDS row needs a non-empty ``sequence`` and an integer ``level`` (1-based)."""
+    for needed in ("sequence", "level"):
+        if needed not in columns:
+            raise SpecError(f"{path}: mlds stimuli need a column '{needed}' (columns: {columns})")
+    if not (row.get("sequence") or "").strip():
+        raise SpecError(f"{path}: row {row_no}: column 'sequence' is empty (mlds rows need one)")
+    level = (row.get("level") or "").strip()
+    try:
+        value = int(level)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise SpecError(
+            f"{path}: row {row_no}: column 'level' is {level!r}, expected an integer >= 1"
+        )
+
+
 def read_manifest(path: str | Path) -> list[StimulusRecord]:
     """Load a manifest; raise ``SpecError`` naming the file, row and column of any problem."""
     path = Path(path)
@@ -77,6 +96,8 @@ def read_manifest(path: str | Path) -> list[StimulusRecord]:
             seen.add(key)
             true_class = (row.get("true_class") or "").strip() or None
             meta = {k: _coerce(v or "") for k, v in row.items() if k not in CORE_COLUMNS and k}
+            if kind == StimulusKind.MLDS:
+                _check_mlds_row(path, row_no, row, columns)
             records.append(StimulusRecord(key, kind, true_class, sha256_of(target), meta))
     if not records:
         raise SpecError(f"{path}: the manifest lists no stimuli")

@@ -16,10 +16,10 @@ from flask import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from humanlike.server import allocation, experiments
+from humanlike.server import allocation, experiments, resume
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import DONE, ExperimentStatus, ParticipantStatus
-from humanlike.server.models import Experiment, Participant
+from humanlike.server.models import Event, Experiment, Participant, utcnow
 from humanlike.server.platforms import EntryError, Platform, completion_target, parse_entry
 
 bp = Blueprint("participant", __name__)
@@ -56,10 +56,20 @@ def start(slug: str):
                         "This study needs a desktop or laptop computer with a keyboard. "
                         "Please return it or open the link on a computer.", 403)
     owned = _owned()
+    if entry.platform == Platform.LOCAL and request.args.get("resume"):
+        by_code = resume.participant_for_code(exp, request.args["resume"])
+        if by_code is None or not resume.resumable(by_code):
+            return _message("Resume code not recognised",
+                            "This resume code does not match an unfinished session of this study. "
+                            "Please check the code, or start again without it.", 404)
+        return _resume(by_code, owned, via="resume_code")
     previous = allocation.existing_participant(exp, entry)
     if previous is not None:
         if previous.public_id in owned and previous.status not in DONE:
             return redirect(url_for("participant.task", pid=previous.public_id))
+        if resume.same_identity(previous, entry) and resume.resumable(previous):
+            resume.bind(previous, entry)
+            return _resume(previous, owned, via=entry.platform.value)
         return _message("You have already taken part",
                         "Our records show you have already taken part in this study, so you "
                         "cannot take part again. Thank you for your interest.", 409)
@@ -73,22 +83,29 @@ def start(slug: str):
         return _message("You have already taken part",
                         "Our records show you have already started this study in another window.",
                         409)
+    return _hand_over(participant, token, owned)
+
+
+def _hand_over(participant: Participant, token: str, owned: dict[str, str]):
+    """Keep the token in the session cookie where the browser keeps it, and hand it to the page in
+    the URL fragment (never sent to a server), which works in a cross-site frame without cookies."""
     owned[participant.public_id] = token
     session.modified = True
-    return redirect(url_for("participant.task", pid=participant.public_id))
+    return redirect(url_for("participant.run", pid=participant.public_id) + "#token=" + token)
 
 
-@bp.get("/task/<pid>")
-def task(pid: str):
-    """The jsPsych page; only the browser that was allocated this participant gets its token."""
-    token = _owned().get(pid)
-    participant = db.session.execute(
-        sa.select(Participant).where(Participant.public_id == pid)
-    ).scalar_one_or_none()
-    if participant is None or token is None:
-        return _message("Session not found",
-                        "This page belongs to another browser session. Please use your "
-                        "original study link in the browser where you started.", 403)
+def _resume(participant: Participant, owned: dict[str, str], via: str):
+    """The same person again (platform identity or resume code): a fresh token; the old one is revoked."""
+    token = resume.reissue_token(participant)
+    db.session.add(Event(participant_id=participant.id, type="resume", value={"via": via},
+                         server_time=utcnow()))
+    db.session.commit()
+    return _hand_over(participant, token, owned)
+
+
+def _task_page(participant: Participant, token: str | None):
+    """The jsPsych page; without ``token`` the page takes it from the URL fragment or storage."""
+    pid = participant.public_id
     if participant.status in DONE:
         return redirect(url_for("participant.done", pid=pid))
     if participant.status == ParticipantStatus.RETURNED:
@@ -99,16 +116,47 @@ def task(pid: str):
         "token": token,
         "api": url_for("api.timeline", pid=pid).removesuffix("/timeline"),
         "slug": participant.experiment.slug,
+        "resume_code": (resume.resume_code(participant)
+                        if participant.platform == Platform.LOCAL else None),
+        "reopen": "Please open your original study link again (from Prolific, MTurk or the "
+                  "researcher's message): it brings you back to where you stopped.",
     }
     return render_template("task.html", config=config, title=participant.experiment.title)
+
+
+def _participant(pid: str) -> Participant | None:
+    return db.session.execute(
+        sa.select(Participant).where(Participant.public_id == pid)
+    ).scalar_one_or_none()
+
+
+@bp.get("/task/<pid>")
+def task(pid: str):
+    """The jsPsych page for the browser holding this participant's token in its session cookie."""
+    token = _owned().get(pid)
+    participant = _participant(pid)
+    if participant is None or token is None:
+        return _message("Session not found",
+                        "This page belongs to another browser session. Please open your "
+                        "original study link again: it brings you back to where you stopped.", 403)
+    return _task_page(participant, token)
+
+
+@bp.get("/run/<pid>")
+def run(pid: str):
+    """The cookie-independent jsPsych page (MTurk's cross-site frame): the token arrives in the URL
+    fragment or is already in this browser's storage; the page itself holds no secret."""
+    participant = _participant(pid)
+    if participant is None:
+        return _message("Session not found", "This study session does not exist. Please open "
+                        "your original study link again.", 404)
+    return _task_page(participant, None)
 
 
 @bp.get("/done/<pid>")
 def done(pid: str):
     """The end page: the thank-you page for local links, and a fallback for the platforms."""
-    participant = db.session.execute(
-        sa.select(Participant).where(Participant.public_id == pid)
-    ).scalar_one_or_none()
+    participant = _participant(pid)
     if participant is None or pid not in _owned() or participant.status not in DONE:
         abort(404)
     target = completion_target(participant) if participant.platform != Platform.LOCAL else None

@@ -94,7 +94,7 @@ class EventIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     type: Literal[
         "blur", "focus", "fullscreen_enter", "fullscreen_exit", "resize", "error",
-        "environment", "visibility",
+        "environment", "visibility", "offline", "online", "resume",
     ]
     value: dict[str, Any] | str | float | int | None = None
     client_time: Annotated[float, Field(ge=0)] | None = None

@@ -47,6 +47,8 @@ class Presentation(_Strict):
     duration_ms: Annotated[int, Field(gt=0, le=60_000)] | None = None
     mask: str | None = None
     image_height_px: Annotated[int, Field(ge=32, le=2000)] = 280
+    fixation_ms: Annotated[int, Field(ge=0, le=10_000)] = 0
+    iti_ms: Annotated[int, Field(ge=0, le=10_000)] = 0
 
     @model_validator(mode="after")
     def _duration_needs_ms(self) -> Presentation:
@@ -80,6 +82,9 @@ class Block(_Strict):
     shuffle: bool = True
     prompt: str = ""
     classification: ClassificationSettings | None = None  # classification blocks only
+    intro: str = Field(default="", max_length=5000)
+    practice_feedback: bool = False
+    cap: bool = False
 
 
 class Condition(_Strict):
@@ -128,6 +133,8 @@ class ExperimentSpec(_Strict):
     debrief: list[DebriefQuestion] = Field(default_factory=list)
     exclusion: Exclusion = Exclusion()
     allow_mobile: bool = False
+    fullscreen: bool = False
+    break_every: Annotated[int, Field(gt=0)] | None = None
     exclude_participants_from: list[str] = Field(default_factory=list)
     allocation_cutoff_minutes: Annotated[int, Field(gt=0, le=100_000)] = 30
     timeout_minutes: Annotated[int, Field(gt=0, le=100_000)] = 120

@@ -8,12 +8,39 @@ from typing import Any
 import numpy as np
 
 from humanlike.server.manifest import StimulusRecord
-from humanlike.server.spec import Block, ClassificationSettings, ExperimentSpec
+from humanlike.server.spec import Block, ClassificationSettings, ExperimentSpec, Presentation
 from humanlike.stimuli.mlds_design import all_triads
 from humanlike.vocabulary import StimulusKind
 
 TIMELINE_VERSION = 1
 INTERNAL_KEYS = ("stimulus_id",)  # added at allocation for the database; never sent to the browser
+
+
+#: Seconds a participant typically spends per trial of each type (response, not presentation):
+#: rating a few categories ~8 s, a triad's 2AFC ~3 s, the debrief form ~60 s; other types 5 s.
+SECONDS_PER_TRIAL = {"rating": 8.0, "triad": 3.0, "classification": 2.5, "debrief": 60.0}
+SETUP_SECONDS = 90.0  # consent, instructions, refresh measurement, preload
+BREAK_SECONDS = 30.0  # a typical pause at each break screen
+
+
+def estimated_minutes(
+    trials: list[dict[str, Any]], presentation: Presentation, break_every: int | None
+) -> int:
+    """An honest duration estimate from the timeline: per-type response time plus fixation and
+    inter-trial interval per trial, breaks and setup; rounded up to whole minutes."""
+    import math
+
+    per_trial_ms = presentation.fixation_ms + presentation.iti_ms
+    seconds = SETUP_SECONDS
+    n_task = 0
+    for t in trials:
+        seconds += SECONDS_PER_TRIAL.get(str(t.get("type")), 5.0)
+        if t.get("type") != "debrief":
+            seconds += per_trial_ms / 1000
+            n_task += 1
+    if break_every:
+        seconds += BREAK_SECONDS * ((n_task - 1) // break_every if n_task else 0)
+    return max(1, math.ceil(seconds / 60))
 
 
 def design_of(entry: dict[str, Any]) -> dict[str, Any]:

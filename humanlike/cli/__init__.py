@@ -1,5 +1,5 @@
-"""The ``humanlike`` command line: serve, demo, db, create-admin, export, delete-participant,
-analyze, stimuli.
+"""The ``humanlike`` command line: serve, demo, db, create-admin, reset-lock, export,
+delete-participant, sweep-timeouts, analyze, stimuli.
 
 One module per command next to this one, imported only when the command runs (``--help`` stays
 fast and never imports torch or matplotlib)."""
@@ -35,6 +35,7 @@ class LazyGroup(click.Group):
         "demo": "humanlike.cli.demo:command",
         "db": "humanlike.cli.db:command",
         "create-admin": "humanlike.cli.create_admin:command",
+        "reset-lock": "humanlike.cli.reset_lock:command",
         "export": "humanlike.cli.export:command",
         "delete-participant": "humanlike.cli.delete_participant:command",
         "sweep-timeouts": "humanlike.cli.sweep_timeouts:command",

@@ -1,7 +1,7 @@
 // Globals the browser scripts in static/js/ use but do not define: jsPsych's browser build
 // (static/vendor/jspsych/jspsych.js) and the official plugins the task page loads. Our own globals
 // (HumanlikeFrameClock, HumanlikePresentation, HumanlikeTrialQueue, HumanlikeRunner, jsPsychRating,
-// jsPsychTriad) are the top-level `var`s of the scripts themselves. Read by `npx tsc` only.
+// jsPsychTriad, jsPsychFixation) are the top-level `var`s of the scripts themselves. Read by `npx tsc` only.
 
 /** jsPsych's module namespace (ParameterType, JsPsych, ...), as the browser build exposes it. */
 declare const jsPsychModule: typeof import("jspsych");

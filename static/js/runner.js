@@ -1,10 +1,17 @@
 // @ts-check
 /* humanlike runner: fetches the participant's timeline, runs it with jsPsych, syncs every trial.
  *
- * Order: consent (plain page, recorded through the API) -> measure the refresh rate -> instructions
- * (first visit only) -> preload -> trials from the first one neither acknowledged by the server nor
- * waiting in localStorage -> debrief -> wait until every trial is acknowledged -> complete -> leave
- * (Prolific redirect, MTurk form POST, or the local thank-you page).
+ * Order: consent (plain page with the estimated duration, recorded through the API) -> measure the
+ * refresh rate -> full screen (if the spec asks) -> instructions (first visit) or "welcome back"
+ * (a resume) -> preload -> trials from the first one neither acknowledged by the server nor waiting
+ * in localStorage, with the screens the spec puts around them (block introductions, practice labels
+ * and feedback, "practice over", breaks every N trials, fixation cross and inter-trial interval) ->
+ * debrief -> wait until every trial is acknowledged -> complete -> leave (Prolific redirect, MTurk
+ * form POST, or the local thank-you page).
+ *
+ * The write token comes from the page config (signed session cookie) or, when the page runs
+ * without cookies (MTurk's cross-site frame), from the URL fragment `#token=...`, read once into
+ * this browser's storage (keyed by participant) and removed from the address bar.
  */
 var HumanlikeRunner = (function () {
   "use strict";
@@ -22,6 +29,10 @@ var HumanlikeRunner = (function () {
    * @property {number} [s2]
    * @property {number} [s3]
    * @property {boolean} [swapped]
+   * @property {string} [block]
+   * @property {string} [kind]
+   * @property {boolean} [practice]
+   * @property {boolean} [is_repeat]
    */
 
   /**
@@ -33,11 +44,19 @@ var HumanlikeRunner = (function () {
    * @property {number[]} acknowledged
    * @property {TimelineEntry[]} trials
    * @property {Array<{label: string, key: string}>} categories
-   * @property {Array<{name: string, text: string}>} debrief
-   * @property {{mode: string, duration_ms: number | null, mask: string | null, image_height_px: number}} presentation
+   * @property {Array<{name: string, text: string, options?: string[] | null}>} debrief
+   * @property {{mode: string, duration_ms: number | null, mask: string | null, image_height_px: number,
+   *   fixation_ms?: number, iti_ms?: number}} presentation
+   * @property {Record<string, {intro: string, trial_type: string, practice_feedback: boolean}>} [blocks]
+   * @property {number | null} [break_every]
+   * @property {boolean} [fullscreen]
+   * @property {number} [estimated_minutes]
    */
 
-  /** @typedef {{pid: string, token: string, api: string}} RunnerConfig */
+  /**
+   * @typedef {{pid: string, token: string | null, api: string, resume_code?: string | null,
+   *   reopen?: string}} RunnerConfig
+   */
   /** @typedef {{frame_ms: number, refresh_hz: number}} FrameInfo */
 
   /**
@@ -46,10 +65,13 @@ var HumanlikeRunner = (function () {
    * @property {InstanceType<typeof HumanlikeTrialQueue.TrialQueue>} queue
    * @property {Timeline} timeline
    * @property {FrameInfo} frame
+   * @property {Record<number, boolean>} done indices stored or waiting in the queue
+   * @property {boolean} running true while trials run (a full-screen exit then asks to return)
    */
 
   /** @type {RunnerState} */
-  var state = /** @type {any} */ ({ config: null, queue: null, timeline: null, frame: null });
+  var state = /** @type {any} */ ({ config: null, queue: null, timeline: null, frame: null,
+                                    done: {}, running: false });
 
   /**
    * @param {string} tag
@@ -93,6 +115,10 @@ var HumanlikeRunner = (function () {
       var root = taskRoot();
       var page = el("div", { "class": "consent page" });
       page.appendChild(el("section", {}, tl.consent_html));
+      if (tl.estimated_minutes) {
+        page.appendChild(el("p", { id: "duration-estimate", "class": "duration-estimate" },
+          "This study takes about " + tl.estimated_minutes + " minutes."));
+      }
       var agree = /** @type {HTMLButtonElement} */ (el("button", { id: "consent-agree", type: "button" }, "I agree"));
       var decline = /** @type {HTMLButtonElement} */ (
         el("button", { id: "consent-decline", type: "button", "class": "secondary" }, "I do not agree"));
@@ -249,6 +275,16 @@ var HumanlikeRunner = (function () {
    */
   function debriefTrial(entry) {
     var html = state.timeline.debrief.map(function (q) {
+      if (q.options && q.options.length) {
+        var choices = q.options.map(function (option, i) {
+          var id = "debrief-" + q.name + (i === 0 ? "" : "-" + i);
+          return "<label class='debrief-choice' for='" + id + "'><input type='radio' id='" + id +
+            "' name='" + q.name + "' value='" + escapeHtml(option).replace(/'/g, "&#39;") + "'" +
+            (i === 0 ? " required" : "") + "> " + escapeHtml(option) + "</label>";
+        }).join("");
+        return "<fieldset class='debrief-options'><legend>" + escapeHtml(q.text) + "</legend>" +
+          choices + "</fieldset>";
+      }
       return "<p><label for='debrief-" + q.name + "'>" + escapeHtml(q.text) + "</label><br>" +
         "<textarea id='debrief-" + q.name + "' name='" + q.name + "' rows='3' cols='60' maxlength='2000'></textarea></p>";
     }).join("");
@@ -282,6 +318,8 @@ var HumanlikeRunner = (function () {
    * @param {any} data the plugin's data (timing)
    */
   function send(entry, response, data) {
+    state.done[entry.index] = true;
+    showProgress();
     state.queue.add({
       trial_index: entry.index,
       trial_type: entry.type,
@@ -299,6 +337,17 @@ var HumanlikeRunner = (function () {
   var TRIAL_BUILDERS = { rating: ratingTrial, triad: triadTrial, classification: classificationTrial, debrief: debriefTrial };
 
   /**
+   * A practice entry with a "Practice" label in front of its prompt (every trial type shows it).
+   * @param {TimelineEntry} entry
+   * @returns {TimelineEntry}
+   */
+  function labelled(entry) {
+    return Object.assign({}, entry, {
+      prompt: "<p class='hl-practice-label' id='practice-label'>Practice trial</p>" + (entry.prompt || ""),
+    });
+  }
+
+  /**
    * The jsPsych trials for `entries`, or the first entry whose type has no builder.
    * @param {TimelineEntry[]} entries
    * @returns {{trials: any[], unknown: TimelineEntry | null}}
@@ -311,7 +360,7 @@ var HumanlikeRunner = (function () {
       var builder = Object.prototype.hasOwnProperty.call(TRIAL_BUILDERS, entry.type)
         ? TRIAL_BUILDERS[/** @type {keyof typeof TRIAL_BUILDERS} */ (entry.type)] : null;
       if (builder === null) return { trials: trials, unknown: entry };
-      trials.push(builder(entry));
+      trials.push(builder(entry.practice ? labelled(entry) : entry));
     }
     return { trials: trials, unknown: null };
   }
@@ -332,11 +381,270 @@ var HumanlikeRunner = (function () {
       "on your recruitment platform and tell the researcher; nothing you did is lost.";
   }
 
+  /* ---- the token: page config (cookie), URL fragment (read once), or this browser's storage ---- */
+
+  /**
+   * @param {string} pid
+   * @returns {string} the storage key of a participant's token
+   */
+  function tokenKey(pid) { return "humanlike-token:" + pid; }
+
+  /**
+   * The participant's write token: from the page config, else from `#token=...` (then kept in
+   * sessionStorage and localStorage and removed from the URL), else from storage; null if none.
+   * @param {RunnerConfig} config
+   * @returns {string | null}
+   */
+  function resolveToken(config) {
+    var token = config.token || null;
+    var match = /(?:^#|&)token=([A-Za-z0-9_-]+)/.exec(window.location.hash || "");
+    if (match) {
+      token = match[1];
+      try {
+        window.history.replaceState(null, "", window.location.pathname + window.location.search);
+      } catch (e) { /* a sandboxed frame may refuse; the token stays in this frame's URL only */ }
+    }
+    /** @type {Storage[]} */
+    var stores = [];
+    try { stores = [window.sessionStorage, window.localStorage]; } catch (e) { stores = []; }
+    stores.forEach(function (store) {
+      try {
+        if (token) store.setItem(tokenKey(config.pid), token);
+        else token = store.getItem(tokenKey(config.pid)) || token;
+      } catch (e) { /* storage blocked: the fragment/cookie token still works for this page */ }
+    });
+    return token;
+  }
+
+  /** @param {string} code */
+  function showResumeCode(code) {
+    var box = document.getElementById("resume-code");
+    if (box) {
+      box.textContent = "Resume code: " + code;
+      box.title = "If your browser closes, open the study link with ?resume=" + code;
+    }
+  }
+
+  /* ---- progress ---- */
+
+  /** @returns {number} trials of the task (the debrief is not one) */
+  function taskTotal() {
+    return state.timeline.trials.filter(function (t) { return t.type !== "debrief"; }).length;
+  }
+
+  /** @returns {number} task trials done (stored or waiting to be sent) */
+  function countDone() {
+    return state.timeline.trials.filter(function (t) {
+      return t.type !== "debrief" && state.done[t.index];
+    }).length;
+  }
+
+  /** Update the progress bar: trials done / total, the same across reloads. */
+  function showProgress() {
+    var bar = document.getElementById("progress-fill");
+    var text = document.getElementById("progress-text");
+    var outer = document.getElementById("progress");
+    if (!bar || !text || !outer || !state.timeline) return;
+    var total = taskTotal();
+    var n = countDone();
+    bar.style.width = (total ? (100 * n) / total : 0).toFixed(1) + "%";
+    text.textContent = n + " / " + total;
+    outer.setAttribute("aria-valuenow", String(n));
+    outer.setAttribute("aria-valuemax", String(total));
+    outer.hidden = false;
+  }
+
+  /* ---- screens around the trials ---- */
+
+  /**
+   * A "continue when ready" screen; its button has the focus so Enter continues.
+   * @param {string} html
+   * @param {string} label
+   * @param {string} name a data-screen name (intro, break, practice_over, ...)
+   * @param {(() => void)} [onClick]
+   * @returns {object} a jsPsych trial
+   */
+  function buttonScreen(html, label, name, onClick) {
+    return {
+      type: jsPsychHtmlButtonResponse,
+      stimulus: "<div class='hl-screen' data-screen='" + name + "'>" + html + "</div>",
+      choices: [label],
+      data: { screen: name },
+      on_load: function () {
+        /** @type {HTMLElement | null} */
+        var button = document.querySelector("#jspsych-html-button-response-btngroup button");
+        if (button) button.focus();
+      },
+      on_finish: function () { if (onClick) onClick(); },
+    };
+  }
+
+  /**
+   * The keys of a trial type, as the block introduction lists them.
+   * @param {string} type
+   * @returns {string} HTML
+   */
+  function keyHelp(type) {
+    if (type === "rating") {
+      var keys = state.timeline.categories.map(function (c) {
+        return "<kbd>" + escapeHtml(c.key.toUpperCase()) + "</kbd> " + escapeHtml(c.label);
+      }).join(", ");
+      return "<p>Press a category's key to raise its rating, <kbd>Shift</kbd> + key to lower it, " +
+        "<kbd>Enter</kbd> to continue; or click. Keys: " + keys + ".</p>";
+    }
+    if (type === "triad") {
+      return "<p><kbd>F</kbd> or <kbd>&larr;</kbd> for the left image, <kbd>J</kbd> or " +
+        "<kbd>&rarr;</kbd> for the right image; or click it.</p>";
+    }
+    return "<p>The keys are shown on each trial.</p>";
+  }
+
+  /**
+   * @param {TimelineEntry} entry the first trial of the block
+   * @returns {object} a jsPsych trial
+   */
+  function introScreen(entry) {
+    var info = (state.timeline.blocks || {})[entry.block || ""];
+    var text = info && info.intro ? "<p class='hl-intro-text'>" + escapeHtml(info.intro) + "</p>" : "";
+    var practice = entry.practice ? "<p>It starts with a few <strong>practice trials</strong>.</p>" : "";
+    return buttonScreen("<h2>Next part</h2>" + text + "<div class='hl-keys'>" + keyHelp(entry.type) +
+                        "</div>" + practice, "Start", "intro");
+  }
+
+  /**
+   * @param {TimelineEntry[]} entries the repeated trials
+   * @returns {object} a jsPsych trial
+   */
+  function repeatsScreen(entries) {
+    /** @type {Record<string, boolean>} */
+    var types = {};
+    entries.forEach(function (e) { types[e.type] = true; });
+    return buttonScreen("<h2>Last part</h2><p>A few more trials like the ones before.</p>" +
+      "<div class='hl-keys'>" + Object.keys(types).map(keyHelp).join("") + "</div>", "Start", "intro");
+  }
+
+  /**
+   * @param {number} trial the number of the next trial (1-based)
+   * @returns {object} a jsPsych trial
+   */
+  function breakScreen(trial) {
+    return buttonScreen("<h2>Take a break</h2><p>You have done " + (trial - 1) + " of " + taskTotal() +
+      " trials. Rest your eyes for a moment, and continue when you are ready.</p>",
+      "Continue when ready", "break");
+  }
+
+  /** @returns {object} a jsPsych trial */
+  function practiceOverScreen() {
+    return buttonScreen("<h2>Practice over</h2><p>The real trials start now. They work exactly " +
+      "like the practice.</p>", "Start", "practice_over");
+  }
+
+  /** @returns {object} a jsPsych trial: feedback after a practice rating or triad (no right answer) */
+  function practiceFeedbackScreen() {
+    return buttonScreen("<h2>Practice answer recorded</h2><p>There is no right or wrong answer " +
+      "here: answer as the images look to you.</p>", "Continue", "practice_feedback");
+  }
+
+  /**
+   * @param {string} mark "+" or "" (inter-trial interval)
+   * @param {number} duration_ms
+   * @returns {object} a jsPsych trial
+   */
+  function fixationScreen(mark, duration_ms) {
+    return { type: jsPsychFixation, mark: mark, duration_ms: duration_ms,
+             frame_ms: state.frame.frame_ms, data: { screen: mark ? "fixation" : "iti" } };
+  }
+
+  /**
+   * The trials of `remaining` with the screens the spec puts around them: block introductions,
+   * "last part" before the repeats, breaks every N trials (by trial number, so the same across
+   * reloads), practice feedback and "practice over", fixation before and the inter-trial interval
+   * after each trial.
+   * @param {TimelineEntry[]} remaining
+   * @param {any[]} trials the built trials of `remaining`, in the same order
+   * @param {boolean} resuming a "welcome back" screen is shown instead of a break first
+   * @returns {any[]}
+   */
+  function withScreens(remaining, trials, resuming) {
+    var tl = state.timeline;
+    var p = tl.presentation;
+    var fixation = p.fixation_ms || 0;
+    var iti = p.iti_ms || 0;
+    var every = tl.break_every || 0;
+    var blocks = tl.blocks || {};
+    /** @type {Record<number, TimelineEntry>} */
+    var byIndex = {};
+    tl.trials.forEach(function (t) { byIndex[t.index] = t; });
+    /** @type {any[]} */
+    var out = [];
+    var repeatsShown = false;
+    remaining.forEach(function (entry, k) {
+      var task = entry.type !== "debrief";
+      var before = byIndex[entry.index - 1];
+      var first = k === 0;
+      if (task && entry.is_repeat) {
+        if (!repeatsShown) out.push(repeatsScreen(remaining.filter(function (e) { return e.is_repeat; })));
+        repeatsShown = true;
+      } else if (task && (first || !before || before.block !== entry.block)) {
+        out.push(introScreen(entry));
+      } else if (task && before && before.practice && !entry.practice && before.block === entry.block) {
+        out.push(practiceOverScreen());
+      }
+      if (task && every && entry.index > 0 && entry.index % every === 0 && !(first && resuming)) {
+        out.push(breakScreen(entry.index + 1));
+      }
+      if (task && fixation > 0) out.push(fixationScreen("+", fixation));
+      out.push(trials[k]);
+      if (task && entry.practice && (blocks[entry.block || ""] || {}).practice_feedback) {
+        out.push(practiceFeedbackScreen());
+      }
+      if (task && iti > 0) out.push(fixationScreen("", iti));
+    });
+    return out;
+  }
+
+  /* ---- full screen ---- */
+
+  function enterFullscreen() {
+    var root = document.documentElement;
+    if (root.requestFullscreen && !document.fullscreenElement) {
+      root.requestFullscreen().catch(function () { /* refused: the study goes on in the window */ });
+    }
+  }
+
+  /** After a full-screen exit mid-task: a prompt (over the page) with a button to go back. */
+  function askFullscreen() {
+    if (document.getElementById("fullscreen-prompt")) return;
+    var box = el("div", { id: "fullscreen-prompt", "class": "fullscreen-prompt", role: "dialog" });
+    var inner = el("div", { "class": "page" }, "<h2>Please return to full screen</h2>" +
+      "<p>The study runs in full screen. Press the button to go back.</p>");
+    var button = /** @type {HTMLButtonElement} */ (el("button", { type: "button", id: "fullscreen-return" },
+      "Return to full screen"));
+    button.addEventListener("click", function () {
+      enterFullscreen();
+      if (box.parentNode) box.parentNode.removeChild(box);
+    });
+    inner.appendChild(button);
+    box.appendChild(inner);
+    document.body.appendChild(box);
+    button.focus();
+  }
+
   function watchEvents() {
     var q = state.queue;
     window.addEventListener("blur", function () { q.event("blur"); });
     window.addEventListener("focus", function () { q.event("focus"); });
     document.addEventListener("visibilitychange", function () { q.event("visibility", document.visibilityState); });
+    /** @type {number | null} */
+    var offlineSince = null;
+    // An "offline" event cannot reach the server while offline: both are sent on reconnection.
+    window.addEventListener("offline", function () { offlineSince = Date.now(); });
+    window.addEventListener("online", function () {
+      var since = offlineSince === null ? Date.now() : offlineSince;
+      offlineSince = null;
+      q.event("offline", { since: since });
+      q.event("online", { offline_ms: Date.now() - since });
+    });
     /** @type {ReturnType<typeof setTimeout> | undefined} */
     var resizeTimer = undefined;
     window.addEventListener("resize", function () {
@@ -347,6 +655,7 @@ var HumanlikeRunner = (function () {
     });
     document.addEventListener("fullscreenchange", function () {
       q.event(document.fullscreenElement ? "fullscreen_enter" : "fullscreen_exit");
+      if (!document.fullscreenElement && state.running && state.timeline.fullscreen) askFullscreen();
     });
     window.addEventListener("error", function (e) {
       q.event("error", { message: String(e.message).slice(0, 500), source: String(e.filename || "").slice(0, 200), line: e.lineno || null });
@@ -399,27 +708,31 @@ var HumanlikeRunner = (function () {
     var done = {};
     tl.acknowledged.forEach(function (i) { done[i] = true; });
     state.queue.indices().forEach(function (i) { done[i] = true; });
+    state.done = done;
+    showProgress();
     var remaining = tl.trials.filter(function (t) { return !done[t.index]; });
     var built = buildTrials(remaining);
     if (built.unknown !== null) { unknownTrialType(built.unknown); return; }
     if (remaining.length === 0) { finish(); return; }
     var jsPsych = initJsPsych({
       display_element: "task",
-      on_finish: function () { finish(); },
+      on_finish: function () { state.running = false; finish(); },
     });
     /** @type {any[]} */
     var timeline = [];
-    if (tl.acknowledged.length === 0 && state.queue.size() === 0) {
-      timeline.push({
-        type: jsPsychHtmlButtonResponse,
-        stimulus: "<div class='instructions'>" + tl.instructions_html + "</div>",
-        choices: ["Start"],
-        on_load: function () {
-          /** @type {HTMLElement | null} */
-          var button = document.querySelector("#jspsych-html-button-response-btngroup button");
-          if (button) button.focus();
-        },
-      });
+    var resuming = remaining.length < tl.trials.length;
+    if (tl.fullscreen && document.fullscreenEnabled) {
+      timeline.push(buttonScreen("<h2>Full screen</h2><p>This study runs in full screen. " +
+        "Please stay in full screen until the end.</p>", "Enter full screen", "fullscreen",
+        function () { enterFullscreen(); }));
+    }
+    if (!resuming) {
+      timeline.push(buttonScreen("<div class='instructions'>" + tl.instructions_html + "</div>",
+                                 "Start", "instructions"));
+    } else {
+      state.queue.event("resume", { next_index: remaining[0].index });
+      timeline.push(buttonScreen("<h2>Welcome back</h2><p>You continue where you stopped: trial " +
+        (countDone() + 1) + " of " + taskTotal() + ".</p>", "Continue", "resume"));
     }
     /** @type {string[]} */
     var images = [];
@@ -432,7 +745,8 @@ var HumanlikeRunner = (function () {
       timeline.push({ type: jsPsychPreload, images: images, show_progress_bar: true,
                       max_load_time: 120000, continue_after_error: false });
     }
-    jsPsych.run(timeline.concat(built.trials));
+    state.running = true;
+    jsPsych.run(timeline.concat(withScreens(remaining, built.trials, resuming)));
   }
 
   /**
@@ -441,8 +755,16 @@ var HumanlikeRunner = (function () {
    */
   function start(config) {
     state.config = config;
+    var token = resolveToken(config);
+    if (token === null) {
+      taskRoot().innerHTML = "<div class='page'><h2>Please reopen your study link</h2><p id='start-error'></p></div>";
+      /** @type {HTMLElement} */ (document.getElementById("start-error")).textContent =
+        config.reopen || "Please open your original study link again.";
+      return;
+    }
+    if (config.resume_code) showResumeCode(config.resume_code);
     state.queue = new HumanlikeTrialQueue.TrialQueue({
-      pid: config.pid, token: config.token, api: config.api,
+      pid: config.pid, token: token, api: config.api,
       onStatus: setStatus,
       onError: function (err) { console.error("humanlike: trial rejected", err); },
     });
@@ -475,5 +797,6 @@ var HumanlikeRunner = (function () {
     });
   }
 
-  return { start: start, TRIAL_BUILDERS: TRIAL_BUILDERS, buildTrials: buildTrials, _state: state };
+  return { start: start, TRIAL_BUILDERS: TRIAL_BUILDERS, buildTrials: buildTrials,
+           withScreens: withScreens, resolveToken: resolveToken, _state: state };
 })();

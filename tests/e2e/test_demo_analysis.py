@@ -24,7 +24,7 @@ def _simulate(app, n_participants: int, responses: pd.DataFrame, rng) -> None:
     for i in range(n_participants):
         client = app.test_client()
         start = client.get(f"/start/demo?PROLIFIC_PID=sim{i}&STUDY_ID=s&SESSION_ID=x")
-        pid = start.headers["Location"].rstrip("/").split("/")[-1]
+        pid = start.headers["Location"].split("#")[0].rstrip("/").split("/")[-1]
         token = re.search(r'"token": ?"([^"]+)"', client.get(f"/task/{pid}").get_data(as_text=True)).group(1)
         auth = {"Authorization": f"Bearer {token}"}
         api = f"/api/v1/participants/{pid}"

@@ -1,0 +1,75 @@
+// The screens around the trials (block intro, practice over, breaks, fixation, ITI) and the token
+// handed over in the URL fragment.
+import * as jspsych from "jspsych";
+import { beforeEach, describe, expect, it } from "vitest";
+import { loadScript } from "./load_script.js";
+
+globalThis.jsPsychModule = jspsych;
+globalThis.jsPsychHtmlButtonResponse = { info: { name: "html-button-response" } };
+loadScript("frame_clock.js");
+loadScript("presentation.js");
+loadScript("plugins/rating.js");
+loadScript("plugins/triad.js");
+loadScript("plugins/fixation.js");
+loadScript("trial_queue.js");
+loadScript("runner.js");
+const Runner = globalThis.HumanlikeRunner;
+
+const trials = [
+  { index: 0, type: "rating", block: "r", practice: true },
+  { index: 1, type: "rating", block: "r", practice: false },
+  { index: 2, type: "rating", block: "r", practice: false },
+  { index: 3, type: "triad", block: "t", practice: false },
+  { index: 4, type: "rating", block: "r", practice: false, is_repeat: true },
+  { index: 5, type: "debrief", block: "debrief", practice: false },
+];
+
+function kinds(out) {
+  return out.map((t) => (t.data && t.data.screen) || (t.kind || "trial"));
+}
+
+beforeEach(() => {
+  window.localStorage.clear();
+  window.sessionStorage.clear();
+  Object.assign(Runner._state, {
+    timeline: {
+      trials, categories: [{ label: "cat", key: "c" }], break_every: 2,
+      presentation: { mode: "until_response", fixation_ms: 500, iti_ms: 0, duration_ms: null, mask: null },
+      blocks: { r: { intro: "Rate.", trial_type: "rating", practice_feedback: true },
+                t: { intro: "", trial_type: "triad", practice_feedback: false } },
+    },
+    frame: { frame_ms: 16.7, refresh_hz: 60 },
+  });
+});
+
+describe("withScreens", () => {
+  it("puts intros, practice feedback and 'practice over', breaks and fixation where the spec says", () => {
+    const built = trials.map((t) => ({ kind: "trial" }));
+    const out = Runner.withScreens(trials, built, false);
+    expect(kinds(out)).toEqual([
+      "intro", "fixation", "trial", "practice_feedback",
+      "practice_over", "fixation", "trial",
+      "break", "fixation", "trial",
+      "intro", "fixation", "trial",
+      "intro", "break", "fixation", "trial",
+      "trial",
+    ]);
+  });
+
+  it("a resume starts with the block intro, not a break", () => {
+    const rest = trials.slice(2);
+    const out = Runner.withScreens(rest, rest.map(() => ({ kind: "trial" })), true);
+    expect(kinds(out).slice(0, 3)).toEqual(["intro", "fixation", "trial"]);
+  });
+});
+
+describe("resolveToken", () => {
+  it("takes the token from the fragment once, keeps it per participant and clears the URL", () => {
+    window.history.replaceState(null, "", "/run/abc#token=T0k-en_1");
+    expect(Runner.resolveToken({ pid: "abc", token: null, api: "/api" })).toBe("T0k-en_1");
+    expect(window.location.hash).toBe("");
+    expect(window.sessionStorage.getItem("humanlike-token:abc")).toBe("T0k-en_1");
+    expect(Runner.resolveToken({ pid: "abc", token: null, api: "/api" })).toBe("T0k-en_1");
+    expect(Runner.resolveToken({ pid: "other", token: null, api: "/api" })).toBeNull();
+  });
+});
