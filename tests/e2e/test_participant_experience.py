@@ -34,7 +34,7 @@ def experience_spec(dest: Path) -> Path:
     """The demo's stimuli with a short timeline and every experience setting switched on."""
     from humanlike.server.demo import build_demo
 
-    spec = build_demo(dest, controversial=False)
+    spec = build_demo(dest, controversial=False, classification=False)  # rating + triad screens
     text = spec.read_text()
     text = text.replace('allow_mobile = false', 'allow_mobile = false\nbreak_every = 4')
     text = text.replace('mode = "until_response"', 'mode = "duration"\nduration_ms = 50\n'
@@ -57,8 +57,12 @@ def exp_spec(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def server(database_url, exp_spec):
+    mturk = "https://www.mturk.com https://workersandbox.mturk.com"
     app = create_app({"SECRET_KEY": "e2e", "SQLALCHEMY_DATABASE_URI": database_url,
-                      "EXPERIMENT_PATHS": [str(exp_spec)]})
+                      "EXPERIMENT_PATHS": [str(exp_spec)],
+                      # the fake MTurk below frames the study from http://localhost:<port>
+                      "FRAME_ANCESTORS": f"{mturk} http://localhost:*",
+                      "FORM_ACTION": f"{mturk} http://localhost:*"})
     database.upgrade(app)
     experiments.sync_all(app)
     live = LiveServer(app)
@@ -133,8 +137,8 @@ def run_study(view, played: Played, *, until: str, shots: dict[str, int] | None 
     while True:
         if view.url.startswith(until) or (stop_after is not None and answered >= stop_after):
             return seen
-        view.wait_for_function(
-            f"(() => {{ const s = ({STATE_JS})(); return s !== 'busy' && s !== 'saving'; }})()"
+        view.wait_for_function(  # a function, not an expression string: the CSP forbids eval
+            f"() => (() => {{ const s = ({STATE_JS})(); return s !== 'busy' && s !== 'saving'; }})()"
             f" || location.href.startsWith({until!r})", timeout=30000)
         if view.url.startswith(until):
             return seen

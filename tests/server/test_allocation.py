@@ -53,7 +53,7 @@ def enter(client, query: str = "PROLIFIC_PID=abc123") -> tuple[str, str]:
     """Follow the ``four`` study link to the task page; return (pid, token)."""
     resp = client.get(f"/start/four?{query}")
     assert resp.status_code == 302, resp.get_data(as_text=True)
-    pid = resp.headers["Location"].rstrip("/").split("/")[-1]
+    pid = resp.headers["Location"].split("#")[0].rstrip("/").split("/")[-1]
     page = client.get(f"/task/{pid}").get_data(as_text=True)
     return pid, re.search(r'"token": ?"([^"]+)"', page).group(1)
 

@@ -41,7 +41,8 @@ class Gunicorn:
         self.port = _free_port()
         self.url = f"http://{LOOPBACK}:{self.port}"
         self.env = dict(os.environ, HUMANLIKE_EXPERIMENTS=str(spec), DATABASE_URL=database_url,
-                        SECRET_KEY=secrets.token_hex(16), HUMANLIKE_INSTANCE=str(instance))
+                        SECRET_KEY=secrets.token_hex(16), HUMANLIKE_INSTANCE=str(instance),
+                        HUMANLIKE_RATE_LIMITS="off")  # load from one loopback address
         self.args = [sys.executable, "-m", "gunicorn", "--workers", str(workers),
                      "--worker-class", "gthread", "--threads", str(threads),
                      "--bind", f"{LOOPBACK}:{self.port}", "--log-level", "warning",
@@ -83,7 +84,7 @@ def enter_over_http(client: httpx.Client, base: str, slug: str, pid: str) -> tup
     """Follow a Prolific link as a browser would; return (participant id, token)."""
     resp = client.get(f"{base}/start/{slug}?PROLIFIC_PID={pid}&STUDY_ID=s&SESSION_ID=x")
     assert resp.status_code == 302, resp.text
-    public_id = resp.headers["location"].rstrip("/").split("/")[-1]
+    public_id = resp.headers["location"].split("#")[0].rstrip("/").split("/")[-1]
     page = client.get(f"{base}/task/{public_id}").text
     token = re.search(r'"token": ?"([^"]+)"', page).group(1)
     return public_id, token

@@ -48,7 +48,7 @@ def test_a_new_browser_with_the_same_session_id_resumes_with_a_fresh_token(app):
     tl = again.get(f"/api/v1/participants/{pid}/timeline", headers=auth(new)).get_json()
     assert tl["acknowledged"] == [0] and tl["next_index"] == 1
     refused = first.get(f"/api/v1/participants/{pid}/timeline", headers=auth(old))
-    assert refused.status_code == 403 and refused.get_json()["error"] == "wrong_token"
+    assert refused.status_code == 403 and refused.get_json()["error"] == "forbidden"  # the old token, revoked
     with app.app_context():
         p = db.session.execute(sa.select(Participant)).scalar_one()
         assert len(p.token_hash) == 64 and old not in p.token_hash and new not in p.token_hash
