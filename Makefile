@@ -57,6 +57,7 @@ lint: setup
 
 bench: setup
 	$(PY) bench/ingest.py
+	$(PY) bench/export.py --participants 500
 	$(PY) bench/ec_bootstrap.py
 	$(PY) bench/ratings.py
 	$(PY) bench/mlds.py
