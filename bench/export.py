@@ -25,45 +25,16 @@ from pathlib import Path
 
 import numpy as np
 
-LABELS = [str(d) for d in range(10)]
+# the same tiny rating experiment as the ingest benchmark (bench/ingest.py)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ingest import LABELS, build_bench_experiment
+
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 N_STIMULI = 200
-SPEC = """\
-slug = "bench"
-title = "Export benchmark"
-platform = "prolific"
-consent = "consent.md"
-instructions = "instructions.md"
-manifest = "stimuli/manifest.csv"
-[completion]
-prolific_code = "BENCH001"
-{categories}
-[[blocks]]
-name = "ratings"
-trial_type = "rating"
-kinds = ["natural"]
-"""
 TRIAL_COLUMNS = ("participant_id", "trial_index", "trial_type", "design", "block", "stimulus_id",
                  "response", "rt_ms", "first_rt_ms", "presented_ms", "frames", "is_repeat",
                  "client_time", "server_time")
 
-
-def build_experiment(folder: Path) -> Path:
-    """A 10-category rating experiment with ``N_STIMULI`` tiny natural images."""
-    from PIL import Image
-
-    stim = folder / "stimuli"
-    stim.mkdir(parents=True, exist_ok=True)
-    rows = ["file,kind,true_class"]
-    for i in range(N_STIMULI):
-        Image.new("L", (8, 8), color=i % 256).save(stim / f"s{i:05d}.png")
-        rows.append(f"s{i:05d}.png,natural,{i % 10}")
-    (stim / "manifest.csv").write_text("\n".join(rows) + "\n")
-    cats = "".join(f'[[categories]]\nlabel = "{d}"\nkey = "{d}"\n' for d in LABELS)
-    (folder / "experiment.toml").write_text(SPEC.format(categories=cats))
-    (folder / "consent.md").write_text("consent\n")
-    (folder / "instructions.md").write_text("instructions\n")
-    return folder / "experiment.toml"
 
 
 def trial_rows(participant_ids: list[int], stimuli: list[tuple[int, str]], n_trials: int, seed: int = 0):
@@ -176,7 +147,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench-export-") as tmp:
         folder = Path(tmp)
-        spec = build_experiment(folder / "exp")
+        spec = build_bench_experiment(folder / "exp", N_STIMULI)
         schema = None
         if args.database_url and not args.database_url.startswith("sqlite"):
             url, schema = private_schema(normalise_database_url(args.database_url))
