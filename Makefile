@@ -9,7 +9,7 @@ VENDOR := static/vendor
 JSPSYCH_PLUGINS := plugin-preload plugin-html-button-response plugin-survey-html-form
 PYTEST_ARGS ?=
 
-.PHONY: demo test js-test setup venv npm chromium demo-data lint bench clean
+.PHONY: demo test js-test setup venv npm chromium caddy demo-data lint bench clean psiturk-example
 
 setup: venv npm
 
@@ -28,6 +28,7 @@ $(VENDOR)/.installed: package.json package-lock.json
 	rm -rf $(VENDOR) && mkdir -p $(VENDOR)/jspsych $(VENDOR)/plugins
 	cp node_modules/jspsych/dist/index.browser.min.js $(VENDOR)/jspsych/jspsych.js
 	cp node_modules/jspsych/css/jspsych.css $(VENDOR)/jspsych/jspsych.css
+	mkdir -p $(VENDOR)/htmx && cp node_modules/htmx.org/dist/htmx.min.js $(VENDOR)/htmx/htmx.js
 	for p in $(JSPSYCH_PLUGINS); do \
 	  cp node_modules/@jspsych/$$p/dist/index.browser.min.js $(VENDOR)/plugins/$$p.js; done
 	touch $@
@@ -37,15 +38,28 @@ chromium:
 	  echo "installing Debian's chromium for the browser tests"; \
 	  (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
+# the reverse proxy of deploy/Caddyfile, started on loopback by tests/deploy (HTTPS in production)
+caddy:
+	@command -v caddy >/dev/null 2>&1 || { \
+	  echo "installing Debian's caddy for the production-serving tests"; \
+	  (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq caddy >/dev/null; }
+
 demo-data: setup
 	$(HUMANLIKE) demo --prepare-only
 
 demo: setup
 	$(HUMANLIKE) demo
 
-test: setup chromium js-test
+test: setup chromium caddy js-test psiturk-example
 	$(VENV)/bin/ruff check humanlike analysis server stimuli deploy tests bench
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# psiTurk 3.3.1's wheel (its example Stroop project; tests/psiturk/), downloaded, never committed
+PSITURK_WHEEL := build/psiturk/PsiTurk-3.3.1-py3-none-any.whl
+psiturk-example: $(PSITURK_WHEEL)
+
+$(PSITURK_WHEEL): | venv
+	$(PIP) download -q --no-deps psiturk==3.3.1 -d build/psiturk
 
 # the browser scripts: JSDoc types checked by TypeScript, unit tests in tests/js/ (vitest, happy-dom)
 js-test: npm
@@ -55,9 +69,11 @@ js-test: npm
 lint: setup
 	$(VENV)/bin/ruff check humanlike analysis server stimuli deploy tests bench
 
-bench: setup
+bench: setup psiturk-example
 	$(PY) bench/ingest.py
+	$(PY) bench/psiturk_sync.py
 	$(PY) bench/export.py --participants 500
+	$(PY) bench/dashboard.py --participants 300
 	$(PY) bench/ec_bootstrap.py
 	$(PY) bench/ratings.py
 	$(PY) bench/mlds.py

@@ -1,9 +1,12 @@
 """Ingest benchmark: simulated participants send trials one request each through the real HTTP API.
 
     python bench/ingest.py --participants 50 --trials 200 --concurrency 25 [--url URL] [--database-url URL]
+        [--server {gunicorn,granian}] [--instances N] [--proxy {none,caddy}]
 
 Without --url it builds a bench experiment, prepares the database (a temporary SQLite file, or
---database-url) and starts gunicorn (2 gthread workers; 1 thread each on SQLite, 4 on PostgreSQL) on a free port, then stops it afterwards.
+--database-url) and starts N app server instances (the shipped deploy/ configuration through
+humanlike.deploy.stack; 2 worker processes each, 1 thread each on SQLite, 4 on PostgreSQL), behind
+Caddy (the shipped Caddyfile, on loopback) with --proxy caddy, then stops them afterwards.
 Every participant follows a browser's path: entry link -> task page (token) -> consent -> timeline ->
 one POST per trial, sequentially -> complete. At the end every trial is checked to be stored exactly
 once, and one JSON line is printed: trials_per_s, p50_ms, p99_ms, bytes_sent, stored_ok.
@@ -13,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
 import resource
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +30,8 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+
+from humanlike.deploy.stack import DEFAULT_SERVER, LOOPBACK, SERVERS, AppServer, Caddy, running
 
 LABELS = [str(d) for d in range(10)]
 SPEC = """\
@@ -64,42 +69,32 @@ def build_bench_experiment(folder: Path, n_trials: int) -> Path:
     return folder / "experiment.toml"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(spec: Path, database_url: str, instance: Path) -> tuple[subprocess.Popen, str]:
-    """Prepare the database and start gunicorn; return the process and its base URL."""
-    env = dict(os.environ, HUMANLIKE_EXPERIMENTS=str(spec), DATABASE_URL=database_url,
+def start_servers(spec: Path, database_url: str, instance: Path, server: str = DEFAULT_SERVER,
+                  instances: int = 1, proxy: str = "none") -> tuple[contextlib.ExitStack, str]:
+    """Prepare the database and start the app servers (and Caddy); return their stack and base URL."""
+    env = dict(HUMANLIKE_EXPERIMENTS=str(spec), DATABASE_URL=database_url,
                SECRET_KEY=secrets.token_hex(16), HUMANLIKE_INSTANCE=str(instance),
                HUMANLIKE_RATE_LIMITS="off")  # every simulated participant arrives from 127.0.0.1
     prepare = (
         "from humanlike.server import create_app, database, experiments\n"
         "app = create_app(); database.upgrade(app); experiments.sync_all(app)\n"
     )
-    subprocess.run([sys.executable, "-c", prepare], env=env, check=True, capture_output=True)
-    port = free_port()
+    subprocess.run([sys.executable, "-c", prepare], env=dict(os.environ, **env), check=True,
+                   capture_output=True)
+    if proxy != "none":
+        env["HUMANLIKE_PROXY_COUNT"] = "1"
     # SQLite has one writer at a time, so extra threads only contend for it (and the GIL); with
     # PostgreSQL a thread waiting on a round trip leaves the GIL to another
-    threads = "1" if database_url.startswith("sqlite") else "4"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--workers", "2", "--worker-class", "gthread", "--threads", threads,
-         "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "--keep-alive", "30",
-         "humanlike.server:create_app()"],
-        env=env,
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("gunicorn did not start")
+    threads = 1 if database_url.startswith("sqlite") else 4
+    apps = [AppServer(env, server, workers=2, threads=threads) for _ in range(instances)]
+    parts: list[AppServer | Caddy] = list(apps)
+    if proxy == "caddy":
+        parts.append(Caddy([f"{LOOPBACK}:{a.port}" for a in apps]))
+    elif instances > 1:
+        raise SystemExit("--instances > 1 needs --proxy caddy (one URL for the participants)")
+    stack = contextlib.ExitStack()
+    stack.enter_context(running(*parts))
+    return stack, parts[-1].url
 
 
 class KeepAliveConnection:
@@ -253,17 +248,24 @@ def main() -> None:
     parser.add_argument("--url", help="an already running server (with the bench experiment)")
     parser.add_argument("--database-url", help="database for the started server (default: temp SQLite)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--server", choices=SERVERS, default=DEFAULT_SERVER,
+                        help="WSGI server of the started instances")
+    parser.add_argument("--instances", type=int, default=1,
+                        help="app server instances (2 worker processes each)")
+    parser.add_argument("--proxy", choices=("none", "caddy"), default="none",
+                        help="put Caddy (deploy/Caddyfile) in front, balancing over the instances")
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="humanlike-bench-"))
-    proc = None
+    stack = None
     database_url = args.database_url
     base = args.url
     if base is None:
         spec = build_bench_experiment(tmp / "bench", args.trials)
         if database_url is None:
             database_url = f"sqlite:///{tmp / 'bench.sqlite'}"
-        proc, base = start_server(spec, database_url, tmp / "instance")
+        stack, base = start_servers(spec, database_url, tmp / "instance", args.server,
+                                    args.instances, args.proxy)
     try:
         people, seconds = asyncio.run(
             drive(base, args.participants, args.trials, args.concurrency, args.seed))
@@ -271,9 +273,8 @@ def main() -> None:
         if database_url:
             ok = ok and count_rows(database_url, people, args.trials)
     finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(10)
+        if stack is not None:
+            stack.close()
     lat = np.concatenate([p.latencies for p in people])
     total = len(lat)
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -288,6 +289,10 @@ def main() -> None:
         "p99_ms": round(float(np.percentile(lat, 99)), 2),
         "bytes_sent": int(sum(p.bytes_sent for p in people)),
         "stored_ok": bool(ok and total == args.participants * args.trials),
+        "server": None if args.url else args.server,
+        "instances": None if args.url else args.instances,
+        "proxy": None if args.url else args.proxy,
+        "database": (database_url or "").split(":", 1)[0] or None,
     }))
 
 

@@ -55,7 +55,20 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(health.bp)
     app.register_blueprint(admin.bp)
 
+    if app.config.get("PSITURK_PROJECT"):
+        from humanlike.server import psiturk
+
+        psiturk.init_app(app, app.config["PSITURK_PROJECT"])
+
     from humanlike.server import security
 
     security.init_app(app)
+
+    from humanlike.deploy import recruiters
+
+    recruiters.init_app(app)
+    if app.config.get("PANEL_THREAD"):
+        from humanlike.server.admin.panel import start_worker
+
+        start_worker(app)
     return app

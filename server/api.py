@@ -155,6 +155,13 @@ def authorize(public_id: str) -> _Auth:
     return auth
 
 
+def _gone_or_revoked(auth: _Auth) -> None:
+    """403 ``forbidden`` for a cached participant whose row is gone (deleted) or whose token was
+    reissued since this process cached it (a resume handled by another process)."""
+    _cache.pop(auth.public_id)
+    api_abort(403, "forbidden", "this token does not open this participant")
+
+
 def _raw_body() -> bytes:
     """The request body, refused with 413 when over the limit (chunked bodies included)."""
     limit = cast(int, request.max_content_length)  # MAX_CONTENT_LENGTH is always set (config.py)
@@ -200,9 +207,12 @@ def _require(gate: Gate, status: str) -> None:
 
 
 def _participant(auth: _Auth) -> Participant:
-    """The participant's row, resumed (and committed) if it had timed out: it has come back."""
+    """The participant's row, resumed (and committed) if it had timed out: it has come back.
+    403 when the row is gone or holds another token than the cached one (see ``_gone_or_revoked``)."""
     participant = db.session.get(Participant, auth.id)
-    assert participant is not None  # authorize() found it
+    if participant is None or participant.token_hash != auth.token_hash:
+        _gone_or_revoked(auth)  # changed by another process since this one cached it
+    assert participant is not None
     if resume(participant, utcnow()):
         db.session.commit()
     auth.status = participant.status
@@ -210,11 +220,15 @@ def _participant(auth: _Auth) -> Participant:
 
 
 def _current_status(auth: _Auth) -> str:
-    status = db.session.execute(
-        sa.select(Participant.status).where(Participant.id == auth.id)
-    ).scalar_one()
-    auth.status = status
-    return status
+    """The participant's status as stored now (403 when deleted or its token reissued since)."""
+    row = db.session.execute(
+        sa.select(Participant.status, Participant.token_hash).where(Participant.id == auth.id)
+    ).one_or_none()
+    if row is None or row.token_hash != auth.token_hash:
+        _gone_or_revoked(auth)
+    assert row is not None
+    auth.status = row.status
+    return str(row.status)
 
 
 @bp.get("/participants/<pid>/timeline")
@@ -290,8 +304,9 @@ def _insert_statement(dialect: str, statuses: frozenset[str]) -> sa.Insert:
     """INSERT ... SELECT <values> WHERE <the participant's status is in ``statuses``>
     ON CONFLICT (participant_id, trial_index) DO NOTHING RETURNING id, built once.
 
-    The status check sits in the statement itself, so a status changed by another process (a
-    decline, a time-out) is seen even when this process's cached status is stale."""
+    The status and token checks sit in the statement itself, so a status changed by another
+    process (a decline, a time-out), a token it reissued (a resume) or a participant it deleted is
+    seen even when this process's cached copy is stale."""
     module = postgresql if dialect == "postgresql" else sqlite
     table = Trial.__table__
     columns = [table.c[name] for name in _TRIAL_COLUMNS]
@@ -303,6 +318,7 @@ def _insert_statement(dialect: str, statuses: frozenset[str]) -> sa.Insert:
     storable = sa.exists().where(
         people.c.id == params["participant_id"],
         people.c.status.in_(sorted(statuses)),
+        people.c.token_hash == sa.bindparam("token_hash", type_=people.c.token_hash.type),
     )
     stmt = module.insert(table).from_select(columns, sa.select(*values).where(storable))
     stmt = stmt.on_conflict_do_nothing(index_elements=["participant_id", "trial_index"])
@@ -339,8 +355,8 @@ _STORABLE_STATUSES = frozenset(s.value for s in TRIAL_STORABLE)
 
 
 def _insert_trial(values: dict[str, Any], status_update: bool) -> bool:
-    """Insert unless (participant, trial_index) exists or the participant's status forbids it;
-    True when a new row was written.
+    """Insert unless (participant, trial_index) exists, the participant's status forbids it or its
+    token is no longer ``values["token_hash"]``; True when a new row was written.
 
     The usual trial is one autocommitted statement (one round trip to PostgreSQL), taken only by
     a started (or finished) participant; the first trial, or the first after a time-out, also
@@ -406,6 +422,7 @@ def post_trial(pid: str):
         "repeat_of": design.get("repeat_of"),
         "client_time": trial.client_time,
         "server_time": utcnow(),
+        "token_hash": auth.token_hash,  # checked in the INSERT, not stored in the trial
     }
     fast = auth.status in _FAST_STATUSES
     created = _insert_trial(values, status_update=not fast)

@@ -90,6 +90,7 @@ def codebook() -> dict[str, dict[str, str]]:
     return {
         "trials": trials,
         **{t.table: {**trials, **t.columns} for t in public},
+        **{d.table: {**trials, **d.columns} for t in public for d in t.derived},
         "participants": PARTICIPANT_COLUMNS,
         "stimuli": STIMULUS_COLUMNS,
         "events": EVENT_COLUMNS,

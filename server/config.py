@@ -58,6 +58,8 @@ def build_config(instance_path: str, test_config: dict[str, Any] | None) -> dict
             p for p in os.environ.get("HUMANLIKE_EXPERIMENTS", "").split(os.pathsep) if p
         ],
         "STIMULUS_MAX_AGE": 365 * 24 * 3600,
+        # a psiTurk project folder to serve as it is (server/psiturk/)
+        "PSITURK_PROJECT": os.environ.get("HUMANLIKE_PSITURK") or None,
         "ALLOW_SPEC_CHANGE": os.environ.get("HUMANLIKE_ALLOW_SPEC_CHANGE", "").lower()
         in ("1", "true", "yes"),
         # web hardening (server/security.py)
@@ -70,6 +72,9 @@ def build_config(instance_path: str, test_config: dict[str, Any] | None) -> dict
         "RATELIMIT_STORAGE_URI": os.environ.get("HUMANLIKE_RATELIMIT_STORAGE", "memory://"),
         "START_RATE_LIMIT": os.environ.get("HUMANLIKE_START_RATE_LIMIT", "30 per minute;300 per hour"),
         "LOGIN_RATE_LIMIT": os.environ.get("HUMANLIKE_LOGIN_RATE_LIMIT", "5 per minute;50 per hour"),
+        # the live analysis panel's background thread (docs/dashboard.md)
+        "PANEL_THREAD": os.environ.get("HUMANLIKE_PANEL_THREAD", "0") == "1",
+        "PANEL_INTERVAL": float(os.environ.get("HUMANLIKE_PANEL_INTERVAL", "5")),
     }
     if os.environ.get("SECRET_KEY"):
         config["SECRET_KEY"] = os.environ["SECRET_KEY"]

@@ -14,7 +14,7 @@ import pandas as pd
 from humanlike.vocabulary import StimulusKind
 
 DEMO_SLUG = "demo"
-DEMO_VERSION = "5"  # bump when the demo content changes: `humanlike demo` then rebuilds it
+DEMO_VERSION = "6"  # bump when the demo content changes: `humanlike demo` then rebuilds it
 PROLIFIC_CODE = "C1HLDEMO"
 
 
@@ -56,7 +56,7 @@ def build_demo(dest: Path, *, controversial: bool = True, mlds: bool = True, see
     if mlds:
         from humanlike.stimuli.mlds_demo import build_demo_mlds
 
-        frames.append(build_demo_mlds(stim_dir, n_sequences=2))
+        frames.append(build_demo_mlds(stim_dir, n_sequences=3))  # 3: the Psychophysical-Score needs 3
         mlds_block = demo_text("mlds_block.toml").format(repeats=4)
     classification_block = ""
     if classification:

@@ -62,9 +62,11 @@ def _trial_select(exp: Experiment) -> sa.Select:
 
 
 def _stream(stmt: sa.Select, rows: int) -> sa.CursorResult:
-    """Run ``stmt`` on the session's connection (Core rows, no ORM) through a server-side cursor."""
-    connection = db.session.connection().execution_options(yield_per=max(rows, 1))
-    return connection.execute(stmt)
+    """Run ``stmt`` on the session's connection (Core rows, no ORM) through a server-side cursor.
+
+    The option is set on the statement: set on the connection it would stay there (a Connection's
+    ``execution_options`` changes it in place) and turn the session's later UPDATEs into cursors."""
+    return db.session.connection().execute(stmt.execution_options(yield_per=max(rows, 1)))
 
 
 def trial_rows_frame(rows: list[Any], keys: list[str], slug: str) -> pd.DataFrame:
@@ -120,7 +122,10 @@ def trial_tables(trials: pd.DataFrame, labels: list[str], stimuli: pd.DataFrame)
     tables = {"trials": trials[~trials["trial_type"].isin(internal)][TRIAL_COLUMNS]}
     for t in TRIAL_TYPES.values():
         rows = trials[trials["trial_type"] == t.name]
-        tables[t.table] = t.frame(ExportInput(rows, TRIAL_COLUMNS, labels, stimuli))
+        inp = ExportInput(rows, TRIAL_COLUMNS, labels, stimuli)
+        tables[t.table] = t.frame(inp)
+        for derived in t.derived:
+            tables[derived.table] = derived.frame(tables[t.table], inp)
     return tables
 
 
@@ -158,12 +163,13 @@ def event_counts(exp: Experiment) -> pd.DataFrame:
     return pd.DataFrame.from_dict(totals, orient="index", columns=list(EVENT_COUNTS))
 
 
-def participant_table(exp: Experiment) -> pd.DataFrame:
+def participant_table(exp: Experiment, ids: list[int] | None = None) -> pd.DataFrame:
     """One row per participant (arrival order): identity, status, timing and event counts; the one
-    place that says which participant columns come from the database."""
-    rows = db.session.execute(
-        sa.select(Participant).where(Participant.experiment_id == exp.id).order_by(Participant.id)
-    ).scalars().all()
+    place that says which participant columns come from the database. ``ids``: only those."""
+    stmt = sa.select(Participant).where(Participant.experiment_id == exp.id)
+    if ids is not None:
+        stmt = stmt.where(Participant.id.in_(ids))
+    rows = db.session.execute(stmt.order_by(Participant.id)).scalars().all()
     versions = version_hashes(exp.id)
     frame = pd.DataFrame([
         {"id": p.id, "experiment": exp.slug, "participant": p.public_id, "platform": p.platform,
@@ -260,12 +266,16 @@ class _Export:
         return tables
 
     def participant_frame(self) -> pd.DataFrame:
-        """The participants table, once every chunk has been seen."""
-        return finish_participants(self.participants, pd.Series(self.stored, dtype=int), self.qc)
+        """The participants table, once every chunk has been seen (researcher overrides applied)."""
+        from humanlike.server.overrides import apply_overrides, overrides
+
+        frame = finish_participants(self.participants, pd.Series(self.stored, dtype=int), self.qc)
+        return apply_overrides(frame, overrides(self.exp.id))
 
 
 def _table_order() -> list[str]:
-    public = [t.table for t in TRIAL_TYPES.values() if not t.internal]
+    public = [table for t in TRIAL_TYPES.values() if not t.internal
+              for table in (t.table, *(d.table for d in t.derived))]
     internal = [t.table for t in TRIAL_TYPES.values() if t.internal]
     return ["trials", *public, "participants", "stimuli", "events", *internal]
 
@@ -313,6 +323,11 @@ def write_export(slug: str, out: Path, chunk_trials: int = CHUNK_TRIALS,
         write("stimuli", run.stimuli)
         for events in event_chunks(exp, chunk_trials):
             write("events", events)
+        if exp.spec.get("kind") == "psiturk":  # psiTurk's trial records, one column per key
+            from humanlike.server.psiturk.transfer import tidy_trials
+
+            sinks["psiturk_trials"] = TableSink(out, "psiturk_trials", raw_parquet)
+            write("psiturk_trials", tidy_trials(slug))
     finally:
         for sink in sinks.values():
             sink.close()

@@ -82,8 +82,17 @@ REJECT = Transition("reject", frozenset({_S.COMPLETED, _S.SUBMITTED}), _S.REJECT
 RESUME_ALLOCATED = Transition("resume_allocated", frozenset({_S.TIMED_OUT}), _S.ALLOCATED)
 RESUME_CONSENTED = Transition("resume_consented", frozenset({_S.TIMED_OUT}), _S.CONSENTED)
 RESUME_STARTED = Transition("resume_started", frozenset({_S.TIMED_OUT}), _S.STARTED)
+SUBMIT = Transition("submit", frozenset({_S.COMPLETED}), _S.SUBMITTED)
+"""The platform has the submission (Prolific AWAITING REVIEW, MTurk Submitted): ``recruit sync``."""
+RETURN = Transition("return", PRE_TRIAL | {_S.STARTED, _S.TIMED_OUT, _S.COMPLETED, _S.SUBMITTED},
+                    _S.RETURNED)
+"""The participant gave the place back on the platform (Prolific RETURNED, MTurk abandoned);
+their stored trials stay."""
+UNREJECT = Transition("unreject", frozenset({_S.REJECTED}), _S.APPROVED)
+"""A rejection overturned (MTurk's ``OverrideRejection``, within its 30 days)."""
 TRANSITIONS: tuple[Transition, ...] = (CONSENT, DECLINE, START, COMPLETE, TIME_OUT, APPROVE, REJECT,
-                                       RESUME_ALLOCATED, RESUME_CONSENTED, RESUME_STARTED)
+                                       RESUME_ALLOCATED, RESUME_CONSENTED, RESUME_STARTED,
+                                       SUBMIT, RETURN, UNREJECT)
 
 
 def resume_transition(participant: Any) -> Transition:

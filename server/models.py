@@ -35,6 +35,10 @@ class Experiment(db.Model):  # type: ignore[name-defined]  # dynamic base
     status: Mapped[str] = mapped_column(sa.String(16), default=ExperimentStatus.LIVE.value)
     platform: Mapped[str] = mapped_column(sa.String(16), default=Platform.LOCAL.value)
     created_at: Mapped[dt.datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+    recruitment_ref: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
+    """The platform's id of the listing: Prolific study id or MTurk HIT id (``humanlike recruit``)."""
+    recruitment_meta: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    """What the platform last said about the listing: sandbox or live, status, last sync."""
 
     stimuli: Mapped[list[Stimulus]] = relationship(back_populates="experiment")
     participants: Mapped[list[Participant]] = relationship(back_populates="experiment")
@@ -120,6 +124,9 @@ class Participant(db.Model):  # type: ignore[name-defined]  # dynamic base
     )
     completion_code: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
     bonus: Mapped[float | None] = mapped_column(sa.Numeric(10, 2), nullable=True)
+    analysis_override: Mapped[str | None] = mapped_column(sa.String(16), nullable=True)
+    """``exclude`` or ``include``: a researcher's decision that overrides the QC rules, or NULL."""
+    analysis_override_reason: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
 
     experiment: Mapped[Experiment] = relationship(back_populates="participants")
     trials: Mapped[list[Trial]] = relationship(back_populates="participant")
@@ -182,6 +189,32 @@ class AuditEntry(db.Model):  # type: ignore[name-defined]  # dynamic base
     detail: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
 
 
+class Payment(db.Model):  # type: ignore[name-defined]  # dynamic base
+    """A bonus owed to a participant, written before any money moves: (participant, reason) is
+    unique, and ``idempotency_key`` is sent to the platform (MTurk's UniqueRequestToken), so a
+    double click, a retry or a crash between Prolific's create and pay steps never pays twice."""
+
+    __tablename__ = "payment"
+    __table_args__ = (
+        sa.UniqueConstraint("participant_id", "reason", name="uq_payment_participant_reason"),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    participant_id: Mapped[int] = mapped_column(sa.ForeignKey("participant.id"), index=True)
+    reason: Mapped[str] = mapped_column(sa.String(200))
+    amount: Mapped[float] = mapped_column(sa.Numeric(10, 2))
+    idempotency_key: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    status: Mapped[str] = mapped_column(sa.String(16))
+    platform_ref: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
+    """The platform's id of the bonus once created (Prolific's bonus payment id)."""
+    reply: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    actor: Mapped[str] = mapped_column(sa.String(120))
+    created_at: Mapped[dt.datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+    claimed_at: Mapped[dt.datetime | None] = mapped_column(
+        sa.DateTime(timezone=True), nullable=True
+    )
+    paid_at: Mapped[dt.datetime | None] = mapped_column(sa.DateTime(timezone=True), nullable=True)
+
+
 class AdminUser(UserMixin, db.Model):  # type: ignore[name-defined]  # dynamic base
     """A dashboard login; only a salted hash of the password is stored (werkzeug scrypt)."""
 
@@ -198,3 +231,45 @@ class AdminUser(UserMixin, db.Model):  # type: ignore[name-defined]  # dynamic b
     def check_password(self, password: str) -> bool:
         """True when ``password`` matches the stored hash."""
         return check_password_hash(self.password_hash, password)
+
+
+class ParticipantQC(db.Model):  # type: ignore[name-defined]  # dynamic base
+    """A participant's QC summary for the dashboard (sorting and filtering at scale), recomputed by
+    ``humanlike.server.admin.qc.refresh_qc`` when the participant's stored trial count changes."""
+
+    __tablename__ = "participant_qc"
+    participant_id: Mapped[int] = mapped_column(sa.ForeignKey("participant.id"), primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(sa.ForeignKey("experiment.id"), index=True)
+    n_stored: Mapped[int] = mapped_column(sa.Integer)
+    last_trial_at: Mapped[dt.datetime | None] = mapped_column(
+        sa.DateTime(timezone=True), nullable=True)
+    catch_accuracy: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    repeat_reliability: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    median_rt_ms: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    too_fast_share: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    n_blur: Mapped[int] = mapped_column(sa.Integer, default=0)
+    n_fullscreen_exit: Mapped[int] = mapped_column(sa.Integer, default=0)
+    qc_failed: Mapped[bool] = mapped_column(sa.Boolean, default=False)
+    qc_reasons: Mapped[str] = mapped_column(sa.Text, default="")
+    metrics: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    """Every metric of the QC row (natural accuracy, all-zero share, ...) for the participant page."""
+    computed_at: Mapped[dt.datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+
+
+class PanelResult(db.Model):  # type: ignore[name-defined]  # dynamic base
+    """The live analysis panel of one experiment: the last result with the data version it was
+    computed from, and a lease (owner, until) that one worker claims with an atomic UPDATE."""
+
+    __tablename__ = "panel_result"
+    experiment_id: Mapped[int] = mapped_column(sa.ForeignKey("experiment.id"), primary_key=True)
+    data_version: Mapped[str | None] = mapped_column(sa.String(200), nullable=True)
+    computed_at: Mapped[dt.datetime | None] = mapped_column(sa.DateTime(timezone=True), nullable=True)
+    seconds: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    n_participants: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    lease_owner: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
+    lease_until: Mapped[dt.datetime | None] = mapped_column(sa.DateTime(timezone=True), nullable=True)
+
+
+# psiTurk's tables live beside these (server/psiturk/models.py); imported here so the metadata is whole
+from humanlike.server.psiturk import models as _psiturk_models  # noqa: E402,F401

@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from humanlike.analysis.exclusions import ExclusionRules
+from humanlike.server.panel_spec import PanelSettings, Stopping
 from humanlike.server.platforms import Platform
 from humanlike.server.trial_types import TRIAL_TYPES, check_block_trial_type
 from humanlike.vocabulary import StimulusKind
@@ -110,6 +111,114 @@ class DebriefQuestion(_Strict):
     options: list[str] | None = None
 
 
+CodeAction = Literal["MANUALLY_REVIEW", "AUTOMATICALLY_APPROVE", "REQUEST_RETURN"]
+Device = Literal["desktop", "tablet", "mobile"]
+
+
+def _manual_review() -> list[CodeAction]:
+    return ["MANUALLY_REVIEW"]
+
+
+def _desktop() -> list[Device]:
+    return ["desktop"]
+
+
+class ProlificCompletionCode(_Strict):
+    """A Prolific completion code and what Prolific does when a participant submits it."""
+
+    code: str = Field(pattern=r"^[A-Za-z0-9]{4,32}$")
+    code_type: str = Field(default="COMPLETED", pattern=r"^[A-Z_]{1,64}$")
+    actions: list[CodeAction] = Field(default_factory=_manual_review, min_length=1)
+
+    @model_validator(mode="after")
+    def _compatible(self) -> ProlificCompletionCode:
+        if {"MANUALLY_REVIEW", "AUTOMATICALLY_APPROVE"} <= set(self.actions):
+            raise ValueError("actions: MANUALLY_REVIEW and AUTOMATICALLY_APPROVE exclude each other")
+        return self
+
+
+class ProlificFilter(_Strict):
+    """A Prolific eligibility filter: ``selected_values`` (choice) or ``selected_range`` (range)."""
+
+    filter_id: str = Field(min_length=1, max_length=200)
+    selected_values: list[str] | None = None
+    selected_range: dict[Literal["lower", "upper"], float] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ProlificFilter:
+        if (self.selected_values is None) == (self.selected_range is None):
+            raise ValueError(f"filter {self.filter_id!r} needs exactly one of selected_values "
+                             "or selected_range")
+        return self
+
+
+class ProlificRecruitment(_Strict):
+    """``[recruitment.prolific]``: the draft study ``humanlike recruit prolific create`` makes."""
+
+    name: str = Field(min_length=1, max_length=200)
+    internal_name: str | None = Field(default=None, max_length=200)
+    description: str = Field(min_length=1, max_length=10_000)
+    reward: Annotated[int, Field(gt=0, le=100_000)]
+    """Per participant, in minor units of the account's currency (pence / cents)."""
+    places: Annotated[int, Field(gt=0, le=100_000)]
+    estimated_minutes: Annotated[int, Field(gt=0, le=1440)]
+    maximum_minutes: Annotated[int, Field(gt=0, le=1440)] | None = None
+    device_compatibility: list[Device] = Field(default_factory=_desktop, min_length=1)
+    filters: list[ProlificFilter] = Field(default_factory=list)
+    completion_codes: list[ProlificCompletionCode] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _times(self) -> ProlificRecruitment:
+        if self.maximum_minutes is not None and self.maximum_minutes < self.estimated_minutes:
+            raise ValueError("maximum_minutes must be at least estimated_minutes")
+        codes = [c.code for c in self.completion_codes]
+        if len(set(codes)) != len(codes):
+            raise ValueError("completion_codes: each code must be unique")
+        return self
+
+
+class MTurkQualification(_Strict):
+    """One MTurk qualification requirement (a system one by name, or a custom id)."""
+
+    qualification: str = Field(min_length=1, max_length=64)
+    """``approval_rate``, ``number_approved``, ``locale``, ``masters`` or a custom type id."""
+    comparator: Literal["LessThan", "LessThanOrEqualTo", "GreaterThan", "GreaterThanOrEqualTo",
+                        "EqualTo", "NotEqualTo", "Exists", "DoesNotExist", "In", "NotIn"] = "Exists"
+    values: list[int] = Field(default_factory=list)
+    locales: list[str] = Field(default_factory=list)
+    """Locales as ``US`` or ``US-CA`` (country, optional subdivision)."""
+    actions_guarded: Literal["Accept", "PreviewAndAccept", "DiscoverPreviewAndAccept"] = "Accept"
+
+
+class MTurkRecruitment(_Strict):
+    """``[recruitment.mturk]``: the HIT ``humanlike recruit mturk create`` makes."""
+
+    sandbox: bool = True
+    title: str = Field(min_length=1, max_length=128)
+    description: str = Field(min_length=1, max_length=2000)
+    keywords: list[str] = Field(default_factory=list)
+    reward: str = Field(pattern=r"^\d{1,4}\.\d{2}$")
+    """US dollars as MTurk wants them: ``"1.50"``."""
+    assignments: Annotated[int, Field(gt=0, le=1_000_000)]
+    duration_minutes: Annotated[int, Field(ge=1, le=365 * 24 * 60)]
+    lifetime_hours: Annotated[int, Field(ge=1, le=365 * 24)] = 72
+    auto_approve_hours: Annotated[int, Field(ge=0, le=30 * 24)] = 72
+    frame_height: Annotated[int, Field(ge=0, le=10_000)] = 0
+    qualifications: list[MTurkQualification] = Field(default_factory=list)
+
+
+class Recruitment(_Strict):
+    """The optional ``[recruitment]`` table: where the study is served and each platform's listing.
+
+    Deployment settings, not the experiment's definition: excluded from the spec hash, so changing
+    a reward or adding places never makes a new spec version."""
+
+    public_url: str | None = Field(default=None, pattern=r"^https://[^\s/?#]+(/[^\s?#]*)?$")
+    """The server's public HTTPS base URL; the study link is ``<public_url>/start/<slug>``."""
+    prolific: ProlificRecruitment | None = None
+    mturk: MTurkRecruitment | None = None
+
+
 #: The ``[exclusion]`` table: QC thresholds, one definition with the analysis (a participant failing
 #: any is excluded with that reason in the export; ``min_rt_ms`` is a deprecated alias).
 Exclusion = ExclusionRules
@@ -138,6 +247,10 @@ class ExperimentSpec(_Strict):
     exclude_participants_from: list[str] = Field(default_factory=list)
     allocation_cutoff_minutes: Annotated[int, Field(gt=0, le=100_000)] = 30
     timeout_minutes: Annotated[int, Field(gt=0, le=100_000)] = 120
+    recruitment: Recruitment | None = Field(default=None, exclude=True)
+    """Platform listings (``humanlike recruit``); excluded from dumps and the spec hash."""
+    panel: PanelSettings | None = None
+    stopping: Stopping | None = None
 
     @field_validator("categories")
     @classmethod
@@ -199,6 +312,15 @@ class ExperimentSpec(_Strict):
     def presentation_for(self, condition: str) -> Presentation:
         """The presentation settings of a condition (its override, else the experiment's)."""
         return self.condition(condition).presentation or self.presentation
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        """As pydantic's, leaving out the optional dashboard tables when unset (so specs without
+        them keep the hash they had before those tables existed)."""
+        data = super().model_dump(**kwargs)
+        for name in ("panel", "stopping"):
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
 
     def canonical_json(self) -> str:
         """The spec as canonical JSON (sorted keys), the input of ``spec_hash``."""

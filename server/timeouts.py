@@ -30,6 +30,12 @@ def overdue(experiment_id: int, minutes: int, now: dt.datetime) -> sa.ColumnElem
     limit = now - dt.timedelta(minutes=minutes)
     recent_trial = sa.exists().where(Trial.participant_id == Participant.id, Trial.server_time >= limit)
     recent_event = sa.exists().where(Event.participant_id == Participant.id, Event.server_time >= limit)
+    # a psiTurk participant's saves are rows of psiturk_trial (server/psiturk/)
+    from humanlike.server.psiturk.models import PsiturkAssignment, PsiturkTrial
+
+    recent_psiturk = sa.exists().where(
+        PsiturkAssignment.participant_id == Participant.id,
+        PsiturkTrial.assignment_id == PsiturkAssignment.id, PsiturkTrial.server_time >= limit)
     return sa.and_(
         Participant.experiment_id == experiment_id,
         Participant.status.in_(TIME_OUT.sources),
@@ -38,6 +44,7 @@ def overdue(experiment_id: int, minutes: int, now: dt.datetime) -> sa.ColumnElem
         sa.or_(Participant.started_at.is_(None), Participant.started_at < limit),
         ~recent_trial,
         ~recent_event,
+        ~recent_psiturk,
     )
 
 

@@ -10,8 +10,10 @@ and eq. 4 optimises its smooth minimum in log space,
     c_beta(x) = -(1/beta) log sum_t exp(-beta log v_t(x)),   v = the four terms above,
 
 which approaches log c(x) from below as beta grows (0 <= log c - c_beta <= log(4) / beta). The image
-is parametrised as x = sigmoid(z) with z drawn from uniform noise and z is optimised with Adam for
-beta = 1, 10, 100 in turn; a stimulus still below the threshold (0.85) is restarted from new noise.
+is parametrised as x = sigmoid(z) with z drawn from uniform noise (or in the decorrelated Fourier
+space for colour networks, see ``image_parameterisation``) and optimised with Adam for beta = 1,
+10, 100 in turn; a stimulus still below the threshold (0.85) is restarted from new noise. Any
+channel count and resolution; on the models' device, optionally under mixed precision.
 """
 
 from __future__ import annotations
@@ -24,8 +26,21 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
+from scipy import special
 from tqdm.auto import tqdm
 
+from humanlike.stimuli.device import (
+    PRECISIONS,
+    autocast,
+    batch_size_for,
+    check_precision,
+    resolve_device,
+)
+from humanlike.stimuli.image_parameterisation import (
+    PARAMETERISATIONS,
+    ImageParameterisation,
+    settings_learning_rate,
+)
 from humanlike.stimuli.models import CandidateModel
 
 
@@ -71,18 +86,26 @@ def smooth_minimum(log_terms: torch.Tensor, beta: float) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class SynthesisSettings:
-    """Optimiser settings: Adam on z (x = sigmoid(z)), one run per beta until the best smooth score
-    (in probability space, exp(c_beta)) improves by less than ``tolerance`` (relative) over the last
-    ``window`` steps, or ``max_steps``; restart from new noise while c < ``threshold``."""
+    """Optimiser settings: Adam on the image parameters (``parameterisation``: ``pixel``, x =
+    sigmoid(z), or ``fourier``, see ``image_parameterisation``), one run per beta until the best
+    smooth score (in probability space, exp(c_beta)) improves by less than ``tolerance`` (relative)
+    over the last ``window`` steps, or ``max_steps``; restart from new noise while c <
+    ``threshold``. ``learning_rate`` None takes the parametrisation's default (pixel 0.3, Fourier
+    0.05); ``batch_size`` None sizes batches to the device (one batch on the CPU); ``precision``
+    ``bfloat16`` / ``float16`` runs the optimiser's forward passes under autocast (the reported c
+    is always recomputed in float32)."""
 
     betas: tuple[float, ...] = (1.0, 10.0, 100.0)
-    learning_rate: float = 0.3
+    learning_rate: float | None = None
     window: int = 50
     tolerance: float = 1e-3
     max_steps: int = 1000
     threshold: float = 0.85
     max_attempts: int = 5
-    init_range: float = 2.0  # z0 ~ Uniform(-init_range, init_range)
+    init_range: float = 2.0  # pixel: z0 ~ Uniform(-init_range, init_range)
+    parameterisation: str = "pixel"
+    precision: str = "float32"
+    batch_size: int | None = None
 
     def __post_init__(self) -> None:
         if not self.betas or any(b <= 0 for b in self.betas):
@@ -91,6 +114,20 @@ class SynthesisSettings:
             raise ValueError("window, max_steps and max_attempts must be at least 1")
         if not 0 < self.threshold < 1:
             raise ValueError("threshold must lie strictly between 0 and 1")
+        if self.parameterisation not in PARAMETERISATIONS:
+            raise ValueError(
+                f"parameterisation must be one of {PARAMETERISATIONS}, got {self.parameterisation!r}"
+            )
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        settings_learning_rate(self.parameterisation, self.learning_rate)
+
+    @property
+    def lr(self) -> float:
+        """The learning rate in use."""
+        return settings_learning_rate(self.parameterisation, self.learning_rate)
 
 
 @dataclass(frozen=True)
@@ -100,7 +137,9 @@ class ControversialStimuli:
     ``images``: float32 (N, C, H, W) in [0, 1], quantised to 8 bits (what a PNG stores);
     ``controversiality``: eq. 2 on the quantised image; ``attempts``: noise restarts used (1-based);
     ``probabilities_1`` / ``_2``: (N, K) calibrated probabilities of each model;
-    ``image_steps``: optimiser steps summed over stimuli (the work done).
+    ``image_steps``: optimiser steps summed over stimuli (the work done);
+    ``precision_gap``: with mixed precision, max |c at that precision - c in float32| over the
+    kept images (None in float32).
     """
 
     model_1: str
@@ -114,6 +153,7 @@ class ControversialStimuli:
     probabilities_1: np.ndarray
     probabilities_2: np.ndarray
     image_steps: int
+    precision_gap: float | None = None
 
     def share_at_least(self, threshold: float = 0.85) -> float:
         """Share of class pairs whose stimulus reaches controversiality >= threshold."""
@@ -158,44 +198,61 @@ def _check_pair(model_1: CandidateModel, model_2: CandidateModel) -> None:
         )
 
 
+#: An image within this much of the best hard controversiality seen replaces the kept one.
+KEEP_TOLERANCE = 1e-4
+
+
+def image_seed(random_state: int, stimulus: int, attempt: int) -> int:
+    """The noise seed of one stimulus' attempt: independent of batching and of the other stimuli."""
+    state = np.random.SeedSequence([int(random_state), int(stimulus), int(attempt)])
+    return int(state.generate_state(1)[0])
+
+
 def _optimise(
     model_1: CandidateModel,
     model_2: CandidateModel,
     a: torch.Tensor,
     b: torch.Tensor,
     z: torch.Tensor,
+    param: ImageParameterisation,
     settings: SynthesisSettings,
     bar: tqdm,
 ) -> tuple[torch.Tensor, int]:
-    """One attempt: Adam on z for each beta in turn; returns the images with the best hard c seen.
+    """One attempt: Adam on the parameters z for each beta in turn; returns per stimulus the latest
+    image whose hard c was within ``KEEP_TOLERANCE`` of the best seen.
 
     Within a beta phase a stimulus stops (its z is frozen and it leaves the forward pass) once its
     best smooth score exp(c_beta) has improved by less than ``tolerance`` (relative) over the last
     ``window`` steps; the phase ends when every stimulus has converged or after ``max_steps``.
     """
     n = len(a)
-    best_c = torch.full((n,), -1.0)
-    best_x = torch.sigmoid(z).detach().clone()
+    device = z.device
+    best_c = torch.full((n,), -1.0, device=device)
+    best_x = param.image(z).detach().clone()
     item_steps = 0
     window = settings.window
     for beta in settings.betas:
         z = z.detach().requires_grad_(True)
-        optimiser = torch.optim.Adam([z], lr=settings.learning_rate)
-        history = torch.zeros(window + 1, n)
-        best_smooth = torch.zeros(n)
-        active = torch.ones(n, dtype=torch.bool)
+        optimiser = torch.optim.Adam([z], lr=settings.lr)
+        history = torch.zeros(window + 1, n, device=device)
+        best_smooth = torch.zeros(n, device=device)
+        active = torch.ones(n, dtype=torch.bool, device=device)
         for step in range(settings.max_steps):
             idx = active.nonzero().squeeze(1)
-            x = torch.sigmoid(z[idx])
-            terms = log_controversiality_terms(model_1(x), model_2(x), a[idx], b[idx])
+            x = param.image(z[idx])
+            with autocast(device, settings.precision):
+                logits_1, logits_2 = model_1(x), model_2(x)
+            terms = log_controversiality_terms(logits_1.float(), logits_2.float(), a[idx], b[idx])
             smooth = smooth_minimum(terms, beta)
             optimiser.zero_grad(set_to_none=False)
             (-smooth.sum()).backward()
             with torch.no_grad():
                 hard = terms.min(dim=-1).values.exp()
-                better = hard > best_c[idx]
-                best_c[idx[better]] = hard[better]
-                best_x[idx[better]] = x[better]
+                best_c[idx] = torch.maximum(best_c[idx], hard)
+                # Keep the latest image within KEEP_TOLERANCE of the best hard c seen: where c is
+                # flat (one term binds) the later, smoother-optimised image is the better one.
+                keep = hard >= best_c[idx] - KEEP_TOLERANCE
+                best_x[idx[keep]] = x[keep].to(best_x.dtype)
                 best_smooth[idx] = torch.maximum(best_smooth[idx], smooth.exp())
                 history[step % (window + 1)] = best_smooth
                 frozen = z[~active].clone()
@@ -208,8 +265,18 @@ def _optimise(
                 active &= (best_smooth - old) > settings.tolerance * old
                 if not bool(active.any()):
                     break
-        bar.set_postfix(beta=beta, mean_c=f"{best_c.mean():.3f}", refresh=False)
+        bar.set_postfix(beta=beta, mean_c=f"{best_c.mean().item():.3f}", refresh=False)
     return best_x, item_steps
+
+
+def _place(
+    model_1: CandidateModel, model_2: CandidateModel, device: torch.device | str | None
+) -> torch.device:
+    """Move both models to ``device`` (default: model 1's device) and return it."""
+    target = model_1.device if device is None else resolve_device(device)
+    model_1.to(target)
+    model_2.to(target)
+    return target
 
 
 def synthesize_controversial(
@@ -220,12 +287,15 @@ def synthesize_controversial(
     settings: SynthesisSettings | None = None,
     random_state: int = 0,
     progress: bool = True,
+    device: torch.device | str | None = None,
 ) -> ControversialStimuli:
-    """Maximise c for every (a, b) in ``class_pairs`` (default all K(K-1)) as one batch.
+    """Maximise c for every (a, b) in ``class_pairs`` (default all K(K-1)) in batches.
 
     Stimuli whose controversiality on the 8-bit image is below ``settings.threshold`` are restarted
-    from new noise (only those, as a smaller batch) up to ``settings.max_attempts`` times in all;
-    the best attempt is kept.
+    from new noise (only those) up to ``settings.max_attempts`` times in all; the best attempt is
+    kept. Stimulus i's noise at attempt k comes from its own seed (``image_seed``), so it does not
+    depend on the batch size or on the other class pairs. ``device`` moves both models there
+    (``auto``, ``cpu``, ``cuda[:N]``; default: where model 1 is).
     """
     settings = settings or SynthesisSettings()
     _check_pair(model_1, model_2)
@@ -240,11 +310,14 @@ def synthesize_controversial(
         raise ValueError("class_pairs must be a non-empty (M, 2) array of class indices")
     if pairs.min() < 0 or pairs.max() >= n_classes or np.any(pairs[:, 0] == pairs[:, 1]):
         raise ValueError(f"class_pairs must hold distinct class indices in [0, {n_classes - 1}]")
-    a_all = torch.from_numpy(pairs[:, 0].astype(np.int64))
-    b_all = torch.from_numpy(pairs[:, 1].astype(np.int64))
+    target = _place(model_1, model_2, device)
+    check_precision(settings.precision, target)
+    a_all = torch.from_numpy(pairs[:, 0].astype(np.int64)).to(target)
+    b_all = torch.from_numpy(pairs[:, 1].astype(np.int64)).to(target)
     n = len(pairs)
     shape = model_1.input_shape
-    generator = torch.Generator().manual_seed(random_state)
+    param = ImageParameterisation(settings.parameterisation, shape, target)
+    batch = batch_size_for(target, shape, n, gradients=True, requested=settings.batch_size)
 
     best_c = np.full(n, -1.0)
     best_x = np.zeros((n, *shape), dtype=np.float32)
@@ -255,22 +328,32 @@ def synthesize_controversial(
     with tqdm(desc=desc, unit="image-step", disable=not progress, leave=False) as bar:
         for attempt in range(1, settings.max_attempts + 1):
             bar.set_description(f"{desc} (attempt {attempt}, {len(todo)} pairs)")
-            z0 = (
-                torch.rand((len(todo), *shape), generator=generator) * 2 - 1
-            ) * settings.init_range
-            idx = torch.from_numpy(todo)
-            x_opt, used = _optimise(model_1, model_2, a_all[idx], b_all[idx], z0, settings, bar)
-            image_steps += used
-            x = quantise(x_opt.numpy())
-            c = _controversiality_of(model_1, model_2, x, pairs[todo, 0], pairs[todo, 1])
-            better = c > best_c[todo]
-            best_c[todo[better]] = c[better]
-            best_x[todo[better]] = x[better]
-            attempts[todo] = attempt
+            for start in range(0, len(todo), batch):
+                chunk = todo[start : start + batch]
+                seeds = np.array([image_seed(random_state, i, attempt) for i in chunk])
+                z0 = param.initial(seeds, settings.init_range)
+                idx = torch.from_numpy(chunk).to(target)
+                x_opt, used = _optimise(
+                    model_1, model_2, a_all[idx], b_all[idx], z0, param, settings, bar
+                )
+                image_steps += used
+                x = quantise(x_opt.float().cpu().numpy())
+                c = _controversiality_of(model_1, model_2, x, pairs[chunk, 0], pairs[chunk, 1])
+                better = c > best_c[chunk]
+                best_c[chunk[better]] = c[better]
+                best_x[chunk[better]] = x[better]
+                attempts[chunk] = attempt
             todo = todo[best_c[todo] < settings.threshold]
             if len(todo) == 0:
                 break
     p_1, p_2 = model_1.predict_proba(best_x), model_2.predict_proba(best_x)
+    c_final = controversiality(p_1, p_2, pairs[:, 0], pairs[:, 1])
+    gap = None
+    if settings.precision != "float32":
+        low_1 = special.expit(model_1.predict_logits(best_x, precision=settings.precision))
+        low_2 = special.expit(model_2.predict_logits(best_x, precision=settings.precision))
+        c_low = controversiality(low_1, low_2, pairs[:, 0], pairs[:, 1])
+        gap = float(np.max(np.abs(c_low - c_final)))
     return ControversialStimuli(
         model_1=model_1.name,
         model_2=model_2.name,
@@ -278,16 +361,17 @@ def synthesize_controversial(
         class_1=pairs[:, 0].copy(),
         class_2=pairs[:, 1].copy(),
         images=best_x,
-        controversiality=controversiality(p_1, p_2, pairs[:, 0], pairs[:, 1]),
+        controversiality=c_final,
         attempts=attempts,
         probabilities_1=p_1,
         probabilities_2=p_2,
         image_steps=image_steps,
+        precision_gap=gap,
     )
 
 
 def quantise(images: np.ndarray) -> np.ndarray:
-    """Round [0, 1] images to the 256 grey levels an 8-bit PNG stores."""
+    """Round [0, 1] images to the 256 levels per channel an 8-bit PNG stores."""
     return (np.round(np.clip(images, 0.0, 1.0) * 255.0) / 255.0).astype(np.float32)
 
 

@@ -38,6 +38,21 @@ MANIFEST_COLUMNS = [
 ]
 
 
+#: PIL image mode per channel count.
+PNG_MODES = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
+#: Stimuli are enlarged (nearest neighbour) to about this many pixels on their longer side,
+#: by at most ``MAX_DISPLAY_SCALE`` times.
+DISPLAY_SIDE = 224
+MAX_DISPLAY_SCALE = 8
+
+
+def display_scale_for(shape: tuple[int, ...]) -> int:
+    """Integer enlargement bringing an image's longer side near ``DISPLAY_SIDE``, at most 8x
+    (4 -> 8, 28 -> 8, 32 -> 7, 64 -> 3, 224 -> 1)."""
+    side = max(int(shape[-1]), int(shape[-2]))
+    return max(1, min(MAX_DISPLAY_SCALE, DISPLAY_SIDE // side))
+
+
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
@@ -45,12 +60,17 @@ def _safe(name: str) -> str:
 def save_png(image: np.ndarray, path: Path, *, display_scale: int = 1) -> None:
     """Write a (C, H, W) [0, 1] image as an 8-bit PNG, enlarged ``display_scale`` times (nearest)."""
     pixels = np.round(np.clip(image, 0, 1) * 255).astype(np.uint8)
+    if pixels.shape[0] not in PNG_MODES:
+        raise ValueError(
+            f"a PNG holds 1 (grey), 2 (grey + alpha), 3 (RGB) or 4 (RGBA) channels; got "
+            f"{pixels.shape[0]}"
+        )
     if pixels.shape[0] == 1:
         picture = Image.fromarray(pixels[0])
-    elif pixels.shape[0] == 3:
-        picture = Image.fromarray(np.ascontiguousarray(pixels.transpose(1, 2, 0)))
     else:
-        raise ValueError(f"images must have 1 or 3 channels, got {pixels.shape[0]}")
+        picture = Image.fromarray(
+            np.ascontiguousarray(pixels.transpose(1, 2, 0)), mode=PNG_MODES[pixels.shape[0]]
+        )
     if display_scale != 1:
         picture = picture.resize(
             (picture.width * display_scale, picture.height * display_scale),
@@ -66,10 +86,13 @@ def write_controversial_stimuli(
     out_dir: str | Path,
     *,
     subdir: str = "controversial",
-    display_scale: int = 8,
+    display_scale: int | None = None,
 ) -> pd.DataFrame:
-    """Write the chosen stimuli as PNGs under ``out_dir/subdir``; return their manifest rows."""
+    """Write the chosen stimuli as PNGs under ``out_dir/subdir`` (enlarged ``display_scale`` times;
+    default ``display_scale_for``); return their manifest rows."""
     out_dir = Path(out_dir)
+    if display_scale is None:
+        display_scale = display_scale_for(stimuli.images.shape)
     meta = stimuli.to_frame().iloc[index].reset_index(drop=True)
     stem = f"{_safe(stimuli.model_1)}_vs_{_safe(stimuli.model_2)}"
     files = []
@@ -108,12 +131,14 @@ def build_controversial_set(
     seed: int = 0,
     settings: SynthesisSettings | None = None,
     response_models: Mapping[str, CandidateModel] | None = None,
-    display_scale: int = 8,
+    display_scale: int | None = None,
     progress: bool = True,
+    device: str | None = None,
 ) -> ControversialSet:
     """For each model pair: synthesise all K(K-1) class pairs, keep ``per_pair`` by the balanced
     integer program, write PNGs and manifest rows; also writes ``model_responses.csv`` (every model
-    in ``response_models``, default ``models``, on every written stimulus)."""
+    in ``response_models``, default ``models``, on every written stimulus). ``device`` (``auto``,
+    ``cpu``, ``cuda[:N]``) moves the models there; default: where they are."""
     out_dir = Path(out_dir)
     pairs = [tuple(p) for p in model_pairs]
     if not pairs:
@@ -145,6 +170,7 @@ def build_controversial_set(
             settings=settings,
             random_state=_pair_seed(seed, position),
             progress=progress,
+            device=device,
         )
         n_classes = len(stimuli.classes)
         chosen = select_balanced(
@@ -160,6 +186,12 @@ def build_controversial_set(
         synthesised.append(stimuli)
         selections.append(chosen)
     manifest = pd.concat(rows, ignore_index=True)
-    responses = model_responses(response_models or models, manifest, out_dir)
+    responses = model_responses(
+        response_models or models,
+        manifest,
+        out_dir,
+        batch_size=settings.batch_size if settings else None,
+        progress=progress,
+    )
     responses.to_csv(out_dir / "model_responses.csv", index=False)
     return ControversialSet(manifest, responses, tuple(synthesised), tuple(selections))

@@ -75,12 +75,18 @@ def extract_features(
     *,
     layer: str | None = None,
     batch_size: int = 64,
+    device: str | torch.device | None = None,
 ) -> np.ndarray:
     """(N, D) float32 features: ``model(images)`` or the output of submodule ``layer`` (a name
     from ``model.named_modules()``), flattened per image; run in eval mode without gradients,
-    in batches of ``batch_size`` on the model's device."""
+    in batches of ``batch_size`` on ``device`` (``auto``, ``cpu``, ``cuda[:N]``; the model is
+    moved there) or, without it, on the model's device."""
     import torch
 
+    if device is not None:
+        from humanlike.stimuli.device import resolve_device
+
+        model.to(resolve_device(device))
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     x = torch.as_tensor(np.asarray(images) if not isinstance(images, torch.Tensor) else images)

@@ -14,7 +14,9 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 from scipy import special
+from tqdm.auto import tqdm
 
+from humanlike.stimuli.device import batch_size_for
 from humanlike.stimuli.models import CandidateModel
 
 RESPONSE_COLUMNS = ["model", "stimulus", "category", "probability", "logit"]
@@ -23,15 +25,17 @@ RESPONSE_COLUMNS = ["model", "stimulus", "category", "probability", "logit"]
 def load_stimulus_images(
     root: str | Path, files: Iterable[str], input_shape: tuple[int, int, int]
 ) -> np.ndarray:
-    """Read image files as float32 (N, C, H, W) in [0, 1], box-resampled to the model's input size.
+    """Read image files as float32 (N, C, H, W) in [0, 1], resampled to the model's input size:
+    box (area) resampling when shrinking, bilinear when enlarging.
 
     Box resampling exactly undoes nearest-neighbour upscaling by an integer factor, so PNGs
     enlarged for display give the model the pixels it was optimised on.
     """
     channels, height, width = input_shape
-    if channels not in (1, 3):
-        raise ValueError(f"input_shape must have 1 or 3 channels, got {channels}")
-    mode = "L" if channels == 1 else "RGB"
+    modes = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
+    if channels not in modes:
+        raise ValueError(f"input_shape must have 1 to 4 channels (a PNG's), got {channels}")
+    mode = modes[channels]
     root = Path(root)
     arrays = []
     for name in files:
@@ -41,7 +45,9 @@ def load_stimulus_images(
         with Image.open(path) as opened:
             image = opened.convert(mode)
             if image.size != (width, height):
-                image = image.resize((width, height), Image.Resampling.BOX)
+                shrink = image.width >= width and image.height >= height
+                method = Image.Resampling.BOX if shrink else Image.Resampling.BILINEAR
+                image = image.resize((width, height), method)
             arrays.append(np.asarray(image, dtype=np.float32).reshape(height, width, channels))
     if not arrays:
         return np.zeros((0, *input_shape), dtype=np.float32)
@@ -52,8 +58,16 @@ def model_responses(
     models: Mapping[str, CandidateModel] | Iterable[CandidateModel],
     manifest: pd.DataFrame,
     root: str | Path,
+    *,
+    batch_size: int | None = None,
+    progress: bool = False,
 ) -> pd.DataFrame:
-    """Run every model on every stimulus file of ``manifest`` (relative to ``root``): long frame."""
+    """Run every model on every stimulus file of ``manifest`` (relative to ``root``): long frame.
+
+    Files are read in batches (``batch_size`` images; default sized to the first model's device and
+    input), each batch once per input shape, so a large natural set never sits in memory whole;
+    every model runs on its own device. ``progress`` shows a bar over images.
+    """
     if "file" not in manifest.columns:
         raise ValueError("manifest has no 'file' column")
     named = dict(models) if isinstance(models, Mapping) else {m.name: m for m in models}
@@ -62,22 +76,39 @@ def model_responses(
     files = manifest["file"].astype(str).tolist()
     if len(set(files)) != len(files):
         raise ValueError("manifest column 'file' has duplicate entries")
+    root = Path(root)
+    missing = [f for f in files if not (root / f).is_file()]
+    if missing:
+        raise ValueError(
+            f"manifest column 'file': {missing[0]!r} not found under {root}"
+            + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+        )
+    first = next(iter(named.values()))
+    shapes = {tuple(m.input_shape) for m in named.values()}
+    largest = max(shapes, key=lambda s: s[0] * s[1] * s[2])
+    size = batch_size_for(first.device, largest, len(files), requested=batch_size)
+    logits: dict[str, list[np.ndarray]] = {name: [] for name in named}
+    with tqdm(total=len(files), desc="model responses", unit="image", disable=not progress) as bar:
+        for start in range(0, len(files), size):
+            chunk = files[start : start + size]
+            images = {shape: load_stimulus_images(root, chunk, shape) for shape in shapes}
+            for name, model in named.items():
+                logits[name].append(
+                    model.predict_logits(images[tuple(model.input_shape)], batch_size=size)
+                )
+            bar.update(len(chunk))
     frames = []
-    images_by_shape: dict[tuple[int, ...], np.ndarray] = {}
     for name, model in named.items():
-        shape = tuple(model.input_shape)
-        if shape not in images_by_shape:
-            images_by_shape[shape] = load_stimulus_images(root, files, shape)
-        logits = model.predict_logits(images_by_shape[shape])
-        n, k = logits.shape
+        values = np.concatenate(logits[name]) if logits[name] else np.zeros((0, len(model.classes)))
+        n, k = values.shape
         frames.append(
             pd.DataFrame(
                 {
                     "model": name,
                     "stimulus": np.repeat(files, k),
                     "category": np.tile(model.classes, n),
-                    "probability": special.expit(logits.ravel()),
-                    "logit": logits.ravel(),
+                    "probability": special.expit(values.ravel()),
+                    "logit": values.ravel(),
                 }
             )
         )

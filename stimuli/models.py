@@ -188,20 +188,36 @@ class CandidateModel(nn.Module):
         """Per-class probabilities sigmoid(calibrated logits) (multi-label readout)."""
         return torch.sigmoid(self(x))
 
+    @property
+    def device(self) -> torch.device:
+        """Where the model's tensors live (the calibration buffers move with the network)."""
+        return self.slope.device
+
     @torch.no_grad()
     def predict_logits(
-        self, images: np.ndarray, *, raw: bool = False, batch_size: int = 512
+        self,
+        images: np.ndarray,
+        *,
+        raw: bool = False,
+        batch_size: int | None = None,
+        precision: str = "float32",
     ) -> np.ndarray:
-        """Calibrated (or raw) logits of a float image array (N, C, H, W) in [0, 1], as numpy."""
+        """Calibrated (or raw) logits of a float image array (N, C, H, W) in [0, 1], as float64
+        numpy; run on the model's device in batches (default: sized to the device)."""
+        from humanlike.stimuli.device import autocast, batch_size_for
+
         images = np.asarray(images, dtype=np.float32)
+        device = self.device
+        size = batch_size_for(device, self.input_shape, len(images), requested=batch_size)
         fn = self.raw_logits if raw else self.forward
-        chunks = [
-            fn(torch.from_numpy(images[i : i + batch_size])).double().numpy()
-            for i in range(0, len(images), batch_size)
-        ]
+        chunks = []
+        for i in range(0, len(images), size):
+            with autocast(device, precision):
+                out = fn(torch.from_numpy(images[i : i + size]).to(device))
+            chunks.append(out.double().cpu().numpy())
         return np.concatenate(chunks) if chunks else np.zeros((0, len(self.classes)))
 
-    def predict_proba(self, images: np.ndarray, *, batch_size: int = 512) -> np.ndarray:
+    def predict_proba(self, images: np.ndarray, *, batch_size: int | None = None) -> np.ndarray:
         """Calibrated sigmoid probabilities (N, K) of a float image array in [0, 1]."""
         return special.expit(self.predict_logits(images, batch_size=batch_size))
 

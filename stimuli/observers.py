@@ -105,7 +105,7 @@ def observer_triads(
 
 
 def model_observer_triads(
-    model: torch.nn.Module,
+    model: torch.nn.Module | str | Path,
     manifest_csv: str | Path,
     design: pd.DataFrame,
     *,
@@ -115,12 +115,27 @@ def model_observer_triads(
     observer: str | None = None,
     decision_noise: float = 0.0,
     random_state: int | np.random.Generator | None = None,
+    device: str | torch.device | None = None,
 ) -> pd.DataFrame:
     """Tidy triad responses of a torch model (optionally truncated at ``layer``) to the MLDS
-    stimuli of a manifest; the observer is named ``observer`` or the model's class name."""
+    stimuli of a manifest, computed on ``device`` (default: the model's); the observer is named
+    ``observer`` or the model's class name.
+
+    ``model`` may be a model TOML (``model_spec``): its network then sees the declared input
+    normalisation, images are resized to its declared input size unless ``size`` is given,
+    ``layer`` names a submodule of the researcher's network, and the observer is named by the TOML.
+    """
+    if isinstance(model, str | Path):
+        from humanlike.stimuli.model_spec import PreparedNetwork, load_network, read_model_spec
+
+        spec = read_model_spec(model)
+        model = PreparedNetwork(load_network(spec), spec)
+        size = size or (spec.input.height, spec.input.width)
+        observer = observer or spec.name + (f":{layer}" if layer else "")
+        layer = None if layer is None else f"net.{layer}"
     _, images = load_manifest_images(manifest_csv, size=size)
     manifest = pd.read_csv(manifest_csv)
-    features = extract_features(model, images, layer=layer, batch_size=batch_size)
+    features = extract_features(model, images, layer=layer, batch_size=batch_size, device=device)
     name = observer or type(model).__name__ + (f":{layer}" if layer else "")
     return observer_triads(features, manifest, design, observer=name,
                            decision_noise=decision_noise, random_state=random_state)

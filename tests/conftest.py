@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+# boto's credential chain must never ask the EC2 instance-metadata endpoint from a test
+os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+
 PG_URL = os.environ.get("HUMANLIKE_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 ON_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -52,3 +55,22 @@ def database_url(request, tmp_path):
 @pytest.fixture
 def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """One headless Debian Chromium for the whole test session, driven by Playwright (one fixture
+    for every folder: a second sync_playwright() in the same session fails inside its event loop)."""
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run `make test` (it installs Debian's chromium)")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

@@ -41,7 +41,11 @@ def test_the_wheel_holds_one_namespace_with_static_files_templates_and_migration
                    "humanlike/server/demo_files/experiment.toml",
                    "humanlike/server/demo_files/mlds_block.toml",
                    "humanlike/server/demo_files/consent.md",
-                   "humanlike/server/demo_files/instructions.md"):
+                   "humanlike/server/demo_files/instructions.md",
+                   "humanlike/analysis/report/templates/report.html.j2",
+                   "humanlike/analysis/figures.py", "humanlike/server/simulate.py",
+                   "humanlike/deploy/gunicorn_conf.py", "humanlike/deploy/stack.py",
+                   "humanlike/deploy/Caddyfile", "humanlike/deploy/granian.env"):
         assert needed in names, needed
     # jsPsych comes from npm at build time (never from git) and ships inside the wheel
     assert "humanlike/static/vendor/jspsych/jspsych.js" in names

@@ -4,6 +4,9 @@ The public API of the subpackage; figures live in ``plots`` (imported lazily: ma
 """
 
 from humanlike.analysis.error_consistency.bounds import (
+    accuracy_range as accuracy_range,
+)
+from humanlike.analysis.error_consistency.bounds import (
     c_obs_bounds as c_obs_bounds,
 )
 from humanlike.analysis.error_consistency.bounds import (

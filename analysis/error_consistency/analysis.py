@@ -192,3 +192,26 @@ def drop_conditions(
             note += f"; not in the data: {', '.join(map(str, missing))}"
         notes.append(note)
     return frame[keep].reset_index(drop=True), notes
+
+
+def model_decision_trials(model_responses: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
+    """Each model's decision (its most probable category; the first in file order on a tie) on
+    every stimulus of ``trials`` (standard columns plus the true ``category``), scored against
+    the same true category, as observers of group 'model' in the same experiment and condition."""
+    responses = model_responses[model_responses["stimulus"].isin(trials["stimulus"])]
+    if responses.empty:
+        raise ValueError("the model responses hold none of the rated stimuli")
+    top = responses.loc[responses.groupby(["model", "stimulus"], sort=False)["probability"].idxmax()]
+    cells = trials.drop_duplicates("stimulus").set_index("stimulus")
+    missing = sorted(set(cells.index) - set(top["stimulus"]))
+    if missing:
+        raise ValueError(f"the model responses lack {len(missing)} rated stimuli, e.g. {missing[0]!r}")
+    at = cells.loc[top["stimulus"]]
+    return pd.DataFrame({
+        "experiment": at["experiment"].to_numpy(),
+        "condition": at["condition"].to_numpy(),
+        "observer": top["model"].astype(str).to_numpy(),
+        "group": "model",
+        "stimulus": top["stimulus"].astype(str).to_numpy(),
+        "correct": (top["category"].astype(str).to_numpy() == at["category"].astype(str).to_numpy()),
+    })

@@ -85,6 +85,44 @@ def kappa_min(
     return float(out) if out.ndim == 0 else out
 
 
+def accuracy_range(acc1: ArrayLike, kappa: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(low, high)``: the accuracies a second observer can have when the first has
+    ``acc1`` and their kappa is ``kappa`` (Klein et al. 2025's bounds read the other way round:
+    the ``acc2`` with ``kappa_min(acc1, acc2) <= kappa <= kappa_max(acc1, acc2)``).
+
+    For ``kappa >= 0``, solving ``kappa = kappa_max`` on either side of ``acc2 = acc1`` gives
+    ``low = kappa a1 / (2 - kappa - 2 a1 (1 - kappa))`` and
+    ``high = a1 (2 - kappa) / (kappa + 2 a1 (1 - kappa))``; for ``kappa < 0``, solving
+    ``kappa = kappa_min`` on either side of ``acc2 = 1 - acc1`` gives
+    ``low = -kappa a1 / (kappa + 2 a1 (1 - kappa))`` and
+    ``high = 1 + kappa (1 - a1) / (kappa + 2 (1 - a1)(1 - kappa))``. Both are NaN where no accuracy
+    reaches ``kappa`` (a negative kappa far below what ``acc1`` allows); e.g. ``kappa = 1`` pins
+    ``acc2 = acc1`` and ``kappa = 0`` allows every accuracy."""
+    a1 = _check_unit(acc1, "acc1")
+    k = np.asarray(kappa, dtype=float)
+    if np.any(~np.isfinite(k)) or np.any((k < -1) | (k > 1)):
+        raise ValueError("kappa must lie in [-1, 1]")
+    a1, k = np.broadcast_arrays(a1, k)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pos_low = k * a1 / (2.0 - k - 2.0 * a1 * (1.0 - k))
+        pos_high = a1 * (2.0 - k) / (k + 2.0 * a1 * (1.0 - k))
+        d_low = k + 2.0 * a1 * (1.0 - k)
+        d_high = k + 2.0 * (1.0 - a1) * (1.0 - k)
+        neg_low = np.where(d_low > 0, -k * a1 / d_low, np.inf)
+        neg_high = np.where(d_high > 0, 1.0 + k * (1.0 - a1) / d_high, -np.inf)
+    low = np.where(k >= 0, pos_low, neg_low)
+    high = np.where(k >= 0, pos_high, neg_high)
+    # a negative kappa is reached on the low side only up to acc2 = 1 - acc1, and on the high side
+    # only from there: where a side is unreachable its end moves to the pivot (or the range is empty)
+    pivot = 1.0 - a1
+    low = np.where((k < 0) & (low > pivot), np.where(high <= pivot, np.nan, pivot), low)
+    high = np.where((k < 0) & (high < pivot), np.where(np.isnan(low), np.nan, pivot), high)
+    empty = np.isnan(low) | np.isnan(high) | (low > high)
+    low = np.where(empty, np.nan, np.clip(low, 0.0, 1.0))
+    high = np.where(empty, np.nan, np.clip(high, 0.0, 1.0))
+    return low, high
+
+
 def null_band(
     c_exp: ArrayLike, n: int, *, confidence_level: float = 0.95
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -106,6 +144,7 @@ def null_band(
 
 
 __all__ = [
+    "accuracy_range",
     "c_obs_bounds",
     "c_obs_max",
     "c_obs_min",

@@ -149,20 +149,30 @@ def simulated_ci_halfwidth(
     n_sim: int = 2000,
     confidence_level: float = 0.95,
     random_state: int | np.random.Generator | None = None,
+    copies: str = "random",
 ) -> np.ndarray:
     """Return half the central ``confidence_level`` range of kappa over simulated experiments.
 
-    Each experiment's trials are i.i.d. copy-model draws, so its 2x2 table is multinomial with
-    :func:`joint_table` probabilities; all ``n_sim`` experiments per ``n`` are drawn at once.
+    ``copies="random"`` (ours, Prop. 2 as stated): each trial is copied with probability
+    ``|p_copy|``, so the trials are i.i.d. and the 2x2 table is multinomial with
+    :func:`joint_table` probabilities. ``copies="fixed"`` (Klein et al.'s released simulator):
+    exactly ``round(|p_copy| n)`` trials are copied and the rest drawn independently, which
+    removes the binomial spread of the number copied and gives narrower intervals. All
+    ``n_sim`` experiments per ``n`` are drawn at once.
     """
     check_confidence_level(confidence_level)
     n_sim = check_n_resamples(n_sim, "n_sim")
+    if copies not in ("random", "fixed"):
+        raise ValueError(f"copies must be 'random' or 'fixed', got {copies!r}")
     rng = as_rng(random_state)
     n = np.atleast_1d(np.asarray(n_trials, dtype=np.int64))
     if np.any(n < 2):
         raise ValueError("n_trials must be at least 2")
-    cells = joint_table(kappa, acc1, acc2).ravel()
-    table = rng.multinomial(n[:, None], np.broadcast_to(cells, (n.size, n_sim, 4)))
+    if copies == "random":
+        cells = joint_table(kappa, acc1, acc2).ravel()
+        table = rng.multinomial(n[:, None], np.broadcast_to(cells, (n.size, n_sim, 4)))
+    else:
+        table = _fixed_copy_tables(kappa, acc1, acc2, n, n_sim, rng)
     nf = n[:, None].astype(float)
     kap = kappa_from_rates(
         (table[..., 0] + table[..., 3]) / nf,
@@ -172,6 +182,27 @@ def simulated_ci_halfwidth(
     )
     low, high = percentile_interval(kap, confidence_level, axis=1)
     return (high - low) / 2.0
+
+
+def _fixed_copy_tables(kappa: float, acc1: float, acc2: float, n: np.ndarray, n_sim: int,
+                       rng: np.random.Generator) -> np.ndarray:
+    """2x2 tables ``(n.size, n_sim, 4)`` [11, 10, 01, 00] with exactly ``round(|p_copy| n)``
+    copied trials: those agree with the source (or disagree, p_copy < 0); the others are
+    independent draws with the source's accuracy and the copier's own marginal ``q``."""
+    params = copy_model_params(kappa, acc1, acc2)
+    q = params.copier_marginal
+    m = np.round(abs(params.copy_probability) * n).astype(np.int64)[:, None]
+    shape = (n.size, n_sim)
+    copied_right = rng.binomial(np.broadcast_to(m, shape), acc1)  # source right on copied trials
+    free = rng.multinomial(np.broadcast_to(n[:, None] - m, shape),
+                           np.broadcast_to([acc1 * q, acc1 * (1 - q), (1 - acc1) * q,
+                                            (1 - acc1) * (1 - q)], (*shape, 4)))
+    copied = np.zeros((*shape, 4), dtype=np.int64)
+    if params.copy_probability >= 0:
+        copied[..., 0], copied[..., 3] = copied_right, m - copied_right
+    else:
+        copied[..., 1], copied[..., 2] = copied_right, m - copied_right
+    return copied + free
 
 
 def trials_needed(
@@ -184,13 +215,14 @@ def trials_needed(
     method: str = "analytic",
     n_sim: int = 2000,
     random_state: int | np.random.Generator | None = None,
+    copies: str = "random",
 ) -> int:
     """Return the trials needed for a kappa CI of half-width ``ci_halfwidth`` (Klein et al. 2025).
 
     ``method="analytic"``: ``n = ceil((z_{1-alpha/2} * SE_1 / h)**2)`` with the one-trial SE of
     :func:`kappa_standard_error`. ``method="simulation"``: copy-model experiments at five sizes
     around the analytic answer give half-widths ``h(n)``; ``c = median(h(n) sqrt(n))`` and
-    ``n = ceil((c / h)**2)``.
+    ``n = ceil((c / h)**2)``; ``copies`` as in :func:`simulated_ci_halfwidth`.
     """
     check_confidence_level(confidence_level)
     if not 0.0 < ci_halfwidth < 2.0:
@@ -211,6 +243,7 @@ def trials_needed(
         n_sim=n_sim,
         confidence_level=confidence_level,
         random_state=random_state,
+        copies=copies,
     )
     c = float(np.median(h * np.sqrt(grid)))
     return int(max(2, math.ceil((c / ci_halfwidth) ** 2)))

@@ -28,6 +28,7 @@ from humanlike.analysis.error_consistency.matrix import (
     STAT_MODEL_HUMAN,
     KappaMatrix,
 )
+from humanlike.analysis.figures import set_caption
 
 _PAIR_COLOURS = {"human-human": "#d62728", "model-human": "#7f7f7f", "model-model": "#1f77b4"}
 
@@ -81,7 +82,10 @@ def plot_kappa_matrix(result: KappaMatrix, experiment: str | None = None) -> Fig
     fig.colorbar(im, ax=ax, label="Cohen's kappa (error consistency)", shrink=0.8)
     ax.set_title(f"Error consistency{'' if experiment is None else ': ' + experiment}")
     fig.tight_layout()
-    return fig
+    return set_caption(fig, (
+        "Cohen's kappa on trial-by-trial correctness for every pair of observers (Geirhos et al. "
+        "2020): red, errors shared more often than the accuracies predict; blue, less often. "
+        "Black lines separate humans from models; confidence intervals are in the table."))
 
 
 def plot_consistency_scatter(

@@ -16,6 +16,7 @@ Input: an export folder (``trials``, ``ratings``, ``triads``, ``classifications`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,14 +30,22 @@ TABLES = (
 _ID_COLUMNS = {"participant": str, "stimulus": str, "category": str}
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
-    """One table from ``.parquet`` or ``.csv`` (participant, stimulus and category as strings)."""
+def read_table(path: str | Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """One table from ``.parquet`` or ``.csv`` (participant, stimulus and category as strings);
+    with ``columns``, only those of them the table has (less memory for large exports)."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".parquet":
-        return pd.read_parquet(path)
+        if columns is None:
+            return pd.read_parquet(path)
+        import pyarrow.parquet as pq
+
+        present = set(pq.read_schema(path).names)
+        return pd.read_parquet(path, columns=[c for c in columns if c in present])
     if suffix in (".csv", ".txt", ".gz"):
-        return pd.read_csv(path, dtype=_ID_COLUMNS)  # type: ignore[arg-type]
+        wanted = None if columns is None else set(columns)
+        return pd.read_csv(path, dtype=_ID_COLUMNS,  # type: ignore[arg-type]
+                           usecols=None if wanted is None else lambda c: c in wanted)
     raise ValueError(f"{path}: expected a .csv or .parquet file")
 
 
@@ -81,12 +90,15 @@ class Export:
         """Whether the export holds table ``name``."""
         return name in self.paths
 
-    def table(self, name: str) -> pd.DataFrame:
-        """Table ``name`` as stored (no exclusions applied); ``ValueError`` if it is missing."""
+    def table(self, name: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """Table ``name`` as stored (no exclusions applied); ``ValueError`` if it is missing.
+        With ``columns`` only those are read (and nothing is cached)."""
         if name not in self.paths:
             raise ValueError(
                 f"{self.source} holds no {name}.csv or {name}.parquet (has: {sorted(self.paths)})"
             )
+        if columns is not None and name not in self._cache:
+            return read_table(self.paths[name], columns)
         if name not in self._cache:
             self._cache[name] = read_table(self.paths[name])
         return self._cache[name].copy()
@@ -151,15 +163,18 @@ class Export:
         """Triad trials for MLDS (scoring trials only)."""
         return self.scoring_trials("triads")
 
-    def ratings(self) -> pd.DataFrame:
+    def ratings(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
         """The rating frame for QC and scoring: practice trials out; catch and repeated trials kept
         (QC and reliability need them; scoring leaves them out); ``stimuli`` metadata joined.
         Excluded participants stay in for the QC table; pass :attr:`participants` and
-        ``respect_export_exclusions=not include_excluded`` to the ratings analysis."""
+        ``respect_export_exclusions=not include_excluded`` to the ratings analysis. ``columns``
+        reads only those columns (of a large export)."""
         from humanlike.analysis.io.golan import golan_to_tidy, is_golan_frame
         from humanlike.analysis.ratings.data import attach_stimuli, validate_ratings
 
-        frame = self.table("ratings")
+        frame = self.table("ratings", None if columns is None else [*columns, "practice"])
+        if columns is not None and not {"participant", "stimulus", "category"} <= set(frame):
+            frame = self.table("ratings")  # not our export's layout (e.g. Golan et al.): all of it
         if is_golan_frame(frame):
             return validate_ratings(golan_to_tidy(frame))
         frame = frame[~flag(frame, "practice")].reset_index(drop=True)

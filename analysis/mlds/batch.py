@@ -64,6 +64,29 @@ class ScaleFits:
     def n_levels(self) -> int:
         return int(self.scale.shape[1])
 
+    def flags(self) -> np.ndarray:
+        """One word per group saying why its scale should not be read as a perceptual scale, or
+        '': 'not converged', 'level missing', 'reversed' (psi_N < 0, i.e. a negative sigma: the
+        scale runs backwards) or 'non-monotone' (the unit-noise scale drops between adjacent
+        levels by more than twice the standard error of the difference, taken without the
+        covariance, so conservative)."""
+        flags = np.full(len(self.sigma), "", dtype=object)
+        with np.errstate(invalid="ignore"):
+            drop = self.scale[:, :-1] - self.scale[:, 1:]
+            spread = 2.0 * np.sqrt(self.se[:, :-1] ** 2 + self.se[:, 1:] ** 2)
+            non_monotone = (drop > np.nan_to_num(spread, nan=0.0)).any(axis=1)
+            reversed_ = ~(self.sigma > 0)
+        flags[non_monotone] = "non-monotone"
+        flags[reversed_] = "reversed"
+        flags[~self.identified] = "level missing"
+        flags[~self.converged] = "not converged"
+        return flags
+
+    @property
+    def valid(self) -> np.ndarray:
+        """Groups whose scale converged, saw every level, and is neither reversed nor non-monotone."""
+        return self.flags() == ""
+
     def summary_frame(self) -> pd.DataFrame:
         """One row per group: keys, sigma (and CI), log-likelihood, trials, convergence flags."""
         out = self.keys.copy()
@@ -74,6 +97,8 @@ class ScaleFits:
         out["n_trials"] = self.n_trials
         out["converged"] = self.converged
         out["identified"] = self.identified
+        out["flag"] = self.flags()
+        out["valid"] = out["flag"] == ""
         if self.n_failed is not None:
             out["n_resamples"] = self.n_resamples
             out["n_failed"] = self.n_failed
@@ -97,10 +122,16 @@ class ScaleFits:
         ok = self.converged & self.identified
         if not ok.any():
             return f"{len(self.keys)} {label} scale(s); none converged"
-        return (
+        flags = self.flags()
+        flagged = flags[ok & (flags != "")]
+        text = (
             f"{len(self.keys)} {label} scale(s) from {int(self.n_trials.sum())} trials; "
             f"{int(ok.sum())} converged; median sigma {np.nanmedian(self.sigma[ok]):.3g}"
         )
+        if flagged.size:
+            words = ", ".join(f"{int((flagged == w).sum())} {w}" for w in sorted(set(flagged)))
+            text += f"; flagged: {words}"
+        return text
 
     def save(self, out_dir: str | Path, label: str = "sequence") -> list[Path]:
         """Write ``scales_by_<label>.csv`` (:meth:`to_frame`) and ``fits_by_<label>.csv``

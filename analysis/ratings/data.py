@@ -238,7 +238,9 @@ def _strata(table: pd.DataFrame) -> pd.Series:
 
 
 def _category_order(categories: Iterable[str]) -> list[str]:
-    labels = sorted(set(categories))
+    # the distinct labels first: iterating millions of Arrow-backed strings in Python is slow
+    unique = categories.unique() if isinstance(categories, pd.Series) else categories
+    labels = sorted(set(unique))
     try:
         return sorted(labels, key=float)
     except ValueError:

@@ -14,6 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from humanlike.analysis.figures import set_caption
 from humanlike.analysis.ratings.bootstrap import RatingsBootstrap
 from humanlike.analysis.ratings.reliability import repeat_pairs, repeat_reliability
 from humanlike.vocabulary import StimulusKind
@@ -96,7 +97,15 @@ def plot_model_scores(
     )
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
-    return fig
+    return set_caption(fig, (
+        f"{_SUBSET_TITLES.get(subset, subset).capitalize()}: each model's {_LABELS.get(metric, metric)} "
+        f"(blue bars, best first) with its {result.confidence_level:.0%} bootstrap CI (error bars; "
+        f"{result.n_resamples} resamples of participants and stimuli). Grey bar: the noise "
+        "ceiling's lower bound (each participant's score against the mean of the others), one "
+        "dot per participant; dashed line: the upper bound; shaded band: the noise ceiling "
+        "between them. Brackets join model pairs whose difference is significant after "
+        "Holm-Sidak correction; light bars mark models significantly below the lower bound "
+        "(Golan et al. 2020, Fig. 4)."))
 
 
 def _brackets(
@@ -158,13 +167,20 @@ def plot_repeat_reliability(frame: pd.DataFrame) -> Figure:
     right.scatter(
         order["r"], np.arange(len(order)), s=12 + order["n"] / max(order["n"].max(), 1) * 40
     )
-    right.set_yticks(np.arange(len(order)), order.index, fontsize=6)
+    if len(order) <= 40:
+        right.set_yticks(np.arange(len(order)), order.index, fontsize=6)
+    else:  # too many names to read: participants in order of their r
+        right.set_yticks([])
+        right.set_ylabel(f"{len(order)} participants, sorted by r")
     right.set_xlabel("repeat reliability r (dot size ~ n)")
     right.set_title("per participant", fontsize=10)
     for axis in (left, right):
         axis.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
-    return fig
+    return set_caption(fig, (
+        "Left: every rating of a repeated trial against the first rating of the same image and "
+        "category (jittered; dashed: identity). Right: each participant's Pearson r between "
+        "first and repeated ratings; dot size grows with the number of rating pairs."))
 
 
 def plot_rt_histograms(frame: pd.DataFrame, min_trial_rt_ms: float | None = 100.0) -> Figure:

@@ -1,5 +1,5 @@
 """The ``humanlike`` command line: serve, demo, db, create-admin, reset-lock, export,
-delete-participant, sweep-timeouts, analyze, stimuli.
+delete-participant, sweep-timeouts, recruit, analyze, stimuli, simulate, report, import.
 
 One module per command next to this one, imported only when the command runs (``--help`` stays
 fast and never imports torch or matplotlib)."""
@@ -39,6 +39,10 @@ class LazyGroup(click.Group):
         "export": "humanlike.cli.export:command",
         "delete-participant": "humanlike.cli.delete_participant:command",
         "sweep-timeouts": "humanlike.cli.sweep_timeouts:command",
+        "recruit": "humanlike.cli.recruit:command",
+        "simulate": "humanlike.cli.simulate:command",
+        "report": "humanlike.cli.report:command",
+        "panel-worker": "humanlike.cli.panel_worker:command",
     },
 )
 @click.version_option(package_name="humanlike")
@@ -64,7 +68,20 @@ def analyze() -> None:
     lazy_commands={
         "mlds": "humanlike.cli.stimuli_mlds:command",
         "controversial": "humanlike.cli.stimuli_controversial:command",
+        "responses": "humanlike.cli.stimuli_responses:command",
+        "calibrate": "humanlike.cli.stimuli_calibrate:command",
     },
 )
 def stimuli() -> None:
     """Make stimuli: MLDS blend sequences, controversial images."""
+
+
+@main.group(
+    "import",
+    cls=LazyGroup,
+    lazy_commands={
+        "psiturk": "humanlike.cli.import_psiturk:command",
+    },
+)
+def import_() -> None:
+    """Bring data from other platforms in: psiTurk."""

@@ -18,6 +18,7 @@ from tqdm import tqdm
 from humanlike.analysis.error_consistency.analysis import (
     analyze_error_consistency,
     drop_conditions,
+    model_decision_trials,
     standard_trials,
 )
 from humanlike.analysis.io.export import find_table, flag, read_export
@@ -41,10 +42,10 @@ def _decision_trials(frame: pd.DataFrame, ties: Ties) -> pd.DataFrame:
 
 
 def _read_export(
-    path: Path, include_excluded: bool, ties: Ties = "random"
+    path: Path, include_excluded: bool, ties: Ties = "random", models: pd.DataFrame | None = None
 ) -> tuple[pd.DataFrame, list[str]]:
-    """Scoring classification trials (and rating decisions) of our export as the standard
-    columns, with notes."""
+    """Scoring classification trials (and rating decisions, with each model's decisions on the
+    same images when ``models`` is given) of our export as the standard columns, with notes."""
     try:
         if path.is_dir():
             export = read_export(path, None, include_excluded)
@@ -59,8 +60,19 @@ def _read_export(
             notes += [f"classifications: {n}" for n in selection.notes]
         if export.has("decisions"):
             selection = export.decisions()
-            frames.append(_decision_trials(selection.frame, ties))
+            decisions = _decision_trials(selection.frame, ties)
+            frames.append(decisions)
             notes += [f"decisions: {n}" for n in selection.notes]
+            if models is not None:
+                cells = decisions.assign(category=selection.frame["category"].to_numpy())
+                try:
+                    frames.append(model_decision_trials(models, cells))
+                except ValueError as exc:
+                    raise click.BadParameter(str(exc), param_hint="--models") from None
+                notes.append(f"decisions: {models['model'].nunique()} models' decisions added")
+        elif models is not None:
+            raise click.BadParameter("model responses are scored against rating decisions, "
+                                     f"and {path} holds none", param_hint="--models")
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="TRIALS") from None
     if not frames:
@@ -78,20 +90,25 @@ def _read_mvh(path: Path) -> tuple[pd.DataFrame, list[str]]:
 
 
 def load_trials(
-    path: Path, include_excluded: bool = False, ties: Ties = "random"
+    path: Path, include_excluded: bool = False, ties: Ties = "random",
+    models: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame, str, list[str]]:
     """Return (standard trial frame, source kind, notes) for an export or model-vs-human path."""
     if path.is_dir():
         if any(find_table(path, t) is not None for t in ("classifications", "decisions")):
-            frame, notes = _read_export(path, include_excluded, ties)
+            frame, notes = _read_export(path, include_excluded, ties, models)
             return frame, "export", notes
         frame, notes = _read_mvh(path)
         return frame, "model-vs-human", notes
     if not path.is_file():
         raise click.BadParameter(f"no such file or folder: {path}", param_hint="TRIALS")
     if path.suffix == ".parquet" or (path.suffix == ".csv" and not is_trial_file(path)):
-        frame, notes = _read_export(path, include_excluded, ties)
+        frame, notes = _read_export(path, include_excluded, ties, models)
         return frame, "export", notes
+    if models is not None:
+        raise click.BadParameter("--models goes with our export's rating decisions, not with "
+                                 "model-vs-human data (which holds its models' trials)",
+                                 param_hint="--models")
     frame, notes = _read_mvh(path)
     return frame, "model-vs-human", notes
 
@@ -159,6 +176,13 @@ def read_condition_exclusions(path: Path) -> dict[str, list[str]]:
     show_default=True,
     help="Rating decisions with tied top ratings: the export's seeded random pick, or wrong.",
 )
+@click.option(
+    "--models",
+    "models_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Model responses (model, stimulus, category, probability): each model's most probable "
+    "category on the rated images joins the rating decisions as an observer (model-human kappa).",
+)
 @click.option("--seed", default=0, show_default=True, help="Seed of all resampling.")
 @click.option(
     "--figures/--no-figures", default=True, show_default=True, help="Also draw the PNG figures."
@@ -175,6 +199,7 @@ def command(
     include_excluded: bool,
     exclusions_file: Path | None,
     ties: Ties,
+    models_path: Path | None,
     seed: int,
     figures: bool,
 ) -> None:
@@ -185,7 +210,15 @@ def command(
     model-vs-human raw data (one CSV or a folder; other CSVs there are skipped). Writes pairs.csv, summary.csv, matrix_<experiment>.csv,
     model_comparisons.csv (two or more models) and PNG figures to --out.
     """
-    frame, kind, notes = load_trials(trials, include_excluded, ties)
+    models = None
+    if models_path is not None:
+        from humanlike.analysis.ratings.scores import load_model_responses
+
+        try:
+            models = load_model_responses(models_path)
+        except ValueError as exc:
+            raise click.BadParameter(f"{models_path}: {exc}", param_hint="--models") from None
+    frame, kind, notes = load_trials(trials, include_excluded, ties, models)
     if exclusions_file is not None:
         frame, dropped = drop_conditions(frame, read_condition_exclusions(exclusions_file))
         notes += dropped

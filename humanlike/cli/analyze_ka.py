@@ -23,7 +23,8 @@ from humanlike.analysis.kernel.protocol import balanced_subsets
 
 def _load_torch_model(spec: str):
     """A torch module from ``package.module:attr`` (a module or a factory called without
-    arguments) or from a file: TorchScript (``torch.jit.load``) or a pickled module."""
+    arguments), a model TOML (``humanlike.stimuli.model_spec``: entry point + safetensors/state-dict
+    weights, or TorchScript) or a TorchScript file. Pickled files are refused, never unpickled."""
     import torch
 
     if ":" in spec and not Path(spec).exists():
@@ -34,13 +35,19 @@ def _load_torch_model(spec: str):
             raise click.BadParameter(f"cannot import {spec!r}: {exc}", param_hint="--model") from exc
         model = obj if isinstance(obj, torch.nn.Module) else obj()
     elif Path(spec).is_file():
+        from humanlike.stimuli.model_spec import load_network, load_torchscript, read_model_spec
+
         try:
-            model = torch.jit.load(spec, map_location="cpu")
-        except RuntimeError:
-            model = torch.load(spec, map_location="cpu", weights_only=False)
+            if Path(spec).suffix == ".toml":
+                model = load_network(read_model_spec(spec))
+            else:
+                model = load_torchscript(Path(spec))
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--model") from None
     else:
         raise click.BadParameter(
-            f"{spec!r} is neither 'module:attr' nor a model file", param_hint="--model"
+            f"{spec!r} is neither 'module:attr', a model TOML nor a TorchScript file",
+            param_hint="--model",
         )
     if not isinstance(model, torch.nn.Module):
         raise click.BadParameter(f"{spec!r} did not give a torch.nn.Module", param_hint="--model")
@@ -48,7 +55,12 @@ def _load_torch_model(spec: str):
 
 
 def _model_tables(
-    spec: str, manifest: Path, layers: tuple[str, ...], size: int | None, batch_size: int
+    spec: str,
+    manifest: Path,
+    layers: tuple[str, ...],
+    size: int | None,
+    batch_size: int,
+    device: str = "cpu",
 ) -> list[FeatureTable]:
     """Features of every requested layer of the model over the manifest's images."""
     from humanlike.stimuli.features import extract_features, load_manifest_images
@@ -59,7 +71,7 @@ def _model_tables(
     stem = spec.rsplit(":", 1)[-1] if ":" in spec else Path(spec).stem
     tables = []
     for layer in layers or (None,):
-        X = extract_features(model, images, layer=layer, batch_size=batch_size)
+        X = extract_features(model, images, layer=layer, batch_size=batch_size, device=device)
         name = stem if layer is None else f"{stem}:{layer}"
         tables.append(
             FeatureTable(name, ids, np.asarray(X, dtype=np.float64).reshape(len(ids), -1))
@@ -144,7 +156,8 @@ def _labelled_and_aligned(
     help="Blank-image rate: column of the recordings, or a .npy/.csv file.",
 )
 @click.option("--no-normalise", is_flag=True, help="Use raw rates (skip Appendix B).")
-@click.option("--model", "model_spec", help="Torch model: 'module:attr' or a .pt file.")
+@click.option("--model", "model_spec", help="Torch model: 'module:attr', a model TOML or a TorchScript file "
+              "(pickled files are refused).")
 @click.option(
     "--manifest",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -153,6 +166,12 @@ def _labelled_and_aligned(
 @click.option("--layer", "layers", multiple=True, help="Model layer to read (repeatable).")
 @click.option("--image-size", type=int, default=None, help="Resize images to this side.")
 @click.option("--batch-size", type=int, default=64, show_default=True)
+@click.option(
+    "--device",
+    default="cpu",
+    show_default=True,
+    help="Where the model's features are computed: auto (a GPU when present), cpu, cuda[:N].",
+)
 @click.option(
     "--quantiles",
     default="0.1,0.5,0.9",
@@ -189,6 +208,7 @@ def command(
     layers,
     image_size,
     batch_size,
+    device,
     quantiles,
     n_subsets,
     fraction,
@@ -217,7 +237,9 @@ def command(
         ]
         tables += [read_neural(p, blank=blank, normalise=not no_normalise) for p in neural_paths]
         if model_spec:
-            tables += _model_tables(model_spec, manifest, layers, image_size, batch_size)
+            tables += _model_tables(
+                model_spec, manifest, layers, image_size, batch_size, device
+            )
         if not tables:
             raise click.UsageError("nothing to analyse: give FEATURES, --neural or --model")
         if len({t.name for t in tables}) != len(tables):

@@ -15,8 +15,11 @@ from humanlike.cli.app_context import database_option, make_app
 @click.option("--port", default=5000, show_default=True, type=int)
 @click.option("--prepare-only", is_flag=True, help="Build stimuli and database, then exit.")
 @click.option("--rebuild", is_flag=True, help="Rebuild the demo stimuli even if present.")
+@click.option("--simulated", default=12, show_default=True, type=click.IntRange(min=0),
+              help="Simulated participants the demo database starts with (0: none).")
 @database_option
-def command(host: str, port: int, prepare_only: bool, rebuild: bool, database_url: str | None) -> None:
+def command(host: str, port: int, prepare_only: bool, rebuild: bool, simulated: int,
+            database_url: str | None) -> None:
     """Serve the demo experiment with participant links for every platform."""
     import sqlalchemy as sa
 
@@ -47,6 +50,7 @@ def command(host: str, port: int, prepare_only: bool, rebuild: bool, database_ur
             db.session.commit()
             password_file.write_text(password + "\n")
             password_file.chmod(0o600)
+    report = _simulated_study(app, spec_path, simulated)
     base = f"http://{host}:{port}"
     link = f"{base}/start/{DEMO_SLUG}"
     click.echo("\nhumanlike demo experiment")
@@ -58,7 +62,70 @@ def command(host: str, port: int, prepare_only: bool, rebuild: bool, database_ur
     click.echo(f"  MTurk preview:       {link}?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=DEMOHIT1")
     click.echo(f"  admin pages:         {base}/admin/  (user 'admin', password in {password_file};")
     click.echo("                       add your own with `humanlike create-admin`)")
-    click.echo(f"  export the data:     humanlike export {DEMO_SLUG} --out demo_out\n")
+    click.echo(f"  export the data:     humanlike export {DEMO_SLUG} --out demo_out")
+    if report is not None:
+        click.echo(f"  study report:        {report}  ({simulated} simulated participants)")
+    click.echo("")
     if prepare_only:
         return
+    if "panel_worker" not in app.extensions:  # the dashboard's live panel, computed in the background
+        from humanlike.server.admin.panel import start_worker
+
+        start_worker(app)
     app.run(host=host, port=port, threaded=True)
+
+
+def _simulated_study(app, spec_path: Path, n: int) -> Path | None:
+    """Once per demo database: ``n`` simulated participants through the API (2 fail the catch
+    trials), then the export and the study report in the instance folder; returns the report."""
+    import json
+    import tomllib
+
+    import sqlalchemy as sa
+
+    from humanlike.analysis.io.export import read_export
+    from humanlike.analysis.ratings.scores import load_model_responses
+    from humanlike.analysis.report import ReportSettings, build_report
+    from humanlike.server.demo import DEMO_SLUG
+    from humanlike.server.export import write_export
+    from humanlike.server.extensions import db
+    from humanlike.server.models import Experiment, Participant
+    from humanlike.server.simulate import (
+        SimulatedStudy,
+        SimulationSettings,
+        api_client,
+        simulate_participants,
+    )
+
+    if n == 0:
+        return None
+    instance = Path(app.instance_path)
+    report = instance / "demo_report.html"
+    responses = spec_path.parent / "stimuli" / "model_responses.csv"
+    models = load_model_responses(responses) if responses.is_file() else None
+    with app.app_context():
+        count = db.session.execute(
+            sa.select(sa.func.count(Participant.id)).join(Experiment)
+            .where(Experiment.slug == DEMO_SLUG, Participant.platform_id.like("demo-sim%"))
+        ).scalar_one()
+    if count == 0:
+        settings = SimulationSettings(n_participants=n, fail_catch=min(2, n), seed=0,
+                                      id_prefix="demo-sim")
+        study = SimulatedStudy(spec_path, settings, models)
+        click.echo(f"sending {n} simulated participants through the demo ...")
+        with api_client(app=app) as client:
+            simulate_participants(client, study).save(instance / "demo_truth")
+    elif report.is_file():
+        return report
+    export = instance / "demo_export"
+    with app.app_context():
+        write_export(DEMO_SLUG, export)
+    truth_file = instance / "demo_truth" / "truth.json"
+    truth: dict[str, list[float]] | None = None
+    if truth_file.is_file():
+        truth = json.loads(truth_file.read_text())["psi"]
+    click.echo("writing the study report ...")
+    built = build_report(read_export(export), models=models,
+                         spec=tomllib.loads(spec_path.read_text()), truth=truth,
+                         settings=ReportSettings(n_resamples=500, n_sim=500))
+    return built.save(report)

@@ -21,10 +21,18 @@ from humanlike.cli.app_context import database_option, make_app
 @click.option("--neutralise-parquet", is_flag=True,
               help="Also prefix formula-like text with ' in the Parquet files (CSV always is; "
                    "Parquet keeps the raw values by default).")
+@click.option("--format", "fmt", type=click.Choice(["humanlike", "psiturk"]), default="humanlike",
+              show_default=True,
+              help="psiturk: psiTurk's trialdata.csv, questiondata.csv and eventdata.csv (as its "
+                   "download_datafiles writes them) and psiturk_trials.csv (one column per "
+                   "trialdata key).")
 @database_option
 def command(experiment: str, out: Path, pseudonymise: bool, key_file: Path | None,
-            neutralise_parquet: bool, database_url: str | None) -> None:
+            neutralise_parquet: bool, fmt: str, database_url: str | None) -> None:
     """Export EXPERIMENT (its slug) as tidy tables, streamed from the database in chunks."""
+    if fmt == "psiturk":
+        _export_psiturk(experiment, out, database_url)
+        return
     from humanlike.server.export import write_export
     from humanlike.server.pseudonyms import key_from_file, key_from_secret
 
@@ -48,3 +56,19 @@ def command(experiment: str, out: Path, pseudonymise: bool, key_file: Path | Non
     click.echo(f"codebook         -> {out / 'codebook.json'}")
     if key is not None:
         click.echo("platform, study and session ids are pseudonymised")
+
+
+def _export_psiturk(experiment: str, out: Path, database_url: str | None) -> None:
+    from humanlike.server.psiturk.transfer import tidy_trials, write_psiturk_csvs
+
+    app = make_app(database_url=database_url)
+    with app.app_context():
+        try:
+            counts = write_psiturk_csvs(experiment, out)
+            tidy = tidy_trials(experiment)
+        except LookupError as exc:
+            raise click.ClickException(str(exc)) from exc
+    tidy.to_csv(out / "psiturk_trials.csv", index=False)
+    for name, n in counts.items():
+        click.echo(f"{name:16s} {n:8d} rows  -> {out / (name + '.csv')}")
+    click.echo(f"{'psiturk_trials':16s} {len(tidy):8d} rows  -> {out / 'psiturk_trials.csv'}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -56,3 +57,12 @@ def n_resamples_option(default: int, help: str, minimum: int = 1) -> Callable[[F
         type=click.IntRange(min=minimum),
         help=help,
     )
+
+
+cache_dir_option = click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where trained demo models are cached (default ~/.cache/humanlike).",
+)
+"""``--cache-dir`` of the commands that train or load the demo models."""

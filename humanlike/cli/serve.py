@@ -1,4 +1,5 @@
-"""``humanlike serve``: run experiments (development server; gunicorn in production)."""
+"""``humanlike serve``: run experiments (development server; in production granian or gunicorn
+behind Caddy, docs/deploy.md)."""
 
 from __future__ import annotations
 
@@ -8,21 +9,30 @@ from humanlike.cli.app_context import database_option, make_app
 
 
 @click.command("serve")
-@click.option("--experiment", "experiments", multiple=True, required=True,
+@click.option("--experiment", "experiments", multiple=True,
               type=click.Path(exists=True, dir_okay=False), help="Experiment spec (TOML); repeatable.")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=5000, show_default=True, type=int)
 @click.option("--allow-spec-change", is_flag=True, default=False,
               help="Give new participants an edited spec even though participants exist "
                    "(those already allocated keep their version). Config: ALLOW_SPEC_CHANGE.")
+@click.option("--psiturk", "psiturk_project", default=None,
+              type=click.Path(exists=True, file_okay=False),
+              help="Serve a psiTurk 3 project folder as it is (config.txt, templates/, static/, "
+                   "custom.py) at /ad, /pub, /exp ... Config: PSITURK_PROJECT.")
+@click.option("--panel/--no-panel", default=True, show_default=True,
+              help="Compute the dashboard's live analysis panel in a background thread of this "
+                   "server (production: `humanlike panel-worker` beside the app servers).")
 @database_option
 def command(experiments: tuple[str, ...], host: str, port: int, allow_spec_change: bool,
-            database_url: str | None) -> None:
-    """Serve the experiments at http://HOST:PORT/start/<slug>."""
+            psiturk_project: str | None, panel: bool, database_url: str | None) -> None:
+    """Serve the experiments at http://HOST:PORT/start/<slug> (and a psiTurk project at /ad)."""
     from humanlike.server import database
     from humanlike.server import experiments as registry
 
-    app = make_app(experiments, database_url)
+    if not experiments and not psiturk_project:
+        raise click.UsageError("give --experiment SPEC (repeatable) and/or --psiturk FOLDER")
+    app = make_app(experiments, database_url, psiturk_project)
     if allow_spec_change:
         app.config["ALLOW_SPEC_CHANGE"] = True
     database.upgrade(app)
@@ -31,4 +41,15 @@ def command(experiments: tuple[str, ...], host: str, port: int, allow_spec_chang
     for slug, loaded in app.extensions["humanlike"].items():
         version = loaded.version_hash[:12]
         click.echo(f"experiment {slug} (spec version {version}): http://{host}:{port}/start/{slug}")
+    if psiturk_project:
+        for warning in app.extensions["psiturk"].project.warnings:
+            click.secho(f"warning: {warning}", fg="yellow", err=True)
+        for warning in app.extensions.get("psiturk_warnings", []):
+            click.secho(f"warning: {warning}", fg="yellow", err=True)
+        click.echo(f"psiTurk project {psiturk_project}: http://{host}:{port}/ad?hitId=debugHIT"
+                   "&assignmentId=debugASSIGN&workerId=debugWORKER&mode=debug")
+    if panel and "panel_worker" not in app.extensions:
+        from humanlike.server.admin.panel import start_worker
+
+        start_worker(app)
     app.run(host=host, port=port, threaded=True)

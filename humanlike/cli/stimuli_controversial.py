@@ -7,20 +7,13 @@ from pathlib import Path
 
 import click
 
-
-def _split(values: tuple[str, ...]) -> list[str]:
-    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+from humanlike.cli.options import cache_dir_option
+from humanlike.cli.stimuli_options import MODELS_HELP, device_option, load_models, split_values
 
 
 @click.command()
-@click.option(
-    "--models",
-    "model_specs",
-    multiple=True,
-    help="Candidate models, comma-separated or repeated: a demo model name (cnn, logreg, kde, "
-    "adv_cnn) or NAME=PATH to a file written by CandidateModel.save (unpickled: trusted files "
-    "only). Default: the four demo models.",
-)
+@click.option("--models", "model_specs", multiple=True, help=MODELS_HELP + " Default: the four "
+              "digit demo models.")  # fmt: skip
 @click.option(
     "--pairs",
     "pair_specs",
@@ -39,17 +32,31 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--max-attempts", default=5, show_default=True, help="Noise restarts (c < 0.85).")
 @click.option("--max-steps", default=1000, show_default=True, help="Step cap per beta phase.")
 @click.option(
+    "--parameterisation",
+    type=click.Choice(["pixel", "fourier"]),
+    default="pixel",
+    show_default=True,
+    help="pixel: x = sigmoid(z) per pixel; fourier: decorrelated Fourier space (colour networks).",
+)
+@click.option("--learning-rate", type=float, default=None,
+              help="Adam's step (default: 0.3 pixel, 0.05 fourier).")  # fmt: skip
+@device_option()
+@click.option(
+    "--precision",
+    type=click.Choice(["float32", "bfloat16", "float16"]),
+    default="float32",
+    show_default=True,
+    help="Mixed precision for the optimiser's forward passes (c is always reported in float32).",
+)
+@click.option("--batch-size", type=int, default=None,
+              help="Images optimised at once (default: sized to the device).")  # fmt: skip
+@click.option(
     "--threads",
     default=2,
     show_default=True,
-    help="torch intra-op threads (1 is faster on a busy machine).",
+    help="torch intra-op threads on the CPU (1 is faster on a busy machine).",
 )
-@click.option(
-    "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Where trained demo models are cached (default ~/.cache/humanlike).",
-)
+@cache_dir_option
 def command(
     model_specs: tuple[str, ...],
     pair_specs: tuple[str, ...],
@@ -58,45 +65,45 @@ def command(
     seed: int,
     max_attempts: int,
     max_steps: int,
+    parameterisation: str,
+    learning_rate: float | None,
+    device: str,
+    precision: str,
+    batch_size: int | None,
     threads: int,
     cache_dir: Path | None,
 ) -> None:
     """Make controversial stimuli for model pairs (Golan, Raju & Kriegeskorte 2020)."""
     from humanlike.stimuli.controversial import SynthesisSettings
     from humanlike.stimuli.controversial_manifest import build_controversial_set
-    from humanlike.stimuli.demo_models import DEMO_MODEL_NAMES, demo_models
-    from humanlike.stimuli.models import CandidateModel, torch_threads
+    from humanlike.stimuli.demo_models import DEMO_MODEL_NAMES
+    from humanlike.stimuli.device import check_precision
+    from humanlike.stimuli.models import torch_threads
 
-    specs = _split(model_specs) or list(DEMO_MODEL_NAMES)
-    demo_names = [s for s in specs if "=" not in s]
-    unknown = [s for s in demo_names if s not in DEMO_MODEL_NAMES]
-    if unknown:
-        raise click.BadParameter(
-            f"{unknown} are neither demo models {list(DEMO_MODEL_NAMES)} nor NAME=PATH",
-            param_hint="--models",
-        )
-    models = (
-        dict(demo_models(demo_names, cache_dir=cache_dir, random_state=seed)) if demo_names else {}
-    )
-    for spec in specs:
-        if "=" in spec:
-            name, path = spec.split("=", 1)
-            try:
-                model = CandidateModel.load(path)
-            except ValueError as error:
-                raise click.BadParameter(str(error), param_hint="--models") from error
-            model.name = name
-            models[name] = model
+    specs = split_values(model_specs) or list(DEMO_MODEL_NAMES)
+    target, models = load_models(specs, device, cache_dir, seed)
     if pair_specs:
         pairs = []
-        for spec in _split(pair_specs):
+        for spec in split_values(pair_specs):
             parts = spec.split(":")
             if len(parts) != 2:
                 raise click.BadParameter(f"{spec!r} is not A:B", param_hint="--pairs")
             pairs.append((parts[0], parts[1]))
     else:
         pairs = list(itertools.combinations(models, 2))
-    settings = SynthesisSettings(max_attempts=max_attempts, max_steps=max_steps)
+    try:
+        check_precision(precision, target)
+        settings = SynthesisSettings(
+            max_attempts=max_attempts,
+            max_steps=max_steps,
+            parameterisation=parameterisation,
+            learning_rate=learning_rate,
+            precision=precision,
+            batch_size=batch_size,
+        )
+    except ValueError as error:
+        raise click.UsageError(str(error)) from error
+    click.echo(f"device: {target}, precision: {precision}, parameterisation: {parameterisation}")
     try:
         with torch_threads(threads):
             built = build_controversial_set(
@@ -112,6 +119,12 @@ def command(
             f"/{len(stimuli.controversiality)} class pairs reached c >= 0.85; kept {len(kept)} "
             f"(c from {kept.min():.3f} to {kept.max():.3f}, mean {kept.mean():.3f})"
         )
+        if stimuli.precision_gap is not None:
+            verdict = "within" if stimuli.precision_gap <= 0.01 else "NOT within"
+            click.echo(
+                f"  {precision}: c differs from float32 by at most {stimuli.precision_gap:.4f} "
+                f"({verdict} 0.01)"
+            )
     click.echo(
         f"wrote {len(built.manifest)} stimuli, {out_dir / 'manifest.csv'} and "
         f"{out_dir / 'model_responses.csv'} ({len(built.responses)} rows)"

@@ -110,3 +110,32 @@ def test_null_band_narrows_as_trials_grow():
 def test_null_band_rejects_a_non_integer_trial_count():
     with pytest.raises(ValueError, match="n"):
         null_band(0.5, 10.5)
+
+
+def test_accuracy_range_is_where_the_kappa_bounds_admit_the_kappa():
+    # brute force over a fine grid of second accuracies: the admitted set is exactly [low, high]
+    from humanlike.analysis.error_consistency import accuracy_range
+
+    grid = np.linspace(0.0005, 0.9995, 8000)
+    for acc1 in (0.05, 0.3, 0.5, 0.72, 0.95):
+        for k in (-0.8, -0.3, -0.05, 0.0, 0.1, 0.45, 0.9):
+            low, high = accuracy_range(acc1, k)
+            admitted = (np.asarray(kappa_min(acc1, grid)) <= k + 1e-12) & (
+                k <= np.asarray(kappa_max(acc1, grid)) + 1e-12)
+            inside = (grid >= low) & (grid <= high)
+            assert (admitted != inside).sum() <= 2, (acc1, k, low, high)
+
+
+def test_accuracy_range_closed_forms():
+    from humanlike.analysis.error_consistency import accuracy_range
+
+    # kappa = 1 needs equal accuracies; kappa = 0 allows any
+    assert np.allclose(accuracy_range(0.8, 1.0), (0.8, 0.8))
+    assert np.allclose(accuracy_range(0.8, 0.0), (0.0, 1.0))
+    # kappa_max(.8, a2) = 6/11 at a2 = .6 (Klein et al.'s example above), so .6 is the low end
+    low, high = accuracy_range(0.8, 6 / 11)
+    assert np.isclose(low, 0.6) and np.isclose(float(kappa_max(0.8, high)), 6 / 11)
+    # a kappa of -0.9 is out of reach for a 95%-correct observer: an empty range
+    assert np.isnan(accuracy_range(0.95, -0.9)).all()
+    with pytest.raises(ValueError, match="kappa"):
+        accuracy_range(0.5, 1.5)

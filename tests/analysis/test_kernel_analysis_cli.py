@@ -79,8 +79,9 @@ def test_cli_computes_features_of_a_torch_model_over_a_manifest(files, monkeypat
         calls["manifest"] = (str(manifest_csv), size)
         return list(ids), images
 
-    def extract_features(model, imgs, *, layer=None, batch_size=64):
+    def extract_features(model, imgs, *, layer=None, batch_size=64, device=None):
         calls.setdefault("layers", []).append(layer)
+        calls["device"] = device
         with torch.no_grad():
             return model(torch.from_numpy(imgs)).numpy()
 
@@ -93,6 +94,7 @@ def test_cli_computes_features_of_a_torch_model_over_a_manifest(files, monkeypat
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert calls["manifest"] == (str(tmp / "manifest.csv"), 4) and calls["layers"] == [None]
+    assert calls["device"] == "cpu"  # the default of --device
     subsets = balanced_subsets(labels, n_subsets=2, random_state=0)
     expected = kernel_analysis_protocol(images.reshape(ids.size, -1), labels, subsets=subsets)
     auc = pd.read_csv(out / "ka_auc.csv").set_index("representation")
@@ -144,3 +146,24 @@ def test_cli_reads_model_features_through_the_stimuli_feature_extractor(files):
     )
     auc = pd.read_csv(out / "ka_auc.csv").set_index("representation")
     assert auc.loc["Flatten", "auc_mean"] == pytest.approx(expected.auc_mean, abs=1e-6)
+
+
+def test_a_pickled_model_file_is_refused_without_being_unpickled(tmp_path):
+    import pickle
+
+    import click
+    import torch
+
+    from humanlike.cli.analyze_ka import _load_torch_model
+
+    marker = tmp_path / "ran"
+
+    class Payload:  # unpickling this would create the marker file
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    path = tmp_path / "model.pt"
+    torch.save({"model": Payload()}, path, pickle_module=pickle)
+    with pytest.raises(click.BadParameter, match="refuses to unpickle"):
+        _load_torch_model(str(path))
+    assert not marker.exists()

@@ -9,10 +9,7 @@ import pytest
 from werkzeug.serving import make_server
 
 from humanlike.server import create_app, database, experiments
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: F401 - re-exported for older imports
 
 
 @pytest.fixture(scope="session")
@@ -21,19 +18,6 @@ def demo_spec(tmp_path_factory) -> Path:
     from humanlike.server.demo import build_demo
 
     return build_demo(tmp_path_factory.mktemp("demo") / "demo")
-
-
-@pytest.fixture(scope="session")
-def chromium():
-    """One headless Debian Chromium for the session, driven by Playwright."""
-    from playwright.sync_api import sync_playwright
-
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: run `make test` (it installs Debian's chromium)")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 class LiveServer:

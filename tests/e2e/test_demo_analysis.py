@@ -4,7 +4,6 @@ export feeds `humanlike analyze ratings` and `humanlike analyze mlds` unchanged.
 from __future__ import annotations
 
 import json
-import re
 
 import numpy as np
 import pandas as pd
@@ -15,39 +14,25 @@ from humanlike.server import create_app, database, experiments
 from humanlike.server.export import write_export
 
 
-def _simulate(app, n_participants: int, responses: pd.DataFrame, rng) -> None:
+def _simulate(app, n_participants: int, responses_path, seed: int = 0) -> None:
     """Participants whose ratings are the CNN's probabilities plus noise, rounded to the 5 levels;
-    triads answered by psi = level / 7 with noise."""
-    p_cnn = responses[responses["model"] == "cnn"].pivot(
-        index="stimulus", columns="category", values="probability")
-    p_cnn.columns = p_cnn.columns.astype(str)
-    for i in range(n_participants):
-        client = app.test_client()
-        start = client.get(f"/start/demo?PROLIFIC_PID=sim{i}&STUDY_ID=s&SESSION_ID=x")
-        pid = start.headers["Location"].split("#")[0].rstrip("/").split("/")[-1]
-        token = re.search(r'"token": ?"([^"]+)"', client.get(f"/task/{pid}").get_data(as_text=True)).group(1)
-        auth = {"Authorization": f"Bearer {token}"}
-        api = f"/api/v1/participants/{pid}"
-        client.post(api + "/consent", json={"agree": True}, headers=auth)
-        timeline = client.get(api + "/timeline", headers=auth).get_json()
-        for t in timeline["trials"]:
-            if t["type"] == "rating":
-                p = p_cnn.loc[t["stimulus"]] + rng.normal(0, 0.2, 10)
-                levels = np.clip(np.round(p.to_numpy() * 4), 0, 4) / 4
-                response = {"ratings": dict(zip(p.index, levels.tolist()))}
-            elif t["type"] == "triad":
-                d = abs(t["s1"] - t["s2"]) - abs(t["s3"] - t["s2"]) + rng.normal(0, 1.0)
-                chose_s1 = d < 0
-                response = {"choice": "left" if chose_s1 != t["swapped"] else "right"}
-            elif t["type"] == "classification":  # the CNN's most probable digit, with noise
-                p = p_cnn.loc[t["stimulus"]] + rng.normal(0, 0.2, 10)
-                response = {"choice": str(p.idxmax())}
-            else:
-                response = {"answers": {"strategy": "simulated"}}
-            body = {"trial_index": t["index"], "trial_type": t["type"], "response": response,
-                    "rt_ms": float(rng.uniform(500, 2500)), "presented_ms": 800.0, "frames": 48}
-            assert client.post(api + "/trials", json=body, headers=auth).status_code == 201
-        assert client.post(api + "/complete", headers=auth).status_code == 200
+    triads answered by a known MLDS observer; classifications by the CNN with lapses
+    (:mod:`humanlike.server.simulate`, through the HTTP API in-process); none fails catch trials."""
+    from humanlike.analysis.ratings.scores import load_model_responses
+    from humanlike.server.simulate import (
+        SimulatedStudy,
+        SimulationSettings,
+        api_client,
+        simulate_participants,
+    )
+
+    settings = SimulationSettings(n_participants=n_participants, observer="cnn", noise=0.2,
+                                  fail_catch=0, seed=seed)
+    study = SimulatedStudy(app.config["EXPERIMENT_PATHS"][0], settings,
+                           load_model_responses(responses_path))
+    with api_client(app=app) as client:
+        truth = simulate_participants(client, study)
+    assert all(p["n_trials"] > 0 for p in truth.participants)
 
 
 def test_the_demo_export_feeds_the_ratings_and_mlds_analyses(demo_spec, tmp_path):
@@ -58,7 +43,7 @@ def test_the_demo_export_feeds_the_ratings_and_mlds_analyses(demo_spec, tmp_path
     responses_path = demo_spec.parent / "stimuli" / "model_responses.csv"
     responses = pd.read_csv(responses_path, dtype={"category": str})
     assert set(responses["model"]) == {"cnn", "logreg", "kde", "adv_cnn"}
-    _simulate(app, 5, responses, np.random.default_rng(0))
+    _simulate(app, 5, responses_path)
     with app.app_context():
         write_export("demo", tmp_path / "export")
     database.dispose(app)
@@ -78,7 +63,7 @@ def test_the_demo_export_feeds_the_ratings_and_mlds_analyses(demo_spec, tmp_path
                                   "--out", str(tmp_path / "mlds")])
     assert result.exit_code == 0, result.output
     fits = pd.read_csv(tmp_path / "mlds" / "fits_by_sequence.csv")
-    assert len(fits) == 2
+    assert len(fits) == 3  # the demo's three MLDS sequences
     assert json.loads((tmp_path / "export" / "codebook.json").read_text())["triads"]
     result = runner.invoke(main, ["analyze", "ec", str(tmp_path / "export"), "--out",
                                   str(tmp_path / "ec"), "--n-boot", "100", "--n-sim", "100",
@@ -88,3 +73,34 @@ def test_the_demo_export_feeds_the_ratings_and_mlds_analyses(demo_spec, tmp_path
     assert set(summary["condition"]) >= {"noise15", "noise45"}  # the stimuli's noise levels
     assert summary[["ci_low", "ci_high"]].notna().all().all()
     assert pd.read_csv(tmp_path / "ec" / "matrix_demo.csv", index_col=0).shape == (5, 5)
+    # the rating trials' decisions give a second, human-human kappa matrix (experiment
+    # demo-ratings); with --models each model's decisions join it as observers
+    assert pd.read_csv(tmp_path / "ec" / "matrix_demo-ratings.csv", index_col=0).shape == (5, 5)
+    result = runner.invoke(main, ["analyze", "ec", str(tmp_path / "export"), "--models",
+                                  str(responses_path), "--out", str(tmp_path / "ec_models"),
+                                  "--n-resamples", "100", "--n-sim", "100", "--no-figures"])
+    assert result.exit_code == 0, result.output
+    matrix = pd.read_csv(tmp_path / "ec_models" / "matrix_demo-ratings.csv", index_col=0)
+    assert matrix.shape == (9, 9) and {"cnn", "kde", "logreg", "adv_cnn"} <= set(matrix.index)
+    pairs = pd.read_csv(tmp_path / "ec_models" / "pairs.csv")
+    ratings_pairs = pairs[pairs["experiment"] == "demo-ratings"]
+    assert ratings_pairs[["ci_low", "ci_high"]].notna().all().all()
+    # closed form: an observer that is right on every image agrees with a person exactly on the
+    # trials the person got right, so c_obs = the person's accuracy = c_exp and kappa = 0
+    decisions = pd.read_csv(tmp_path / "export" / "decisions.csv", dtype={"category": str,
+                                                                          "response": str})
+    scored = decisions[(decisions["stimulus_kind"] == "natural") & ~decisions["practice"]
+                       & ~decisions["is_repeat"]]
+    accuracy = scored.groupby("participant")["correct"].mean()
+    truth = scored.drop_duplicates("stimulus").set_index("stimulus")["category"]
+    top = responses.loc[responses.groupby(["model", "stimulus"])["probability"].idxmax()]
+    top = top[top["stimulus"].isin(truth.index)]
+    model_right = (top.set_index("stimulus")["category"] == truth.reindex(top["stimulus"]).values)
+    perfect = {m for m, ok in model_right.groupby(top["model"].values).all().items() if ok}
+    assert "cnn" in perfect
+    for model in perfect:
+        rows = ratings_pairs[ratings_pairs["observer_b"] == model].set_index("observer_a")
+        people = rows.index.intersection(accuracy.index)
+        assert len(people) == 5
+        assert np.allclose(rows.loc[people, "c_obs"], accuracy[people])
+        assert np.allclose(rows.loc[people, "kappa"], 0.0, atol=1e-9)

@@ -11,9 +11,6 @@ import random
 import re
 import secrets
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,62 +19,24 @@ from pathlib import Path
 import httpx
 import sqlalchemy as sa
 
+from humanlike.deploy.stack import AppServer
 from humanlike.server.extensions import db
 from humanlike.server.models import Trial
 
-LOOPBACK = "127.0.0.1"
+
+def app_env(spec: Path, database_url: str, instance: Path) -> dict[str, str]:
+    """The environment of an app server process serving ``spec`` from ``database_url``."""
+    return {"HUMANLIKE_EXPERIMENTS": str(spec), "DATABASE_URL": database_url,
+            "SECRET_KEY": secrets.token_hex(16), "HUMANLIKE_INSTANCE": str(instance),
+            "HUMANLIKE_RATE_LIMITS": "off"}  # load from one loopback address
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
-
-
-class Gunicorn:
-    """``sys.executable -m gunicorn`` with two gthread workers on a loopback port (a context manager)."""
+class Gunicorn(AppServer):
+    """The shipped gunicorn config (deploy/gunicorn_conf.py) with ``workers`` gthread workers on a
+    loopback port (a context manager)."""
 
     def __init__(self, spec: Path, database_url: str, instance: Path, workers: int = 2, threads: int = 8):
-        self.port = _free_port()
-        self.url = f"http://{LOOPBACK}:{self.port}"
-        self.env = dict(os.environ, HUMANLIKE_EXPERIMENTS=str(spec), DATABASE_URL=database_url,
-                        SECRET_KEY=secrets.token_hex(16), HUMANLIKE_INSTANCE=str(instance),
-                        HUMANLIKE_RATE_LIMITS="off")  # load from one loopback address
-        self.args = [sys.executable, "-m", "gunicorn", "--workers", str(workers),
-                     "--worker-class", "gthread", "--threads", str(threads),
-                     "--bind", f"{LOOPBACK}:{self.port}", "--log-level", "warning",
-                     "--graceful-timeout", "2", "humanlike.server:create_app()"]
-        self.proc: subprocess.Popen | None = None
-
-    def __enter__(self) -> Gunicorn:
-        self.proc = subprocess.Popen(self.args, env=self.env, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"gunicorn exited: {self.proc.stderr.read().decode()[-2000:]}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    return self
-            time.sleep(0.1)
-        self.__exit__()
-        raise RuntimeError("gunicorn did not start")
-
-    def workers(self) -> list[int]:
-        """The worker processes' ids (children of the arbiter)."""
-        assert self.proc is not None
-        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.proc.pid)],
-                             capture_output=True, text=True).stdout
-        return [int(p) for p in out.split()]
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        super().__init__(app_env(spec, database_url, instance), "gunicorn", workers, threads)
 
 
 def enter_over_http(client: httpx.Client, base: str, slug: str, pid: str) -> tuple[str, str]:

@@ -112,7 +112,8 @@ def test_admin_login_is_rate_limited(make_app):
 
 
 def test_unknown_usernames_cost_a_password_check_like_known_ones(make_app, monkeypatch):
-    from humanlike.server import admin, models
+    from humanlike.server import models
+    from humanlike.server.admin import auth as admin
 
     calls = []
     real = admin.check_password_hash

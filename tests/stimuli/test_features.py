@@ -104,3 +104,15 @@ def test_batch_size_does_not_change_the_features_and_training_mode_is_restored()
 def test_unknown_layer_lists_the_available_names():
     with pytest.raises(ValueError, match=r"available: \['0', '1', '2', '3'\]"):
         extract_features(small_net(), np.zeros((1, 1, 8, 8), np.float32), layer="conv9")
+
+
+def test_device_option_runs_on_the_named_device_and_refuses_an_absent_gpu():
+    net = small_net()
+    x = np.random.default_rng(2).random((3, 1, 8, 8)).astype(np.float32)
+    np.testing.assert_array_equal(extract_features(net, x, device="auto"),
+                                  extract_features(net, x, device="cpu"))  # fmt: skip
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="torch sees no CUDA GPU"):
+            extract_features(net, x, device="cuda")
+    with pytest.raises(ValueError, match="expected auto, cpu, cuda or cuda:N"):
+        extract_features(net, x, device="tpu")

@@ -86,3 +86,36 @@ def test_design_levels_missing_from_the_manifest_are_reported():
     design = pd.DataFrame({"s1": [1], "s2": [2], "s3": [5]})
     with pytest.raises(ValueError, match="levels must lie in 1..3"):
         observer_triads(feats, manifest_for({"s": feats}), design)
+
+
+def test_model_observer_from_a_model_toml_sees_the_declared_normalisation(tmp_path):
+    torch = pytest.importorskip("torch")
+    from .test_model_spec import HERE
+    from .torchvision_like import tiny_cnn
+
+    rows = []
+    for lv in range(1, 8):
+        value = round(255 * ((lv - 1) / 6) ** 2)
+        Image.fromarray(np.full((4, 4), value, np.uint8)).convert("RGB").save(tmp_path / f"l{lv}.png")
+        rows.append({"file": f"l{lv}.png", "kind": "mlds", "sequence": "grey", "level": lv})
+    pd.DataFrame(rows).to_csv(tmp_path / "manifest.csv", index=False)
+    toml = tmp_path / "tiny.toml"
+    toml.write_text(
+        f'[model]\nentry_point = "torchvision_like:tiny_cnn"\npython_path = ["{HERE}"]\n'
+        "[input]\nsize = 8\nchannels = 3\nmean = 0.5\nstd = 0.25\n"
+        '[classes]\nnames = ["a", "b", "c", "d"]\n'
+    )
+    design = triad_design(7, rng=0)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        out = model_observer_triads(toml, tmp_path / "manifest.csv", design, layer="1")
+        torch.manual_seed(0)
+        net = tiny_cnn()
+    assert (out["participant"] == "tiny:1").all()
+    # The same responses from the bare network on normalised, resized images (layer "1": ReLU).
+    grey = ((np.arange(7) / 6) ** 2 * 255).round() / 255
+    images = np.repeat(grey[:, None, None, None], 3, axis=1) * np.ones((1, 1, 8, 8))
+    with torch.no_grad():
+        feats = torch.relu(net[0]((torch.from_numpy(images).float() - 0.5) / 0.25)).flatten(1)
+    expected = observer_triads(feats.numpy(), pd.read_csv(tmp_path / "manifest.csv"), design)
+    np.testing.assert_array_equal(out["response"], expected["response"])

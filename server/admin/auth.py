@@ -1,4 +1,5 @@
-"""The researcher's admin area behind Flask-Login: login (CSRF-protected form), experiment overview."""
+"""Admin login (CSRF-protected form, rate-limited), logout, and the gate that sends every other admin
+route to the login page when nobody is logged in."""
 
 from __future__ import annotations
 
@@ -6,19 +7,20 @@ import re
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
-from flask import Blueprint, flash, redirect, render_template, request, url_for
-from flask_login import current_user, login_required, login_user, logout_user
+from flask import flash, redirect, render_template, request, url_for
+from flask_login import current_user, login_user, logout_user
 from flask_wtf import FlaskForm
 from werkzeug.security import check_password_hash
 from wtforms import PasswordField, StringField
 from wtforms.validators import DataRequired, Length
 
+from humanlike.server.admin import bp
 from humanlike.server.extensions import db, login_manager
-from humanlike.server.lifecycle import ParticipantStatus
-from humanlike.server.models import AdminUser, Experiment, Participant
+from humanlike.server.models import AdminUser
 from humanlike.server.security import dummy_password_hash, limiter, login_limit
 
-bp = Blueprint("admin", __name__, url_prefix="/admin")
+PUBLIC_ENDPOINTS = frozenset({"admin.login"})
+"""The only admin endpoints reachable without a login."""
 
 
 class LoginForm(FlaskForm):
@@ -35,6 +37,20 @@ class LogoutForm(FlaskForm):
 @login_manager.user_loader
 def _load_user(user_id: str) -> AdminUser | None:
     return db.session.get(AdminUser, int(user_id))
+
+
+@bp.before_request
+def _require_login():
+    """Every admin route but the login page needs a logged-in admin (checked once, here, so a new
+    route cannot forget it)."""
+    if request.endpoint not in PUBLIC_ENDPOINTS and not current_user.is_authenticated:
+        return login_manager.unauthorized()
+    return None
+
+
+def actor() -> str:
+    """The audit log's name for the logged-in admin."""
+    return f"admin:{current_user.username}"
 
 
 _UNSAFE = re.compile(r"[\x00-\x20\\\x7f]")
@@ -69,7 +85,6 @@ def login():
 
 
 @bp.post("/logout")
-@login_required
 def logout():
     """Log out (POST with CSRF token)."""
     if LogoutForm().validate_on_submit():
@@ -77,23 +92,6 @@ def logout():
     return redirect(url_for("admin.login"))
 
 
-@bp.get("/")
-@login_required
-def index():
-    """Experiments with participant counts by status."""
-    rows = db.session.execute(
-        sa.select(Participant.experiment_id, Participant.status, sa.func.count())
-        .group_by(Participant.experiment_id, Participant.status)
-    ).all()
-    counts: dict[int, dict[str, int]] = {}
-    for exp_id, status, n in rows:
-        counts.setdefault(exp_id, {})[status] = n
-    experiments = db.session.execute(sa.select(Experiment).order_by(Experiment.slug)).scalars().all()
-    return render_template(
-        "admin/index.html",
-        experiments=experiments,
-        counts=counts,
-        statuses=[status.value for status in ParticipantStatus],
-        user=current_user,
-        logout_form=LogoutForm(),
-    )
+@bp.context_processor
+def _logout_form() -> dict[str, object]:
+    return {"logout_form": LogoutForm()}

@@ -1,0 +1,87 @@
+"""The report's methods paragraph, written from the spec, the export and the analysis settings."""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Mapping
+from importlib import metadata
+from typing import Any
+
+from humanlike.analysis.exclusions import ExclusionRules
+
+_PACKAGES = ("humanlike", "numpy", "scipy", "pandas", "statsmodels", "matplotlib")
+
+
+def software_versions() -> dict[str, str]:
+    """Python and the numerical packages the analysis ran on."""
+    out = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "unknown"
+    return out
+
+
+def _rules_text(rules: ExclusionRules) -> str:
+    words = {
+        "min_trial_rt_ms": "rating trials faster than {v:g} ms counted as missing",
+        "min_natural_accuracy": "natural-image accuracy below {v:.0%}",
+        "min_catch_accuracy": "catch-trial accuracy below {v:.0%}",
+        "min_repeat_reliability": "repeat reliability below r = {v:g}",
+        "max_all_zero_share": "more than {v:.0%} of natural images rated zero throughout",
+        "min_median_rt_ms": "a median RT below {v:g} ms",
+        "max_median_rt_ms": "a median RT above {v:g} ms",
+        "min_completion_s": "finishing in under {v:g} s",
+        "max_completion_s": "taking over {v:g} s",
+    }
+    active = rules.active()
+    trial = [words["min_trial_rt_ms"].format(v=active.pop("min_trial_rt_ms"))] if (
+        "min_trial_rt_ms" in active) else []
+    people = [words[k].format(v=v) for k, v in active.items()]
+    text = "; ".join(trial)
+    if people:
+        text += ("; " if text else "") + "participants were excluded for " + ", ".join(people)
+    return text or "no exclusion rules were applied"
+
+
+def methods_paragraph(spec: Mapping[str, Any] | None, counts: Mapping[str, int],
+                      rules: ExclusionRules, settings: Any, sections: set[str]) -> str:
+    """One paragraph a methods section can start from; every number comes from the inputs."""
+    parts = []
+    if spec:
+        blocks = spec.get("blocks", [])
+        kinds = ", ".join(f"{b.get('name')} ({b.get('trial_type')})" for b in blocks)
+        cats = len(spec.get("categories", []))
+        parts.append(
+            f"The experiment '{spec.get('title', spec.get('slug'))}' ran on "
+            f"{spec.get('platform', 'a local link')} with the blocks {kinds}"
+            + (f" and {cats} response categories" if cats else "") + ".")
+    parts.append(
+        f"{counts.get('participants', 0)} participants took part; "
+        f"{counts.get('excluded', 0)} were excluded ({_rules_text(rules)}). Practice trials "
+        "were left out of every analysis, catch and repeated trials out of scoring.")
+    ci = f"{settings.confidence_level:.0%}"
+    if "scores" in sections or "ceilings" in sections:
+        parts.append(
+            f"Rating scores and noise ceilings carry {ci} percentile CIs from "
+            f"{settings.n_resamples} bootstrap resamples of participants and stimuli; model "
+            f"comparisons are paired bootstrap tests, Holm-Sidak corrected at alpha = "
+            f"{settings.alpha:g} (Golan et al. 2020).")
+    if "kappa" in sections:
+        parts.append(
+            f"Error consistency (Cohen's kappa on correctness; Geirhos et al. 2020) has {ci} CIs "
+            f"from {settings.n_resamples} stimulus resamples; independence was tested with "
+            f"{settings.n_sim} simulations per pair, Holm-Sidak corrected.")
+    if "mlds" in sections:
+        parts.append(
+            f"MLDS scales (Maloney & Yang 2003; Knoblauch & Maloney 2008) were fitted by maximum "
+            f"likelihood (probit GLM), pooled per sequence, with {ci} CIs from "
+            f"{settings.n_resamples} parametric bootstrap replicates; goodness of fit by the runs "
+            f"test with {settings.n_diagnostic_sims} simulations.")
+    if "psychophysical" in sections:
+        parts.append("The Psychophysical-Score is the Spearman correlation of scale skewness "
+                     "between observer and humans across sequences (Richard Webster et al. 2023).")
+    versions = ", ".join(f"{k} {v}" for k, v in software_versions().items())
+    parts.append(f"All randomness was seeded ({settings.seed}). Software: {versions}.")
+    return " ".join(parts)

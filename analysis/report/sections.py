@@ -1,0 +1,404 @@
+"""The report's sections, each computed from an export through the methods' own analyses; a
+section the data does not allow says why instead of failing the report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from humanlike.analysis.figures import caption, to_svg
+from humanlike.analysis.io.export import Export, flag
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """The analysis settings the report runs with (all written into the methods paragraph)."""
+
+    n_resamples: int = 1000
+    n_sim: int = 1000
+    confidence_level: float = 0.95
+    alpha: float = 0.05
+    seed: int = 0
+    max_panels: int = 12
+    n_diagnostic_sims: int = 200
+
+
+@dataclass
+class Figure_:
+    """A rendered figure: inline SVG text, its caption and the matplotlib figure (for files)."""
+
+    svg: str
+    caption: str
+    figure: Figure | None = field(default=None, repr=False)
+
+
+@dataclass
+class Table:
+    """A table to show, with its caption."""
+
+    frame: pd.DataFrame
+    caption: str = ""
+
+
+@dataclass
+class Section:
+    """One section of the report: paragraphs, figures and tables, or why it is absent."""
+
+    key: str
+    title: str
+    paragraphs: list[str] = field(default_factory=list)
+    figures: list[Figure_] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    missing: str | None = None
+
+    def figure(self, fig: Figure) -> None:
+        self.figures.append(Figure_(to_svg(fig), caption(fig), fig))
+
+
+@dataclass
+class StudyResults:
+    """What the sections computed, for the methods paragraph and for checks against truth."""
+
+    ratings: Any = None
+    error_consistency: Any = None
+    mlds: Any = None
+    mlds_all: Any = None
+    mlds_participants: Any = None
+    psychophysical: pd.DataFrame | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+Progress = Callable[[str], object]
+
+#: The rating table's columns the rating analysis reads (the rest stay on disk).
+RATING_COLUMNS = ("participant", "trial_index", "stimulus", "stimulus_kind", "category", "rating",
+                  "rt_ms", "is_repeat", "repeat_of", "true_class", "targeted_model_1",
+                  "targeted_model_2", "targeted_class_1", "targeted_class_2")
+
+
+def sample_section(export: Export) -> Section:
+    """Participants by status; exclusions with their reasons."""
+    from humanlike.analysis.report.plots import plot_sample
+
+    section = Section("sample", "Sample and exclusions")
+    people = export.participants
+    if people is None or people.empty:
+        section.missing = "the export holds no participants table"
+        return section
+    people = people.assign(excluded=flag(people, "excluded"))
+    n, n_out = len(people), int(people["excluded"].sum())
+    done = people["status"].astype(str).isin(["completed", "submitted", "approved"]).sum()
+    section.paragraphs.append(
+        f"{n} participants arrived; {int(done)} completed the study. The exclusion rules "
+        f"excluded {n_out}, leaving {n - n_out} for the analyses.")
+    section.figure(plot_sample(people))
+    cols = [c for c in ("participant", "platform_id", "status", "exclusion_reasons")
+            if c in people.columns]
+    out = people.loc[people["excluded"], cols]
+    if len(out):
+        section.tables.append(Table(out.rename(columns={"exclusion_reasons": "reasons"}),
+                                    "Excluded participants and the rules they failed."))
+    return section
+
+
+def timing_section(export: Export, spec: Mapping[str, Any] | None) -> Section:
+    """Presented vs intended durations, frames and refresh rates."""
+    from humanlike.analysis.report.plots import plot_timing
+    from humanlike.analysis.report.timing import intended_durations, timing_summary, timing_trials
+
+    section = Section("timing", "Timing quality")
+    if not export.has("trials"):
+        section.missing = "the export holds no trials table"
+        return section
+    columns = ("participant", "block", "trial_type", "practice", "presented_ms", "frames", "rt_ms")
+    timed = timing_trials(export.table("trials", columns), export.participants,
+                          intended_durations(spec))
+    if timed["presented_ms"].notna().sum() == 0:
+        section.missing = "no trial recorded a presented duration"
+        return section
+    rates = timed.drop_duplicates("participant")["refresh_hz"].dropna()
+    section.paragraphs.append(
+        f"{len(timed)} trials recorded their on-screen duration; the participants' displays ran "
+        f"at {', '.join(f'{r:g}' for r in sorted(rates.round().unique())) or 'unknown'} Hz."
+        + ("" if spec else " Without the spec (--spec) the intended durations are unknown."))
+    section.figure(plot_timing(timed, export.participants))
+    section.tables.append(Table(timing_summary(timed), "Per block: presented duration (median "
+                                "and 95th percentile), median frames on screen, median error = "
+                                "presented - intended, and the share of trials on target (within "
+                                "half a frame of the intended duration)."))
+    return section
+
+
+def ratings_sections(export: Export, models: pd.DataFrame | None, rules: Any,
+                     settings: ReportSettings, results: StudyResults,
+                     progress: Progress) -> list[Section]:
+    """Reliability, noise ceilings and model scores from the rating trials."""
+    from humanlike.analysis.ratings.analysis import analyze_ratings
+    from humanlike.analysis.ratings.plots import plot_model_scores, plot_repeat_reliability
+
+    reliability = Section("reliability", "Reliability")
+    ceilings = Section("ceilings", "Noise ceilings")
+    scores = Section("scores", "Model scores")
+    sections = [reliability, ceilings, scores]
+    if not export.has("ratings"):
+        for s in sections:
+            s.missing = "the study has no rating trials"
+        return sections
+    if models is None:
+        models = _constant_model(export)
+        scores.missing = "no model responses given (--models)"
+    progress("ratings: bootstrap")
+    try:
+        result = analyze_ratings(
+            export.ratings(RATING_COLUMNS), models, participants=export.participants, rules=rules,
+            n_resamples=settings.n_resamples, confidence_level=settings.confidence_level,
+            alpha=settings.alpha, random_state=settings.seed,
+            respect_export_exclusions=not export.include_excluded)
+    except ValueError as exc:
+        for s in sections:
+            s.missing = f"the rating analysis could not run: {exc}"
+        return sections
+    results.ratings = result
+    tables = result.tables()
+    rel = tables["reliability"].set_index("measure")["value"]
+    reliability.paragraphs.append(
+        f"Split-half reliability of the mean ratings over {int(rel['n_splits'])} random splits "
+        f"of the participants: r = {rel['split_half_r']:.3f} per half, "
+        f"{rel['spearman_brown']:.3f} after the Spearman-Brown correction. "
+        + (f"Median repeat reliability of the analysed participants: r = "
+           f"{rel['median_repeat_r']:.3f}." if np.isfinite(rel["median_repeat_r"]) else
+           "The study has no repeated trials, so no repeat reliability."))
+    reliability.figure(plot_repeat_reliability(result.cleaned))
+    ceiling = tables["noise_ceiling"].query("metric == 'pearson_r'")
+    ceilings.paragraphs.append(
+        "The noise ceiling bounds the score a perfect model could reach given the participants' "
+        "disagreement: the lower bound scores each participant against the mean of the others, "
+        "the upper bound against the best prediction of all (Golan et al. 2020).")
+    ceilings.tables.append(Table(
+        ceiling[["subset", "bound", "estimate", "ci_low", "ci_high"]],
+        f"Noise ceiling of the mean Pearson r with {settings.confidence_level:.0%} bootstrap "
+        "CIs per stimulus subset."))
+    if scores.missing is None:
+        for subset in ("natural", "controversial", "all"):
+            if subset in set(result.bootstrap.scores["subset"]):
+                scores.figure(plot_model_scores(result.bootstrap, subset, "pearson_r"))
+        comp = tables["comparisons"].query("metric == 'pearson_r'")
+        scores.tables.append(Table(
+            comp[["subset", "comparison", "a", "b", "difference", "ci_low", "ci_high",
+                  "p_value", "p_holm_sidak", "significant"]],
+            "Paired bootstrap comparisons (model vs model, model vs noise ceiling) with "
+            "Holm-Sidak corrected p-values within each subset."))
+    return sections
+
+
+def _constant_model(export: Export) -> pd.DataFrame:
+    """A flat placeholder model (uniform probabilities), so the ceilings run without models."""
+    ratings = export.table("ratings")
+    stim = ratings["stimulus"].astype(str).unique()
+    cats = ratings["category"].astype(str).unique()
+    grid = pd.MultiIndex.from_product([stim, cats], names=["stimulus", "category"]).to_frame(
+        index=False)
+    return grid.assign(model="uniform", probability=1.0 / len(cats))
+
+
+def kappa_section(export: Export, settings: ReportSettings, results: StudyResults,
+                  progress: Progress) -> Section:
+    """Error-consistency matrices with bootstrap CIs from the classification trials."""
+    from humanlike.analysis.error_consistency.analysis import (
+        analyze_error_consistency,
+        standard_trials,
+    )
+    from humanlike.analysis.error_consistency.plots import plot_kappa_matrix
+
+    section = Section("kappa", "Error consistency (kappa matrices)")
+    if not export.has("classifications"):
+        section.missing = "the study has no classification trials"
+        return section
+    frame = standard_trials(export.classifications().frame)
+    if frame["observer"].nunique() < 2:
+        section.missing = "fewer than two observers classified"
+        return section
+    progress("error consistency: bootstrap")
+    result = analyze_error_consistency(
+        frame, n_resamples=settings.n_resamples, n_sim=settings.n_sim,
+        confidence_level=settings.confidence_level, alpha=settings.alpha,
+        random_state=settings.seed)
+    results.error_consistency = result
+    summary = result.kappa.summary
+    section.paragraphs.append(
+        f"{frame['observer'].nunique()} observers classified {frame['stimulus'].nunique()} "
+        f"stimuli. Error consistency is Cohen's kappa on trial-by-trial correctness; CIs from "
+        f"{settings.n_resamples} bootstrap resamples of stimuli; the independence test of each "
+        f"pair uses {settings.n_sim} simulations and Holm-Sidak correction over pairs.")
+    for experiment in sorted(result.pairs["experiment"].astype(str).unique()):
+        section.figure(plot_kappa_matrix(result.kappa, experiment))
+    cols = [c for c in ("level", "experiment", "condition", "statistic", "model", "kappa",
+                        "ci_low", "ci_high") if c in summary.columns]
+    section.tables.append(Table(summary[cols], f"Mean kappa per level with "
+                                f"{settings.confidence_level:.0%} bootstrap CIs."))
+    pairs = result.pairs
+    pcols = [c for c in ("observer_a", "observer_b", "condition", "kappa", "ci_low", "ci_high",
+                         "p_holm_sidak", "significant") if c in pairs.columns]
+    n_sig = int(pairs["significant"].sum()) if "significant" in pairs else 0
+    top = pairs.sort_values("kappa", ascending=False)[pcols].head(15)
+    section.tables.append(Table(top, f"The 15 most consistent of {len(pairs)} observer pairs: "
+                                "kappa, CI and the Holm-Sidak corrected p-value of the "
+                                f"independence test ({n_sig} pairs significant; all pairs in "
+                                "`humanlike analyze ec`)."))
+    return section
+
+
+def mlds_sections(export: Export, settings: ReportSettings, results: StudyResults,
+                  truth: Mapping[str, np.ndarray] | None, model_triads: pd.DataFrame | None,
+                  progress: Progress) -> list[Section]:
+    """MLDS scales with CIs and diagnostics; the Psychophysical-Score."""
+    from humanlike.analysis.mlds.batch import fit_many
+    from humanlike.analysis.mlds.plots import plot_scales
+
+    section = Section("mlds", "MLDS scales")
+    score = Section("psychophysical", "Psychophysical-Score")
+    if not export.has("triads"):
+        section.missing = score.missing = "the study has no triad trials"
+        return [section, score]
+    triads = export.triads().frame
+    if triads.empty:
+        section.missing = score.missing = "no triad trials left after the exclusions"
+        return [section, score]
+    progress("MLDS: bootstrap")
+    every = fit_many(triads, by="sequence")  # all sequences, one batched fit, no bootstrap
+    names = every.keys["sequence"].tolist()
+    shown = names[: settings.max_panels]
+    # the bootstrap CIs are drawn for the sequences the figure shows (all of them in a study of
+    # up to max_panels sequences); `humanlike analyze mlds` bootstraps every sequence
+    pooled = fit_many(triads[triads["sequence"].isin(shown)], by="sequence",
+                      n_resamples=settings.n_resamples, confidence_level=settings.confidence_level,
+                      random_state=settings.seed)
+    excluded = export.excluded_participants() if not export.include_excluded else frozenset()
+    everyone = _all_triads(export) if excluded else triads  # the excluded are drawn, marked
+    everyone = everyone[everyone["sequence"].isin(shown)]
+    per = fit_many(everyone, by=["sequence", "participant"]) if "participant" in everyone else None
+    results.mlds, results.mlds_all, results.mlds_participants = pooled, every, per
+    table = every.summary_frame()
+    section.paragraphs.append(
+        f"{len(table)} sequences of {every.n_levels} levels, {int(every.n_trials.sum())} "
+        f"triads pooled over the included participants; "
+        f"{int(table['valid'].sum())} scales are valid (converged, every level seen, neither "
+        "reversed nor non-monotone)."
+        + (f" The figure and the bootstrap CIs cover the first {len(shown)} sequences; "
+           "`humanlike analyze mlds` bootstraps all of them." if len(shown) < len(names) else ""))
+    flagged = table[table["flag"] != ""]
+    for row in flagged.head(20).itertuples():
+        section.flags.append(f"sequence {row.sequence}: {row.flag}")
+    if len(flagged) > 20:
+        section.flags.append(f"... and {len(flagged) - 20} more sequences flagged")
+    truth_map = None if truth is None else {str(k): np.asarray(v) for k, v in truth.items()}
+    section.figure(plot_scales(pooled, participants=per, max_panels=settings.max_panels,
+                               excluded=excluded, truth=truth_map))
+    if truth_map is not None and pooled.ci is not None:
+        cover = coverage(pooled, truth_map)
+        section.paragraphs.append(
+            f"Against the generating scales of the simulation: {cover['inside']} of "
+            f"{cover['levels']} interior levels ({cover['share']:.0%}) lie inside their "
+            f"{settings.confidence_level:.0%} CIs.")
+    shown_table = pooled.summary_frame()
+    section.tables.append(Table(
+        shown_table.drop(columns=["converged", "identified"], errors="ignore"),
+        "Pooled fit per sequence shown: sigma (decision noise on the standard scale) with its "
+        "bootstrap CI, log-likelihood, trials, flag; n_failed counts bootstrap refits that did "
+        "not converge."))
+    section.tables.append(Table(_diagnostics(triads, pooled, settings, progress),
+                                "Goodness of fit by simulation (Knoblauch & Maloney 2008): the "
+                                "runs test on deviance residuals ordered by fitted probability "
+                                "(small p: the scale misfits). The six-point test needs a "
+                                "quadruple design and does not apply to triads."))
+    _psychophysical(score, every, triads, model_triads, settings, results)
+    return [section, score]
+
+
+def _all_triads(export: Export) -> pd.DataFrame:
+    """Scoring triads of every participant, the excluded too (they are drawn, marked)."""
+    from humanlike.analysis.io.export import read_export
+
+    return read_export(export.source, None if export.source.is_dir() else "triads",
+                       include_excluded=True).triads().frame
+
+
+def coverage(fits: Any, truth: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """How many interior levels' generating values lie inside the pooled scales' CIs."""
+    names = fits.keys["sequence"].astype(str).tolist()
+    inside = total = 0
+    for i, name in enumerate(names):
+        if name not in truth:
+            continue
+        psi = np.asarray(truth[name])[1:-1]
+        low, high = fits.ci.low[i][1:-1], fits.ci.high[i][1:-1]
+        ok = np.isfinite(low) & np.isfinite(high)
+        inside += int(((psi >= low) & (psi <= high) & ok).sum())
+        total += int(ok.sum())
+    return {"inside": inside, "levels": total, "share": inside / total if total else np.nan}
+
+
+def _diagnostics(triads: pd.DataFrame, pooled: Any, settings: ReportSettings,
+                 progress: Progress) -> pd.DataFrame:
+    from humanlike.analysis.mlds.diagnostics import runs_test
+    from humanlike.analysis.mlds.estimator import MLDS
+
+    rows = []
+    names = pooled.keys["sequence"].tolist()[: settings.max_panels]
+    progress("MLDS: runs tests")
+    for name in names:  # a few shown sequences, each a small simulation of its own
+        part = triads[triads["sequence"] == name]
+        try:
+            model = MLDS().fit(part)
+            test = runs_test(model, settings.n_diagnostic_sims, random_state=settings.seed)
+            rows.append({"sequence": name, "runs": test.n_runs,
+                         "null median": float(np.median(test.null_distribution)),
+                         "p (runs)": test.p_value, "six-point": "n/a (triads)"})
+        except ValueError as exc:
+            rows.append({"sequence": name, "runs": np.nan, "null median": np.nan,
+                         "p (runs)": np.nan, "six-point": f"not run: {exc}"})
+    return pd.DataFrame(rows)
+
+
+def _psychophysical(score: Section, pooled: Any, triads: pd.DataFrame,
+                    model_triads: pd.DataFrame | None, settings: ReportSettings,
+                    results: StudyResults) -> None:
+    from humanlike.analysis.mlds.batch import fit_many
+    from humanlike.analysis.mlds.psychophysical import (
+        random_observer_skewness,
+        score_table,
+        skewness_frame,
+    )
+
+    skew = [skewness_frame(pooled, "human"),
+            random_observer_skewness(triads, random_state=settings.seed)]
+    if model_triads is not None:
+        for name, part in model_triads.groupby("participant"):
+            skew.append(skewness_frame(fit_many(part, by="sequence"), str(name)))
+    frame = pd.concat(skew, ignore_index=True)
+    n_seq = frame.loc[frame["observer"] == "human", "skewness"].notna().sum()
+    if n_seq < 3:
+        score.missing = f"needs at least 3 sequences with a human scale, the study has {n_seq}"
+        return
+    table = score_table(frame, n_resamples=settings.n_resamples,
+                        confidence_level=settings.confidence_level, random_state=settings.seed)
+    results.psychophysical = table
+    score.paragraphs.append(
+        "The Psychophysical-Score of an observer is the Spearman correlation between its scales' "
+        "skewness and the humans' across sequences, with a bootstrap CI over sequences (Richard "
+        "Webster et al. 2023). 'random' answers the humans' triads by coin flips and is the "
+        "baseline" + ("" if model_triads is not None else "; give model observers' triads "
+                      "(--model-triads) to score models") + ".")
+    scored = table[table["observer"] != "human"]
+    if scored["ci_low"].isna().any():
+        score.paragraphs.append(
+            f"With {n_seq} sequences the bootstrap CI is undefined: resamples repeat sequences, "
+            "tie their ranks and leave the rank correlation undefined; more sequences are needed.")
+    score.tables.append(Table(table, f"Psychophysical-Score per observer with "
+                                      f"{settings.confidence_level:.0%} CIs."))

@@ -1,0 +1,160 @@
+"""Dashboard benchmark: a study of 2,000 participants x 820 rating trials (10 categories) in the
+database; p50/p99 of the experiments page, the experiment page (first page sorted by a QC column) and
+a participant page; the live panel's background refresh time; and participants' trial latency
+(real gunicorn server) without and while the panel is computed in another process.
+
+Ends with one JSON line: {"pages_p99_ms": <worst page p99>, "panel_seconds": ...,
+"trial_p99_ms_during_panel": ..., ...}. Targets: pages p99 <= 200 ms, panel <= 60 s, trial
+requests no slower while it runs.
+
+    .venv/bin/python bench/dashboard.py [--participants 2000] [--trials 820] [--database-url URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from export import drop_schema, fill_database, private_schema  # the export bench's builders
+from ingest import build_bench_experiment, drive, start_server
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    return {"p50_ms": round(float(np.percentile(samples, 50)), 1),
+            "p99_ms": round(float(np.percentile(samples, 99)), 1), "n": len(samples)}
+
+
+def time_pages(url: str, spec: Path, repeats: int) -> tuple[dict[str, dict[str, float]], float]:
+    """Page latencies through the Flask app (in process, logged in); the initial QC pass's time."""
+    import sqlalchemy as sa
+
+    from humanlike.server import create_app
+    from humanlike.server.admin.qc import refresh_qc
+    from humanlike.server.extensions import db
+    from humanlike.server.models import AdminUser, Experiment, Participant
+
+    app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "bench",
+                      "EXPERIMENT_PATHS": [str(spec)], "WTF_CSRF_ENABLED": False})
+    with app.app_context():
+        user = AdminUser(username="bench")
+        user.set_password("bench password")
+        db.session.add(user)
+        db.session.commit()
+        exp = db.session.execute(sa.select(Experiment).where(Experiment.slug == "bench")).scalar_one()
+        start = time.perf_counter()
+        refresh_qc(exp)  # first pass: every participant's QC (later passes only the changed ones)
+        qc_seconds = time.perf_counter() - start
+        n = db.session.execute(sa.select(sa.func.count()).select_from(Participant)).scalar_one()
+        public_id = db.session.execute(sa.select(Participant.public_id).order_by(Participant.id)
+                                       .offset(n // 2).limit(1)).scalar_one()
+    client = app.test_client()
+    assert client.post("/admin/login", data={"username": "bench",
+                                             "password": "bench password"}).status_code == 302
+    pages = {"experiments": "/admin/",
+             "experiment_sorted_by_qc": "/admin/experiments/bench?sort=catch_accuracy&order=desc",
+             "experiment_rows_fragment": "/admin/experiments/bench/rows?sort=median_rt_ms",
+             "participant": f"/admin/participants/{public_id}"}
+    out = {}
+    for name, path in pages.items():
+        assert client.get(path).status_code == 200  # warm
+        samples = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            resp = client.get(path)
+            samples.append((time.perf_counter() - start) * 1000)
+            assert resp.status_code == 200
+        out[name] = percentiles(samples)
+        print(f"{name:28s} {out[name]}", flush=True)
+    return out, qc_seconds
+
+
+def trial_latencies(base: str, participants: int, trials: int, seed: int) -> list[float]:
+    people, _ = asyncio.run(drive(base, participants, trials, participants, seed))
+    return [x for p in people for x in p.latencies]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--participants", type=int, default=2000)
+    parser.add_argument("--trials", type=int, default=820)
+    parser.add_argument("--repeats", type=int, default=30, help="requests per page")
+    parser.add_argument("--live", type=int, default=2, help="participants posting trials at once")
+    parser.add_argument("--database-url", default=None, help="default: a SQLite file in a temp dir")
+    args = parser.parse_args()
+
+    from humanlike.server.config import normalise_database_url
+
+    with tempfile.TemporaryDirectory(prefix="humanlike-bench-dash-") as tmp:
+        folder = Path(tmp)
+        spec = build_bench_experiment(folder / "exp", args.trials)
+        schema = None
+        if args.database_url:
+            url, schema = private_schema(normalise_database_url(args.database_url))
+        else:
+            url = f"sqlite:///{folder / 'bench.sqlite'}"
+        try:
+            start = time.perf_counter()
+            fill_database(url, spec, args.participants, args.trials)
+            print(f"filled {args.participants} x {args.trials} in {time.perf_counter() - start:.0f} s",
+                  flush=True)
+            pages, qc_seconds = time_pages(url, spec, args.repeats)
+            print(f"initial QC of every participant: {qc_seconds:.1f} s", flush=True)
+
+            server, base = start_server(spec, url, folder / "instance")
+            try:
+                quiet = trial_latencies(base, args.live, args.trials, 1)
+                env = dict(os.environ, DATABASE_URL=url, HUMANLIKE_EXPERIMENTS=str(spec),
+                           SECRET_KEY="bench", HUMANLIKE_INSTANCE=str(folder / "instance"))
+                code = "import sys; from humanlike.cli import main; sys.exit(main())"
+                start = time.perf_counter()
+                worker = subprocess.Popen([sys.executable, "-c", code, "panel-worker", "--once"],
+                                          env=env)
+                during: list[float] = []
+                while worker.poll() is None:
+                    during += trial_latencies(base, args.live, args.trials, len(during) + 2)
+                panel_wall = time.perf_counter() - start
+                assert worker.returncode == 0, worker.returncode
+            finally:
+                server.terminate()
+                server.wait(30)
+            panel_seconds = stored_panel_seconds(url)
+        finally:
+            if schema is not None:
+                drop_schema(url, schema)
+    result = {
+        "pages_p99_ms": max(p["p99_ms"] for p in pages.values()),
+        "panel_seconds": round(panel_seconds, 1),
+        "trial_p99_ms_during_panel": percentiles(during)["p99_ms"],
+        "trial_p99_ms_quiet": percentiles(quiet)["p99_ms"],
+        "trial_p50_ms_quiet": percentiles(quiet)["p50_ms"],
+        "trial_p50_ms_during_panel": percentiles(during)["p50_ms"],
+        "panel_wall_seconds": round(panel_wall, 1), "initial_qc_seconds": round(qc_seconds, 1),
+        "pages": pages, "participants": args.participants, "trials": args.trials,
+        "database": url.split(":")[0],
+    }
+    print(json.dumps(result))
+
+
+def stored_panel_seconds(url: str) -> float:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    with engine.connect() as conn:
+        value = conn.execute(sa.text("SELECT seconds FROM panel_result")).scalar()
+    engine.dispose()
+    return float(value or statistics.fmean([0.0]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,334 @@
+"""Prolific's researcher API (https://docs.prolific.com/api-reference): draft study from the spec's
+``[recruitment.prolific]`` table, publish / pause / stop, places, submissions, approve / reject,
+two-step bonuses.
+
+The API token is read from ``PROLIFIC_TOKEN`` only (never stored in the database, the repo or a log;
+dry-run output shows ``Token ***``); the base URL from ``PROLIFIC_API_URL`` (default Prolific's own)
+so that staging and tests can point elsewhere. Rate limits (429) and 5xx are retried a bounded number
+of times with exponential backoff, except the bonus pay step on a 5xx (Prolific documents it as not
+idempotent: an ambiguous failure is reported, never retried blindly); a 4xx becomes a
+``ProlificError`` naming the field Prolific rejected."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from humanlike.server.actions import PlatformError, validate_rejection
+from humanlike.server.lifecycle import APPROVE, REJECT, RETURN, SUBMIT, TIME_OUT, Transition
+
+if TYPE_CHECKING:
+    from humanlike.server.models import Experiment, Participant, Payment
+    from humanlike.server.spec import ExperimentSpec
+
+log = logging.getLogger(__name__)
+
+DEFAULT_API_URL = "https://api.prolific.com"
+URL_PARAMETERS = "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+"""Placeholders Prolific fills in the study link (docs: the study object, external_study_url)."""
+STUDY_ACTIONS = ("PUBLISH", "PAUSE", "START", "STOP")
+"""Study transitions (POST /api/v1/studies/{id}/transition/)."""
+STATUS_TRANSITIONS: dict[str, Transition | None] = {
+    "RESERVED": None, "ACTIVE": None, "AWAITING REVIEW": SUBMIT, "RETURNED": RETURN,
+    "TIMED-OUT": TIME_OUT, "APPROVED": APPROVE, "REJECTED": REJECT,
+    "PARTIALLY APPROVED": APPROVE, "SCREENED OUT": None,
+}
+"""A submission's Prolific status -> the participant transition ``sync`` applies (None: no change;
+a screened-out submission is reported, the researcher decides)."""
+
+
+class ProlificError(PlatformError):
+    """Prolific refused or failed a request; ``fields`` names what it rejected (4xx)."""
+
+    def __init__(self, message: str, reply: dict[str, Any] | None = None,
+                 status: int | None = None, fields: tuple[str, ...] = ()):
+        super().__init__(message, reply)
+        self.status = status
+        self.fields = fields
+
+
+def _rejected_fields(body: Any) -> dict[str, str]:
+    """Field -> message from a Prolific error body (``{"error": {"detail": {...}}}``, or DRF's
+    ``{"field": ["message"]}``)."""
+    detail = body
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        detail = body["error"].get("detail", body["error"])
+    if not isinstance(detail, dict):
+        return {}
+    out = {}
+    for key, value in detail.items():
+        if key in ("status", "error_code", "title", "traceback", "additional_information"):
+            continue
+        text = "; ".join(map(str, value)) if isinstance(value, list) else str(value)
+        out[str(key)] = text
+    return out
+
+
+@dataclass
+class Request:
+    """One request as it would go out (``--dry-run`` prints it, token redacted)."""
+
+    method: str
+    url: str
+    json: Any = None
+    params: dict[str, Any] | None = None
+
+    def describe(self) -> str:
+        query = "" if not self.params else "?" + str(httpx.QueryParams(self.params))
+        lines = [f"{self.method} {self.url}{query}", "Authorization: Token ***"]
+        if self.json is not None:
+            lines += ["Content-Type: application/json", json.dumps(self.json, indent=2)]
+        return "\n".join(lines)
+
+
+class ProlificClient:
+    """A thin, retrying client for the endpoints humanlike uses (``dry_run``: print, send nothing)."""
+
+    def __init__(self, token: str | None = None, base_url: str | None = None, *,
+                 dry_run: bool = False, echo: Callable[[str], None] = print,
+                 transport: httpx.BaseTransport | None = None, retries: int = 4,
+                 backoff: float = 0.5, sleep: Callable[[float], None] = time.sleep,
+                 timeout: float = 30.0):
+        token = token or os.environ.get("PROLIFIC_TOKEN") or ""
+        if not token and not dry_run:
+            raise ProlificError("PROLIFIC_TOKEN is not set: create a token in Prolific's settings "
+                                "and export it (it is read from the environment only)")
+        self.base_url = (base_url or os.environ.get("PROLIFIC_API_URL")
+                         or DEFAULT_API_URL).rstrip("/")
+        self.dry_run, self.echo = dry_run, echo
+        self.retries, self.backoff, self.sleep = retries, backoff, sleep
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport,
+                                  headers={"Authorization": f"Token {token}",
+                                           "Accept": "application/json"})
+
+    def __repr__(self) -> str:
+        return f"ProlificClient({self.base_url!r}, dry_run={self.dry_run})"
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
+        after = response.headers.get("Retry-After") if response is not None else None
+        if after and after.isdigit():
+            return min(float(after), 60.0)
+        return min(self.backoff * 2 ** attempt, 30.0)
+
+    def request(self, method: str, path: str, *, json: Any = None,
+                params: dict[str, Any] | None = None, idempotent: bool = True) -> Any:
+        """Send one request (retrying 429 always, 5xx and lost answers only when ``idempotent``)."""
+        req = Request(method, self.base_url + path, json, params)
+        if self.dry_run:
+            self.echo(req.describe())
+            return None
+        for attempt in range(self.retries + 1):
+            last = attempt == self.retries
+            try:
+                response = self._http.request(method, path, json=json, params=params)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # nothing was sent
+                if last:
+                    raise ProlificError(f"{method} {path}: Prolific unreachable "
+                                        f"({type(exc).__name__})") from exc
+                self.sleep(self._delay(attempt, None))
+                continue
+            except httpx.TransportError as exc:
+                if not idempotent or last:
+                    raise ProlificError(f"{method} {path}: no answer from Prolific "
+                                        f"({type(exc).__name__}); it may or may not have acted"
+                                        ) from exc
+                self.sleep(self._delay(attempt, None))
+                continue
+            status = response.status_code
+            log.info("prolific %s %s -> %s", method, path, status)
+            retryable = status == 429 or (status >= 500 and idempotent)
+            if retryable and not last:
+                self.sleep(self._delay(attempt, response))
+                continue
+            if status >= 400:
+                raise self._error(method, path, response, attempts=attempt + 1)
+            if not response.content:
+                return None
+            try:
+                return response.json()
+            except ValueError:
+                return response.text
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _error(method: str, path: str, response: httpx.Response, attempts: int) -> ProlificError:
+        try:
+            body = response.json()
+        except ValueError:
+            body = response.text[:500]
+        reply = {"status": response.status_code, "body": body}
+        status = response.status_code
+        if status == 429 or status >= 500:
+            return ProlificError(f"{method} {path}: HTTP {status} from Prolific after {attempts} "
+                                 "attempt(s)", reply, status)
+        fields = _rejected_fields(body)
+        if fields:
+            named = "; ".join(f"field {k!r}: {v}" for k, v in fields.items())
+            return ProlificError(f"Prolific refused {method} {path} (HTTP {status}): {named}",
+                                 reply, status, tuple(fields))
+        return ProlificError(f"Prolific refused {method} {path} (HTTP {status}): {body}", reply,
+                             status)
+
+    # studies ----------------------------------------------------------------------------------
+    def create_study(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Create a draft (UNPUBLISHED) study; returns Prolific's study object."""
+        return self.request("POST", "/api/v1/studies/", json=body) or {"id": "<dry-run>"}
+
+    def get_study(self, study_id: str) -> dict[str, Any]:
+        return self.request("GET", f"/api/v1/studies/{study_id}/") or {}
+
+    def transition_study(self, study_id: str, action: str) -> dict[str, Any]:
+        """PUBLISH, PAUSE, START (resume) or STOP a study."""
+        if action not in STUDY_ACTIONS:
+            raise ValueError(f"study action must be one of {STUDY_ACTIONS}, not {action!r}")
+        return self.request("POST", f"/api/v1/studies/{study_id}/transition/",
+                            json={"action": action}) or {}
+
+    def set_places(self, study_id: str, total: int) -> dict[str, Any]:
+        """Raise the study's total places (Prolific only allows increasing them)."""
+        return self.request("PATCH", f"/api/v1/studies/{study_id}/",
+                            json={"total_available_places": int(total)}) or {}
+
+    # submissions ------------------------------------------------------------------------------
+    def submissions(self, study_id: str, page_size: int = 100) -> Iterator[dict[str, Any]]:
+        """Every submission of the study, page by page (``page`` / ``page_size``)."""
+        page = 1
+        while True:
+            data = self.request("GET", "/api/v1/submissions/",
+                                params={"study": study_id, "page": page, "page_size": page_size})
+            if not data:
+                return
+            results = data.get("results", [])
+            yield from results
+            links = data.get("_links") or {}
+            following = (links.get("next") or {}).get("href") if links else None
+            if not results or (links and not following) or (not links and len(results) < page_size):
+                return
+            page += 1
+
+    def approve_submission(self, submission_id: str) -> dict[str, Any]:
+        return self.request("POST", f"/api/v1/submissions/{submission_id}/transition/",
+                            json={"action": "APPROVE"}) or {}
+
+    def reject_submission(self, submission_id: str, message: str,
+                          category: str | None) -> dict[str, Any]:
+        """Reject, after checking locally what Prolific would refuse (message >= 100 characters,
+        a known rejection category): a bad one raises ActionError and sends nothing."""
+        validate_rejection(message, category, "prolific")
+        return self.request("POST", f"/api/v1/submissions/{submission_id}/transition/",
+                            json={"action": "REJECT", "message": message.strip(),
+                                  "rejection_category": category}) or {}
+
+    def bulk_approve(self, submission_ids: list[str]) -> Any:
+        """Approve many submissions in one request (Prolific recommends submission ids)."""
+        if not submission_ids:
+            return None
+        return self.request("POST", "/api/v1/submissions/bulk-approve/",
+                            json={"submission_ids": list(submission_ids)})
+
+    # bonuses ----------------------------------------------------------------------------------
+    def create_bonus(self, study_id: str, participant_id: str, amount: Decimal) -> dict[str, Any]:
+        """Step 1: set up a bonus (nothing is paid); returns its id."""
+        csv = f"{participant_id},{Decimal(str(amount)).quantize(Decimal('0.01'))}"
+        return self.request("POST", "/api/v1/submissions/bonus-payments/",
+                            json={"study_id": study_id, "csv_bonuses": csv}) or {"id": "<dry-run>"}
+
+    def pay_bonus(self, bonus_id: str) -> Any:
+        """Step 2: pay a bonus set up before. Not idempotent at Prolific: never retried on 5xx."""
+        return self.request("POST", f"/api/v1/bulk-bonus-payments/{bonus_id}/pay/",
+                            idempotent=False)
+
+
+def study_link(public_url: str, slug: str) -> str:
+    """The study URL Prolific sends participants to, with its placeholders."""
+    return f"{public_url.rstrip('/')}/start/{slug}?{URL_PARAMETERS}"
+
+
+def study_body(spec: ExperimentSpec, public_url: str | None = None) -> dict[str, Any]:
+    """The create-study request body from the spec's ``[recruitment.prolific]`` table
+    (https://docs.prolific.com/api-reference/studies/create-study)."""
+    from humanlike.server.actions import ActionError
+
+    recruitment = spec.recruitment
+    table = recruitment.prolific if recruitment is not None else None
+    if table is None:
+        raise ActionError(f"{spec.slug}: the spec has no [recruitment.prolific] table",
+                          "recruitment.prolific")
+    base = public_url or (recruitment.public_url if recruitment else None)
+    if not base or not base.startswith("https://"):
+        raise ActionError("recruitment.public_url must be the server's https:// address "
+                          f"(got {base!r})", "recruitment.public_url")
+    codes = [(c.code, c.code_type, list(c.actions)) for c in table.completion_codes]
+    if not codes and spec.completion.prolific_code:
+        codes = [(spec.completion.prolific_code, "COMPLETED", ["MANUALLY_REVIEW"])]
+    if spec.completion.prolific_code not in [c[0] for c in codes]:
+        raise ActionError(f"completion.prolific_code {spec.completion.prolific_code!r} (where the "
+                          "server sends finished participants) is not among "
+                          "recruitment.prolific.completion_codes",
+                          "recruitment.prolific.completion_codes")
+    body: dict[str, Any] = {
+        "name": table.name,
+        "internal_name": table.internal_name or spec.slug,
+        "description": table.description,
+        "external_study_url": study_link(base, spec.slug),
+        "prolific_id_option": "url_parameters",
+        "completion_codes": [{"code": code, "code_type": kind,
+                              "actions": [{"action": a} for a in actions]}
+                             for code, kind, actions in codes],
+        "total_available_places": table.places,
+        "estimated_completion_time": table.estimated_minutes,
+        "reward": table.reward,
+        "device_compatibility": list(table.device_compatibility),
+        "filters": [f.model_dump(exclude_none=True) for f in table.filters],
+    }
+    if table.maximum_minutes is not None:
+        body["maximum_allowed_time"] = table.maximum_minutes
+    return body
+
+
+def _submission_id(participant: Participant) -> str:
+    if not participant.session_id:
+        raise PlatformError(f"participant {participant.public_id} has no Prolific SESSION_ID "
+                            "(the submission id): they did not arrive through the study link")
+    return participant.session_id
+
+
+class ProlificRecruiter:
+    """``server.actions``' Recruiter for Prolific experiments."""
+
+    def __init__(self, client: ProlificClient, experiment: Experiment):
+        self.client, self.experiment = client, experiment
+
+    def approve(self, participant: Participant) -> dict[str, Any]:
+        return self.client.approve_submission(_submission_id(participant))
+
+    def reject(self, participant: Participant, message: str,
+               category: str | None) -> dict[str, Any]:
+        return self.client.reject_submission(_submission_id(participant), message, category)
+
+    def pay_bonus(self, participant: Participant, payment: Payment,
+                  save: Callable[[], None]) -> dict[str, Any]:
+        """Create the bonus (its id stored and committed), then pay it; a retry after a failed or
+        interrupted pay step pays the bonus already created, never a second one."""
+        study = participant.study_id or self.experiment.recruitment_ref
+        if not study:
+            raise PlatformError(f"no Prolific study id for participant {participant.public_id}")
+        created = None
+        if payment.platform_ref is None:
+            created = self.client.create_bonus(study, participant.platform_id,
+                                               Decimal(str(payment.amount)))
+            payment.platform_ref = str(created["id"])
+            save()
+        paid = self.client.pay_bonus(payment.platform_ref)
+        return {"bonus_id": payment.platform_ref, "created": created, "paid": paid}

@@ -1,0 +1,524 @@
+"""``humanlike recruit {prolific,mturk} {create,publish,status,sync,approve,reject,bonus,pause,stop}``.
+
+One workflow for both platforms. ``approve``, ``reject`` and ``bonus`` call ``server.actions`` (the
+dashboard's functions: state checks, audit, bonuses paid at most once); ``--dry-run`` prints the
+exact requests (token redacted) and sends and changes nothing; ``sync`` is idempotent and safe to run
+on a schedule (cron / systemd timer)."""
+
+from __future__ import annotations
+
+import csv
+import getpass
+import json
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import click
+from flask import Flask
+
+from humanlike.cli.app_context import database_option, make_app
+
+PLATFORMS = ("prolific", "mturk")
+
+
+class Context:
+    """What every recruit command needs: the app, the experiment row, the platform, the client."""
+
+    def __init__(self, platform: str, slug: str, spec_path: str | None, database_url: str | None,
+                 dry_run: bool):
+        self.platform, self.slug, self.dry_run = platform, slug, dry_run
+        self.app: Flask = make_app([spec_path] if spec_path else (), database_url)
+        self.actor = f"cli:{getpass.getuser()}"
+
+    def experiment(self) -> Any:
+        import sqlalchemy as sa
+
+        from humanlike.server.extensions import db
+        from humanlike.server.models import Experiment
+
+        exp = db.session.execute(sa.select(Experiment).where(Experiment.slug == self.slug)
+                                 ).scalar_one_or_none()
+        if exp is None:
+            raise click.ClickException(f"no experiment {self.slug!r} in the database (give "
+                                       "--experiment path/to/experiment.toml)")
+        if exp.platform != self.platform:
+            raise click.ClickException(f"experiment {self.slug!r} recruits on {exp.platform!r} "
+                                       f"(its spec's platform), not {self.platform!r}")
+        return exp
+
+    def spec(self) -> Any:
+        from humanlike.server import experiments
+
+        loaded = experiments.registry().get(self.slug)
+        if loaded is None:
+            raise click.ClickException(f"experiment {self.slug!r} is not loaded: give "
+                                       "--experiment path/to/experiment.toml")
+        return loaded.spec
+
+    def client(self, sandbox: bool | None = None) -> Any:
+        from humanlike.server.actions import PlatformError
+
+        try:
+            if self.platform == "prolific":
+                from humanlike.deploy.prolific import ProlificClient
+
+                return ProlificClient(dry_run=self.dry_run, echo=click.echo)
+            from humanlike.deploy.mturk import MTurkClient
+            from humanlike.deploy.recruiters import mturk_sandbox
+
+            if sandbox is None:
+                sandbox = mturk_sandbox(self.experiment())
+            return MTurkClient(sandbox=sandbox, dry_run=self.dry_run, echo=click.echo)
+        except PlatformError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+    def listing(self, exp: Any) -> str:
+        if self.dry_run and not exp.recruitment_ref:
+            return "<study-id>" if self.platform == "prolific" else "<hit-id>"
+        if not exp.recruitment_ref:
+            raise click.ClickException(f"experiment {self.slug!r} has no {self.platform} listing "
+                                       f"yet: run `humanlike recruit {self.platform} create "
+                                       f"{self.slug}` first")
+        return str(exp.recruitment_ref)
+
+
+def _run(ctx: Context, body: Callable[[], Any]) -> Any:
+    """Run ``body`` in the app context; platform and action errors become CLI errors."""
+    from humanlike.server.actions import ActionError, PlatformError
+
+    with ctx.app.app_context():
+        try:
+            return body()
+        except ActionError as exc:
+            raise click.ClickException(f"{exc} (field: {exc.field})") from exc
+        except PlatformError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+
+def _participants(exp: Any, ids: tuple[str, ...]) -> list[Any]:
+    """Participants by public id or platform id (refusing unknown ones by name)."""
+    import sqlalchemy as sa
+
+    from humanlike.server.extensions import db
+    from humanlike.server.models import Participant
+
+    out = []
+    for ident in ids:
+        row = db.session.execute(sa.select(Participant).where(
+            Participant.experiment_id == exp.id,
+            sa.or_(Participant.public_id == ident, Participant.platform_id == ident))
+        ).scalar_one_or_none()
+        if row is None:
+            raise click.ClickException(f"no participant {ident!r} in experiment {exp.slug!r}")
+        out.append(row)
+    return out
+
+
+def _echo_results(results: list[Any]) -> None:
+    for r in results:
+        click.echo(json.dumps(r.as_dict(), default=str))
+    failed = [r for r in results if not r.ok]
+    if failed:
+        raise click.ClickException(f"{len(failed)} of {len(results)} not done")
+
+
+def _recruiter(ctx: Context, exp: Any) -> Any:
+    """The platform's Recruiter with a dry-run client (``--dry-run`` of approve/reject/bonus)."""
+    if ctx.platform == "prolific":
+        from humanlike.deploy.prolific import ProlificRecruiter
+
+        return ProlificRecruiter(ctx.client(), exp)
+    from humanlike.deploy.mturk import MTurkRecruiter
+
+    return MTurkRecruiter(ctx.client(), exp)
+
+
+def _store(exp: Any, ref: str | None = None, **meta: Any) -> None:
+    from humanlike.server import audit
+    from humanlike.server.extensions import db
+
+    if ref is not None:
+        exp.recruitment_ref = ref
+    exp.recruitment_meta = {**(exp.recruitment_meta or {}), **meta}
+    audit.record("cli", "recruit", experiment=exp.slug, target=exp.recruitment_ref,
+                 detail={k: v for k, v in meta.items() if k != "draft"})
+    db.session.commit()
+
+
+def _common(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option("--dry-run", is_flag=True,
+                     help="Print the exact request(s) (token redacted); send and change nothing.")(f)
+    f = database_option(f)
+    f = click.option("--experiment", "spec_path", type=click.Path(exists=True, dir_okay=False),
+                     default=None, help="The experiment's experiment.toml (when the server config "
+                                        "does not list it).")(f)
+    return click.argument("slug")(f)
+
+
+def _platform_group(platform: str) -> click.Group:
+    group = click.Group(platform, help=f"Recruit on {'Prolific' if platform == 'prolific' else 'MTurk'}.")
+
+    def make(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool) -> Context:
+        return Context(platform, slug, spec_path, database_url, dry_run)
+
+    @group.command("create")
+    @_common
+    @click.option("--public-url", default=None,
+                  help="The server's https:// address (default: recruitment.public_url).")
+    @click.option("--force", is_flag=True, help="Create another listing although one exists.")
+    def create(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool,
+               public_url: str | None, force: bool) -> None:
+        """Prolific: create the draft study. MTurk (no drafts there): record the HIT to list."""
+        ctx = make(slug, spec_path, database_url, dry_run)
+
+        def body() -> None:
+            exp = ctx.experiment()
+            if exp.recruitment_ref and not force:
+                raise click.ClickException(f"{slug} already has {platform} listing "
+                                           f"{exp.recruitment_ref} (--force for another)")
+            if platform == "prolific":
+                from humanlike.deploy.prolific import study_body
+
+                study = ctx.client().create_study(study_body(ctx.spec(), public_url))
+                if not dry_run:
+                    _store(exp, study["id"], status=study.get("status", "UNPUBLISHED"))
+                    click.echo(f"draft study {study['id']} created; publish with "
+                               f"`humanlike recruit prolific publish {slug}`")
+                return
+            from humanlike.deploy.mturk import hit_params
+
+            params = hit_params(ctx.spec(), public_url)
+            sandbox = ctx.spec().recruitment.mturk.sandbox
+            client = ctx.client(sandbox)
+            client.dry_run = True
+            client.call("CreateHIT", **params)  # validated against the service model, printed
+            if not dry_run:
+                _store(exp, None, draft=params, sandbox=sandbox, status="draft")
+                click.echo(f"HIT recorded ({'sandbox' if sandbox else 'LIVE'}); list it with "
+                           f"`humanlike recruit mturk publish {slug}`")
+
+        _run(ctx, body)
+
+    @group.command("publish")
+    @_common
+    def publish(slug: str, spec_path: str | None, database_url: str | None,
+                dry_run: bool) -> None:
+        """Open the study to participants (MTurk: create the HIT)."""
+        ctx = make(slug, spec_path, database_url, dry_run)
+
+        def body() -> None:
+            exp = ctx.experiment()
+            if platform == "prolific":
+                ref = ctx.listing(exp)
+                reply = ctx.client().transition_study(ref, "PUBLISH")
+                if not dry_run:
+                    _store(exp, status=reply.get("status", "PUBLISHING"))
+                    click.echo(f"study {ref} published")
+                return
+            draft = (exp.recruitment_meta or {}).get("draft")
+            if not draft:
+                raise click.ClickException(f"run `humanlike recruit mturk create {slug}` first")
+            if exp.recruitment_ref and not dry_run:
+                raise click.ClickException(f"HIT {exp.recruitment_ref} is already listed")
+            hit = ctx.client().create_hit(draft)
+            if not dry_run:
+                _store(exp, hit["HITId"], status=hit.get("HITStatus", "Assignable"),
+                       hit_type=hit.get("HITTypeId"))
+                click.echo(f"HIT {hit['HITId']} listed")
+
+        _run(ctx, body)
+
+    @group.command("status")
+    @_common
+    def status(slug: str, spec_path: str | None, database_url: str | None,
+               dry_run: bool) -> None:
+        """The listing's status on the platform and the participants' local statuses."""
+        ctx = make(slug, spec_path, database_url, dry_run)
+
+        def body() -> None:
+            import sqlalchemy as sa
+
+            from humanlike.server.extensions import db
+            from humanlike.server.models import Participant
+
+            exp = ctx.experiment()
+            ref = ctx.listing(exp)
+            client = ctx.client()
+            remote = client.get_study(ref) if platform == "prolific" else client.get_hit(ref)
+            counts = dict(db.session.execute(
+                sa.select(Participant.status, sa.func.count()).where(
+                    Participant.experiment_id == exp.id).group_by(Participant.status)).all())
+            keys = ("status", "total_available_places", "places_taken", "HITStatus",
+                    "NumberOfAssignmentsPending", "NumberOfAssignmentsAvailable",
+                    "NumberOfAssignmentsCompleted", "Expiration")
+            click.echo(json.dumps({"listing": ref, "platform": {k: remote.get(k) for k in keys
+                                                                 if k in (remote or {})},
+                                   "local": counts, "meta": exp.recruitment_meta}, default=str,
+                                  indent=2))
+
+        _run(ctx, body)
+
+    @group.command("sync")
+    @_common
+    def sync(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool) -> None:
+        """Mark participants as the platform says (submitted, returned, timed out, approved ...)."""
+        ctx = make(slug, spec_path, database_url, dry_run)
+
+        def body() -> None:
+            from humanlike.deploy.sync import apply
+
+            exp = ctx.experiment()
+            records = fetch_records(platform, ctx.client(), ctx.listing(exp))
+            if dry_run:
+                list(records)
+                return
+            click.echo(json.dumps(apply(exp, records).as_dict(), indent=2))
+
+        _run(ctx, body)
+
+    @group.command("approve")
+    @_common
+    @click.argument("participants", nargs=-1)
+    @click.option("--all-submitted", is_flag=True,
+                  help="Approve every participant whose status is submitted.")
+    @click.option("--override-rejection", is_flag=True, hidden=platform != "mturk",
+                  help="MTurk: approve rejected assignments (OverrideRejection, within 30 days).")
+    def approve(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool,
+                participants: tuple[str, ...], all_submitted: bool,
+                override_rejection: bool) -> None:
+        """Approve PARTICIPANTS (public or platform ids)."""
+        ctx = make(slug, spec_path, database_url, dry_run)
+
+        def body() -> None:
+            import sqlalchemy as sa
+
+            from humanlike.server import actions
+            from humanlike.server.extensions import db
+            from humanlike.server.models import Participant
+
+            exp = ctx.experiment()
+            rows = _participants(exp, participants)
+            if all_submitted:
+                rows += list(db.session.execute(sa.select(Participant).where(
+                    Participant.experiment_id == exp.id,
+                    Participant.status == "submitted")).scalars())
+            if not rows:
+                raise click.ClickException("name participants or give --all-submitted")
+            if override_rejection:
+                if platform != "mturk":
+                    raise click.ClickException("--override-rejection is MTurk's (Prolific cannot "
+                                               "overturn a rejection)")
+                from humanlike.deploy.mturk import unreject
+
+                if dry_run:
+                    for row in rows:
+                        _recruiter(ctx, exp).unreject(row)
+                    return
+                _echo_results(actions.bulk(rows, lambda p: unreject(p, ctx.actor)))
+                return
+            if dry_run:
+                recruiter = _recruiter(ctx, exp)
+                for row in rows:
+                    recruiter.approve(row)
+                return
+            _echo_results(actions.bulk(rows, lambda p: actions.approve(p, ctx.actor)))
+
+        _run(ctx, body)
+
+    @group.command("reject")
+    @_common
+    @click.argument("participant")
+    @click.option("--message", required=True,
+                  help="What was wrong, as the participant will read it (>= 100 characters).")
+    @click.option("--category", default=None,
+                  help="Prolific's rejection category (e.g. FAILED_CHECK, LOW_EFFORT).")
+    def reject(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool,
+               participant: str, message: str, category: str | None) -> None:
+        """Reject PARTICIPANT's submission (refused before any request if the message is short)."""
+        ctx = make(slug, spec_path, database_url, dry_run)
+
+        def body() -> None:
+            from humanlike.server import actions
+
+            exp = ctx.experiment()
+            [row] = _participants(exp, (participant,))
+            actions.validate_rejection(message, category, platform)
+            if dry_run:
+                _recruiter(ctx, exp).reject(row, message.strip(), category)
+                return
+            _echo_results([actions.reject(row, ctx.actor, message, category)])
+
+        _run(ctx, body)
+
+    @group.command("bonus")
+    @_common
+    @click.argument("participant", required=False)
+    @click.option("--amount", default=None, help="In the study's currency, e.g. 0.50.")
+    @click.option("--reason", required=True,
+                  help="What the bonus is for; one bonus per participant and reason.")
+    @click.option("--csv", "csv_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                  default=None, help="Many at once: a file of 'participant,amount' lines.")
+    def bonus(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool,
+              participant: str | None, amount: str | None, reason: str,
+              csv_path: Path | None) -> None:
+        """Pay PARTICIPANT a bonus, at most once per reason (safe to re-run after a failure)."""
+        ctx = make(slug, spec_path, database_url, dry_run)
+
+        def body() -> None:
+            from humanlike.server import actions
+
+            exp = ctx.experiment()
+            wanted: list[tuple[str, str]] = []
+            if csv_path is not None:
+                with csv_path.open(newline="") as fh:
+                    wanted = [(r[0].strip(), r[1].strip()) for r in csv.reader(fh)
+                              if r and r[0].strip() and not r[0].startswith("#")]
+            if participant is not None:
+                if amount is None:
+                    raise click.ClickException("--amount is required with a participant")
+                wanted.append((participant, amount))
+            if not wanted:
+                raise click.ClickException("name a participant (with --amount) or give --csv")
+            rows = _participants(exp, tuple(w[0] for w in wanted))
+            amounts = {row.id: a for row, (_, a) in zip(rows, wanted)}
+            if dry_run:
+                from types import SimpleNamespace
+
+                recruiter = _recruiter(ctx, exp)
+                for row in rows:
+                    payment = SimpleNamespace(amount=Decimal(amounts[row.id]), reason=reason,
+                                              platform_ref=None, idempotency_key="<payment-key>")
+                    recruiter.pay_bonus(row, payment, lambda: None)
+                return
+            _echo_results(actions.bulk(
+                rows, lambda p: actions.pay_bonus(p, ctx.actor, amounts[p.id], reason)))
+
+        _run(ctx, body)
+
+    def _stop_like(name: str, prolific_action: str, doc: str) -> None:
+        @group.command(name, help=doc)
+        @_common
+        def cmd(slug: str, spec_path: str | None, database_url: str | None,
+                dry_run: bool) -> None:
+            ctx = make(slug, spec_path, database_url, dry_run)
+
+            def body() -> None:
+                exp = ctx.experiment()
+                ref = ctx.listing(exp)
+                if platform == "prolific":
+                    reply = ctx.client().transition_study(ref, prolific_action)
+                    state = reply.get("status", prolific_action)
+                else:
+                    ctx.client().expire(ref)
+                    state = "expired"
+                if not dry_run:
+                    _store(exp, status=state)
+                    click.echo(f"{ref}: {state}")
+
+            _run(ctx, body)
+
+    _stop_like("pause", "PAUSE", "Pause recruiting (MTurk has no pause: the HIT is expired; "
+                                 "`extend` lists it again).")
+    _stop_like("stop", "STOP", "Stop the study for good (MTurk: expire the HIT).")
+    if platform == "prolific":
+        _stop_like("resume", "START", "Resume a paused Prolific study.")
+        _places_command(group, make)
+    else:
+        _mturk_commands(group, make)
+    return group
+
+
+def _places_command(group: click.Group, make: Callable[..., Context]) -> None:
+    @group.command("places")
+    @_common
+    @click.option("--total", type=click.IntRange(1), required=True,
+                  help="The new total number of places (Prolific only allows increasing it).")
+    def places(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool,
+               total: int) -> None:
+        """Add places to the study (set its new total)."""
+        ctx = make(slug, spec_path, database_url, dry_run)
+
+        def body() -> None:
+            exp = ctx.experiment()
+            ref = ctx.listing(exp)
+            ctx.client().set_places(ref, total)
+            if not dry_run:
+                _store(exp, places=total)
+                click.echo(f"{ref}: {total} places")
+
+        _run(ctx, body)
+
+
+def _mturk_commands(group: click.Group, make: Callable[..., Context]) -> None:
+    @group.command("extend")
+    @_common
+    @click.option("--hours", type=click.IntRange(1), default=None, help="Expire this long from now.")
+    @click.option("--assignments", type=click.IntRange(1), default=None,
+                  help="Add this many assignments.")
+    def extend(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool,
+               hours: int | None, assignments: int | None) -> None:
+        """Extend the HIT's lifetime and/or add assignments."""
+        ctx = make(slug, spec_path, database_url, dry_run)
+
+        def body() -> None:
+            import uuid
+
+            exp = ctx.experiment()
+            ref = ctx.listing(exp)
+            if not hours and not assignments:
+                raise click.ClickException("give --hours and/or --assignments")
+            ctx.client().extend(ref, hours, assignments, uuid.uuid4().hex)
+            if not dry_run:
+                _store(exp, status="Assignable")
+                click.echo(f"{ref} extended")
+
+        _run(ctx, body)
+
+    @group.command("notify")
+    @_common
+    @click.argument("participants", nargs=-1, required=True)
+    @click.option("--subject", required=True)
+    @click.option("--message", required=True)
+    def notify(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool,
+               participants: tuple[str, ...], subject: str, message: str) -> None:
+        """E-mail workers through MTurk."""
+        ctx = make(slug, spec_path, database_url, dry_run)
+
+        def body() -> None:
+            exp = ctx.experiment()
+            rows = _participants(exp, participants)
+            ctx.client().notify([r.platform_id for r in rows], subject, message)
+
+        _run(ctx, body)
+
+
+def fetch_records(platform: str, client: Any, ref: str) -> Any:
+    """The platform's submissions / assignments as ``sync.PlatformRecord`` rows."""
+    from humanlike.deploy.sync import PlatformRecord
+
+    if platform == "prolific":
+        from humanlike.deploy.prolific import STATUS_TRANSITIONS
+
+        for sub in client.submissions(ref):
+            status = sub.get("status", "")
+            yield PlatformRecord(sub.get("participant_id") or sub.get("participant") or "",
+                                 status, STATUS_TRANSITIONS.get(status), sub.get("id"))
+        return
+    from humanlike.deploy.mturk import STATUS_TRANSITIONS as MTURK
+
+    for a in client.assignments(ref):
+        status = a.get("AssignmentStatus", "")
+        yield PlatformRecord(a.get("WorkerId", ""), status, MTURK.get(status),
+                             a.get("AssignmentId"))
+
+
+@click.group("recruit")
+def command() -> None:
+    """Recruit on Prolific or MTurk: create, publish, status, sync, approve, reject, bonus, pause,
+    stop (sync is idempotent: schedule it)."""
+
+
+for _platform in PLATFORMS:
+    command.add_command(_platform_group(_platform))

@@ -1,0 +1,107 @@
+"""``humanlike simulate EXPERIMENT``: simulated participants with known ground truth take part
+through the real HTTP API (a running server with ``--url``, else the app in-process)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from tqdm import tqdm
+
+from humanlike.cli.app_context import database_option, make_app
+
+
+def resolve_spec(experiment: str, database_url: str | None) -> Path:
+    """EXPERIMENT as a spec path; ``demo`` is the demo experiment `humanlike demo` built."""
+    path = Path(experiment)
+    if path.is_file():
+        return path
+    if path.is_dir() and (path / "experiment.toml").is_file():
+        return path / "experiment.toml"
+    if experiment == "demo":
+        from humanlike.server.demo import build_demo, demo_is_current
+
+        demo_dir = Path(make_app(database_url=database_url).instance_path) / "demo"
+        if not demo_is_current(demo_dir):
+            build_demo(demo_dir)
+        return demo_dir / "experiment.toml"
+    raise click.BadParameter(f"{experiment}: no such experiment file (give its experiment.toml, "
+                             "or 'demo')", param_hint="EXPERIMENT")
+
+
+@click.command("simulate")
+@click.argument("experiment")
+@click.option("--participants", "n_participants", default=12, show_default=True,
+              type=click.IntRange(min=1), help="Simulated participants to send.")
+@click.option("--observer", default="cnn", show_default=True,
+              help="Model whose responses the participants rate and classify with.")
+@click.option("--models", "responses", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="Model responses (default: stimuli/model_responses.csv beside "
+              "the spec's manifest, if present; else the true class).")
+@click.option("--noise", default=0.15, show_default=True, type=click.FloatRange(min=0),
+              help="SD of the Gaussian noise added to the model's probabilities before rounding.")
+@click.option("--lapse", default=0.05, show_default=True, type=click.FloatRange(0, 1),
+              help="Probability that a classification is a uniform guess.")
+@click.option("--fail-catch", default=2, show_default=True, type=click.IntRange(min=0),
+              help="Participants who answer every catch trial wrongly.")
+@click.option("--mlds-sigma", default=0.15, show_default=True, type=click.FloatRange(min=0,
+              min_open=True), help="Decision noise of the MLDS observer (standard scale).")
+@click.option("--gamma", "gamma_range", nargs=2, type=float, default=(0.5, 2.0), show_default=True,
+              help="Range of the per-sequence exponent of psi = ((k-1)/(N-1))**gamma.")
+@click.option("--rt-median-ms", default=1200.0, show_default=True, type=click.FloatRange(min=1))
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--url", default=None, help="A running server (e.g. http://127.0.0.1:5000); "
+              "default: the app in-process on --database-url.")
+@click.option("--truth", "truth_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("simulation_truth"), show_default=True,
+              help="Folder for truth.json and truth_participants.csv.")
+@database_option
+def command(experiment: str, n_participants: int, observer: str, responses: Path | None,
+            noise: float, lapse: float, fail_catch: int, mlds_sigma: float,
+            gamma_range: tuple[float, float], rt_median_ms: float, seed: int, url: str | None,
+            truth_dir: Path, database_url: str | None) -> None:
+    """Send simulated participants through EXPERIMENT (an experiment.toml, or 'demo')."""
+    import pandas as pd
+
+    from humanlike.analysis.ratings.scores import load_model_responses
+    from humanlike.server import database, experiments
+    from humanlike.server.simulate import (
+        SimulatedStudy,
+        SimulationSettings,
+        api_client,
+        simulate_participants,
+    )
+
+    spec = resolve_spec(experiment, database_url)
+    if responses is None and (spec.parent / "stimuli" / "model_responses.csv").is_file():
+        responses = spec.parent / "stimuli" / "model_responses.csv"
+    try:
+        settings = SimulationSettings(
+            n_participants=n_participants, observer=observer, noise=noise, lapse=lapse,
+            fail_catch=fail_catch, mlds_sigma=mlds_sigma, gamma_range=gamma_range,
+            rt_median_ms=rt_median_ms, seed=seed)
+        models: pd.DataFrame | None = (load_model_responses(responses)
+                                       if responses is not None else None)
+        study = SimulatedStudy(spec, settings, models)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    app = None
+    if url is None:
+        app = make_app([str(spec)], database_url)
+        database.upgrade(app)
+        experiments.sync_all(app)
+    try:
+        with api_client(url, app) as client, tqdm(total=n_participants, desc="participants",
+                                                  unit="participant") as bar:
+            truth = simulate_participants(client, study, progress=bar.update)
+    except (RuntimeError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        if app is not None:
+            database.dispose(app)
+    written = truth.save(truth_dir)
+    failing = [p["participant"] for p in truth.participants if p["fails_catch"]]
+    click.echo(f"{n_participants} simulated participants completed {study.slug}; "
+               f"made to fail catch trials: {', '.join(failing) or 'none'}")
+    for path in written:
+        click.echo(f"wrote {path}")

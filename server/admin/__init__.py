@@ -1,0 +1,23 @@
+"""The researcher's dashboard (one blueprint for the admin audience), one module per part: ``auth``
+(login, logout, the login gate on every route), ``experiments`` (the experiments page and status
+switch), ``participants`` (an experiment's participants table and one participant's page),
+``actions`` (approve, reject, bonus, exclude / include, with confirmation), ``downloads`` (the
+streamed export zip) and ``panel`` (the live analysis panel and its stopping indicator); ``qc`` and
+``stats`` hold the queries the pages share."""
+
+from __future__ import annotations
+
+from flask import Blueprint
+
+bp = Blueprint("admin", __name__, url_prefix="/admin")
+
+from humanlike.server.admin import (  # noqa: E402  (the modules add their routes to bp)
+    actions,
+    auth,
+    downloads,
+    experiments,
+    panel_views,
+    participants,
+)
+
+__all__ = ["actions", "auth", "bp", "downloads", "experiments", "panel_views", "participants"]

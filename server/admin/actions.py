@@ -1,0 +1,130 @@
+"""Actions on participants from the dashboard, one at a time or in bulk, each through a confirmation
+page: approve, reject (message >= 100 characters and a category), bonus (amount, reason), exclude /
+include from analysis (reason). Everything is done by ``humanlike.server.actions`` (one
+implementation with the CLI: platform call when a recruiter is registered, audit row, bonus
+idempotency); this module only collects the participants and the inputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from flask import abort, render_template, request
+from flask_wtf import FlaskForm
+
+from humanlike.server import actions
+from humanlike.server.admin import bp, stats
+from humanlike.server.admin.auth import actor
+from humanlike.server.admin.experiments import experiment_or_404
+from humanlike.server.extensions import db
+from humanlike.server.lifecycle import APPROVE
+from humanlike.server.models import AuditEntry, Experiment, Participant, ParticipantQC
+
+ACTIONS = {"approve": "Approve", "reject": "Reject", "bonus": "Pay a bonus",
+           "exclude": "Exclude from analysis", "include": "Include in analysis",
+           "clear": "Clear the analysis override"}
+PRESETS = {"completed_passing_qc": "every completed participant who passes QC"}
+MAX_BULK = 5000
+
+
+class ActionForm(FlaskForm):
+    """CSRF token for the action forms (their fields are read from the request)."""
+
+
+def _inputs() -> dict[str, str]:
+    form = request.form
+    return {k: (form.get(k) or "").strip() for k in ("message", "category", "amount", "reason")}
+
+
+def _selected(exp: Experiment) -> list[Participant]:
+    """The participants the form names (ticked rows) or its preset selects."""
+    preset = request.form.get("preset", "")
+    stmt = sa.select(Participant).where(Participant.experiment_id == exp.id)
+    if preset == "completed_passing_qc":
+        stmt = (stmt.outerjoin(ParticipantQC, ParticipantQC.participant_id == Participant.id)
+                .where(Participant.status.in_(sorted(APPROVE.sources)),
+                       ParticipantQC.participant_id.is_not(None), ~stats.excluded_clause()))
+    elif preset:
+        abort(400, f"unknown selection {preset!r}")
+    else:
+        ids = request.form.getlist("participant")[:MAX_BULK]
+        if not ids:
+            return []
+        stmt = stmt.where(Participant.public_id.in_(ids))
+    return list(db.session.execute(stmt.order_by(Participant.id).limit(MAX_BULK)).scalars())
+
+
+def _check(action: str, inputs: dict[str, str], exp: Experiment) -> str | None:
+    """What is wrong with the inputs (before anything is done), or None."""
+    try:
+        if action == "reject":
+            actions.validate_rejection(inputs["message"], inputs["category"] or None, exp.platform)
+        elif action == "bonus":
+            actions._amount(inputs["amount"])
+            if not inputs["reason"]:
+                raise actions.ActionError("say what the bonus is for (a reason is required)")
+        elif action in ("exclude", "include") and not inputs["reason"]:
+            raise actions.ActionError("say why (a reason is required)")
+    except actions.ActionError as exc:
+        return str(exc)
+    return None
+
+
+def _runner(action: str, inputs: dict[str, str]):
+    who = actor()
+    if action == "approve":
+        return lambda p: actions.approve(p, who)
+    if action == "reject":
+        return lambda p: actions.reject(p, who, inputs["message"], inputs["category"] or None)
+    if action == "bonus":
+        return lambda p: actions.pay_bonus(p, who, inputs["amount"], inputs["reason"])
+    decision = None if action == "clear" else action
+    return lambda p: actions.set_analysis_override(p, who, decision, inputs["reason"])
+
+
+def _render(exp: Experiment, action: str, people: list[Participant], inputs: dict[str, str],
+            error: str | None, results: list[Any] | None = None, status: int = 200):
+    return render_template(
+        "admin/confirm.html", exp=exp, action=action, label=ACTIONS.get(action, action),
+        people=people, inputs=inputs, error=error, results=results, form=ActionForm(),
+        preset=request.form.get("preset", ""), presets=PRESETS,
+        categories=actions.PROLIFIC_REJECTION_CATEGORIES,
+        local_only=actions.recruiter_for(exp) is None), status
+
+
+@bp.post("/experiments/<slug>/actions/confirm")
+def confirm_action(slug: str):
+    """Show what the action will do to whom and ask to confirm (nothing changes yet)."""
+    exp = experiment_or_404(slug)
+    action = request.form.get("action", "")
+    if action not in ACTIONS:
+        abort(400, f"unknown action {action!r}")
+    inputs = _inputs()
+    people = _selected(exp)
+    error = _check(action, inputs, exp) or (None if people else "no participants selected")
+    return _render(exp, action, people, inputs, error, status=400 if error else 200)
+
+
+@bp.post("/experiments/<slug>/actions/apply")
+def apply_action(slug: str):
+    """Do the confirmed action to each named participant; one audit row each (a refusal for one is
+    reported and the rest go on). A repeated submit cannot pay a bonus twice."""
+    exp = experiment_or_404(slug)
+    action = request.form.get("action", "")
+    if action not in ACTIONS or request.form.get("confirmed") != "yes":
+        abort(400, "confirm the action first")
+    inputs = _inputs()
+    error = _check(action, inputs, exp)
+    people = _selected(exp)
+    if error or not people:
+        return _render(exp, action, people, inputs, error or "no participants selected", status=400)
+    results = actions.bulk(people, _runner(action, inputs))
+    return _render(exp, action, people, inputs, None, results=results)
+
+
+@bp.get("/audit")
+def audit_log():
+    """The newest audit rows: who did what, when, with which result and platform reply."""
+    rows = db.session.execute(
+        sa.select(AuditEntry).order_by(AuditEntry.id.desc()).limit(500)).scalars().all()
+    return render_template("admin/audit.html", rows=rows)

@@ -1,0 +1,80 @@
+"""Downloads: an experiment's export (CSV + Parquet + codebook, the same ``write_export`` as
+``humanlike export``) zipped and streamed to the browser as it is written.
+
+The export is written to a temporary folder by streaming reads (server-side cursor, bounded memory)
+in this request's own worker thread, then the zip is produced chunk by chunk (``zipfile`` writes to
+an unseekable stream with data descriptors), so no participant request waits on it."""
+
+from __future__ import annotations
+
+import io
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from flask import Response, current_app, request, stream_with_context
+
+from humanlike.server import audit
+from humanlike.server.admin import bp
+from humanlike.server.admin.auth import actor
+from humanlike.server.admin.experiments import experiment_or_404
+from humanlike.server.export import write_export
+from humanlike.server.extensions import db
+from humanlike.server.models import utcnow
+from humanlike.server.pseudonyms import key_from_secret
+
+CHUNK = 1 << 20
+
+
+class _Pipe(io.RawIOBase):
+    """A write-only stream whose written bytes are collected for the next yield."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:  # type: ignore[override]
+        self.parts.append(bytes(data))
+        return len(data)
+
+    def take(self) -> bytes:
+        """What was written since the last call."""
+        out, self.parts = b"".join(self.parts), []
+        return out
+
+
+def zip_stream(folder: Path, prefix: str) -> Iterator[bytes]:
+    """The files of ``folder`` as a zip, yielded in pieces as it is compressed."""
+    pipe = _Pipe()
+    with zipfile.ZipFile(pipe, "w", compression=zipfile.ZIP_DEFLATED) as archive:  # type: ignore[arg-type]
+        for path in sorted(folder.iterdir()):
+            with path.open("rb") as source, archive.open(f"{prefix}/{path.name}", "w") as target:
+                while block := source.read(CHUNK):
+                    target.write(block)
+                    if (data := pipe.take()):
+                        yield data
+    yield pipe.take()
+
+
+@bp.get("/experiments/<slug>/export.zip")
+def download_export(slug: str):
+    """The experiment's export as a zip (``?pseudonymise=1`` replaces platform ids by pseudonyms)."""
+    exp = experiment_or_404(slug)
+    key = (key_from_secret(current_app.config["SECRET_KEY"])
+           if request.args.get("pseudonymise") == "1" else None)
+    audit.record(actor(), "download_export", experiment=exp.slug, target=exp.slug,
+                 detail={"pseudonymised": key is not None})
+    db.session.commit()
+    name = f"{exp.slug}-{utcnow():%Y%m%dT%H%M%SZ}"
+
+    def generate() -> Iterator[bytes]:
+        with tempfile.TemporaryDirectory(prefix="humanlike-export-") as tmp:
+            write_export(slug, Path(tmp), pseudonym_key=key)
+            db.session.rollback()  # end the read transaction before the long write-out
+            yield from zip_stream(Path(tmp), name)
+
+    return Response(stream_with_context(generate()), mimetype="application/zip",
+                    headers={"Content-Disposition": f'attachment; filename="{name}.zip"'})

@@ -1,0 +1,266 @@
+"""The live analysis panel: the study's scientific answer so far, computed in the background.
+
+Where it runs: a daemon thread per server process (``PANEL_THREAD``, on with ``humanlike serve``
+in production or ``HUMANLIKE_PANEL_THREAD=1``) or a separate ``humanlike panel-worker`` process;
+never inside a participant's request. Every ``PANEL_INTERVAL`` seconds each experiment's *data
+version* (spec hash, trials stored, newest trial id, researcher overrides) is compared with the one
+stored in ``panel_result``; a worker that finds it changed claims the row's lease with one atomic
+UPDATE (``WHERE data_version <> :new AND lease expired``), so however many processes run, the panel
+is computed at most once per data change. The pass refreshes the stored per-participant QC
+(``qc.refresh_qc``), writes a temporary export with ``write_export`` (the same code as
+``humanlike export``), reads it back with ``read_export`` and runs the analysis package on it.
+
+Rating experiments: noise ceiling (lower / upper) with bootstrap CIs, the spec's models with CIs
+and Holm-Sidak-corrected pairwise decisions (``analyze_ratings``). Triad and classification
+trials: MLDS scales and the kappa matrix (``panel_sections``). The stopping indicator
+(``stopping``) is documented in docs/dashboard.md."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import math
+import os
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from humanlike.server.admin.qc import refresh_qc
+from humanlike.server.admin.stats import as_utc
+from humanlike.server.extensions import db
+from humanlike.server.models import Experiment, PanelResult, Participant, Trial, utcnow
+
+log = logging.getLogger(__name__)
+LEASE = dt.timedelta(minutes=15)
+"""A lease older than this is taken to belong to a worker that died mid-computation."""
+REFERENCE_MODEL = "__reference__"
+MLDS_SECTION = "mlds_scales"
+"""The panel result's key for the triad section (MLDS scales per sequence)."""
+"""Placeholder model scored when the spec names none (the analysis needs one); never shown."""
+
+
+def data_version(exp: Experiment) -> str:
+    """What the panel's result depends on: spec, trials stored, newest trial, overrides."""
+    n, newest = db.session.execute(
+        sa.select(sa.func.count(Trial.id), sa.func.max(Trial.id))
+        .join(Participant, Trial.participant_id == Participant.id)
+        .where(Participant.experiment_id == exp.id)).one()
+    decisions = db.session.execute(
+        sa.select(Participant.public_id, Participant.analysis_override)
+        .where(Participant.experiment_id == exp.id, Participant.analysis_override.is_not(None))
+        .order_by(Participant.public_id)).all()
+    digest = hashlib.sha256(repr(decisions).encode()).hexdigest()[:16]
+    return f"{exp.spec_hash[:16]}:{n}:{newest}:{digest}"
+
+
+def claim(exp: Experiment, version: str, owner: str, force: bool = False) -> bool:
+    """Atomically take the right to compute ``version`` of the experiment's panel (one worker wins
+    across processes); False when it is computed already or another worker holds the lease."""
+    if db.session.get(PanelResult, exp.id) is None:
+        db.session.add(PanelResult(experiment_id=exp.id))
+        try:
+            db.session.commit()
+        except IntegrityError:
+            db.session.rollback()
+    now = utcnow()
+    stale = sa.or_(PanelResult.data_version.is_(None), PanelResult.data_version != version)
+    free = sa.or_(PanelResult.lease_until.is_(None), PanelResult.lease_until < now)
+    result = db.session.execute(
+        sa.update(PanelResult)
+        .where(PanelResult.experiment_id == exp.id, free, *(() if force else (stale,)))
+        .values(lease_owner=owner, lease_until=now + LEASE)
+        .execution_options(synchronize_session=False))
+    db.session.commit()
+    return bool(getattr(result, "rowcount", 0) == 1)
+
+
+def _finite(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _records(frame: pd.DataFrame, columns: list[str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for row in frame[columns].to_dict("records"):
+        out.append({str(k): (_finite(v) if isinstance(v, (int, float, np.number)) and not isinstance(
+            v, (bool, np.bool_)) else (bool(v) if isinstance(v, (bool, np.bool_)) else v))
+            for k, v in row.items()})
+    return out
+
+
+def _model_responses(exp: Experiment, frame: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
+    """The spec's model responses, or the hidden reference model when it names none."""
+    from humanlike.analysis.ratings.scores import load_model_responses
+
+    names = (exp.spec.get("panel") or {}).get("model_responses") or []
+    if names:
+        return pd.concat([load_model_responses(Path(exp.root) / n) for n in names],
+                         ignore_index=True), False
+    cells = frame[["stimulus", "category"]].drop_duplicates()
+    truth = frame.drop_duplicates("stimulus").set_index("stimulus").get("true_class")
+    true_class = (cells["stimulus"].map(truth).astype(str) if truth is not None
+                  else pd.Series("", index=cells.index))
+    probability = np.where(true_class == cells["category"].astype(str), 0.9, 0.1)
+    return cells.assign(model=REFERENCE_MODEL, probability=probability), True
+
+
+def _ratings_panel(exp: Experiment, data: Any, settings: dict[str, Any],
+                   stopping: dict[str, Any] | None) -> dict[str, Any]:
+    from humanlike.analysis.exclusions import ExclusionRules
+    from humanlike.analysis.ratings.analysis import analyze_ratings
+
+    frame = data.ratings()
+    models, reference = _model_responses(exp, frame)
+    rules = ExclusionRules.from_mapping(exp.spec.get("exclusion", {}))
+    alpha = float((stopping or {}).get("alpha", 0.05))
+    result = analyze_ratings(
+        frame, models, participants=data.participants,
+        # QC and researcher overrides are already in the export's ``excluded`` column
+        rules=ExclusionRules(min_trial_rt_ms=rules.min_trial_rt_ms),
+        n_resamples=int(settings.get("n_resamples", 1000)),
+        confidence_level=float(settings.get("confidence_level", 0.95)), alpha=alpha,
+        random_state=0, n_jobs=1)
+    boot = result.bootstrap
+    ceilings = boot.ceilings[boot.ceilings["metric"] == "pearson_r"]
+    scores = boot.scores[(boot.scores["metric"] == "pearson_r")]
+    comparisons = boot.comparisons[boot.comparisons["metric"] == "pearson_r"]
+    if reference:
+        scores = scores[scores["model"] != REFERENCE_MODEL]
+        comparisons = comparisons.iloc[0:0]
+    return {
+        "kind": "ratings",
+        "n_participants": len(result.ratings.participants),
+        "n_excluded": int(result.qc["excluded"].sum()),
+        "confidence_level": float(settings.get("confidence_level", 0.95)),
+        "ceilings": _records(ceilings, ["subset", "bound", "estimate", "ci_low", "ci_high"]),
+        "scores": _records(scores, ["subset", "model", "estimate", "ci_low", "ci_high"]),
+        "comparisons": _records(comparisons, ["subset", "a", "b", "difference", "ci_low",
+                                              "ci_high", "p_holm_sidak", "significant"]),
+        "alpha": alpha,
+    }
+
+
+def compute(exp: Experiment) -> dict[str, Any]:
+    """The panel of one experiment from a fresh export of its data (no database writes)."""
+    from humanlike.analysis.io.export import read_export
+    from humanlike.server.admin.panel_sections import ec_section, mlds_section, n_participants
+    from humanlike.server.admin.stopping import evaluate
+    from humanlike.server.export import write_export
+
+    settings = exp.spec.get("panel") or {}
+    stopping = exp.spec.get("stopping")
+    with tempfile.TemporaryDirectory(prefix="humanlike-panel-") as tmp:
+        write_export(exp.slug, Path(tmp), raw_parquet=False)
+        db.session.rollback()  # end the read transaction: the analysis below may take a while
+        data = read_export(tmp)
+        result: dict[str, Any] = {"kind": None, "n_participants": 0}
+        if data.has("ratings") and len(data.table("ratings")):
+            try:
+                result = _ratings_panel(exp, data, settings, stopping)
+            except ValueError as exc:  # e.g. fewer than two participants pass QC
+                result = {"kind": "ratings", "n_participants": 0, "error": str(exc)}
+        alpha = float((stopping or {}).get("alpha", 0.05))
+        result[MLDS_SECTION] = mlds_section(data, settings)
+        result["ec"] = ec_section(data, settings, alpha)
+        result["n_participants"] = max(int(result.get("n_participants") or 0),
+                                       n_participants(result[MLDS_SECTION], result["ec"]))
+    result["stopping"] = evaluate(stopping, result) if stopping else None
+    return result
+
+
+def refresh(exp: Experiment, owner: str | None = None, force: bool = False) -> bool:
+    """Recompute the experiment's QC and panel if its data changed and this worker wins the lease;
+    True when it computed."""
+    owner = owner or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    version = data_version(exp)
+    if not claim(exp, version, owner, force):
+        return False
+    started = time.perf_counter()
+    try:
+        refresh_qc(exp)
+        result = compute(exp)
+    except Exception:
+        db.session.rollback()
+        db.session.execute(sa.update(PanelResult).where(
+            PanelResult.experiment_id == exp.id, PanelResult.lease_owner == owner)
+            .values(lease_owner=None, lease_until=None))
+        db.session.commit()
+        raise
+    db.session.execute(sa.update(PanelResult).where(
+        PanelResult.experiment_id == exp.id, PanelResult.lease_owner == owner).values(
+        data_version=version, computed_at=utcnow(), seconds=time.perf_counter() - started,
+        n_participants=int(result.get("n_participants") or 0), result=result,
+        lease_owner=None, lease_until=None))
+    db.session.commit()
+    return True
+
+
+def refresh_all(owner: str | None = None) -> dict[str, bool]:
+    """One pass over every experiment; which ones were recomputed."""
+    done = {}
+    for exp in db.session.execute(sa.select(Experiment).order_by(Experiment.id)).scalars().all():
+        try:
+            done[exp.slug] = refresh(exp, owner)
+        except Exception:  # one experiment's failure must not stop the others
+            log.exception("live panel of %s failed", exp.slug)
+            db.session.rollback()
+            done[exp.slug] = False
+    return done
+
+
+def panel_view(exp: Experiment) -> dict[str, Any] | None:
+    """What the experiment page shows: the stored result, when and on how many participants, and
+    whether newer data is waiting."""
+    row = db.session.get(PanelResult, exp.id)
+    if row is None or row.result is None:
+        return None
+    lease = as_utc(row.lease_until)
+    return {"result": row.result, "computed_at": as_utc(row.computed_at), "seconds": row.seconds,
+            "n_participants": row.n_participants,
+            "computing": lease is not None and lease > utcnow()}
+
+
+class PanelWorker(threading.Thread):
+    """The background thread: ``refresh_all`` every ``interval`` seconds until ``stop()``."""
+
+    def __init__(self, app: Any, interval: float) -> None:
+        super().__init__(name="humanlike-panel", daemon=True)
+        self.app, self.interval = app, interval
+        self.owner = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            with self.app.app_context():
+                try:
+                    refresh_all(self.owner)
+                except Exception:
+                    log.exception("live panel pass failed")
+                finally:
+                    db.session.remove()
+            self._stop_event.wait(self.interval)
+
+    def stop(self) -> None:
+        """Finish the current pass and end."""
+        self._stop_event.set()
+        self.join(120)
+
+
+def start_worker(app: Any) -> PanelWorker:
+    """Start the app's background panel thread (kept in ``app.extensions['panel_worker']``)."""
+    worker = PanelWorker(app, float(app.config.get("PANEL_INTERVAL", 5)))
+    app.extensions["panel_worker"] = worker
+    worker.start()
+    return worker

@@ -1,0 +1,215 @@
+"""An experiment's page (participants table with server-side paging, sorting and filtering, the
+condition balance and completions chart) and one participant's page (trials, events, debrief, QC)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+from flask import abort, current_app, render_template, request
+
+from humanlike.server import audit, timeouts
+from humanlike.server.admin import bp, charts, stats
+from humanlike.server.admin.auth import actor
+from humanlike.server.admin.experiments import experiment_or_404
+from humanlike.server.extensions import db
+from humanlike.server.models import Event, Participant, ParticipantQC, Payment, Stimulus, Trial
+from humanlike.server.pseudonyms import key_from_secret, pseudonym
+
+PAGE_SIZE = 50
+SORTS: dict[str, Any] = {
+    "id": Participant.id, "status": Participant.status, "condition": Participant.condition,
+    "started_at": Participant.started_at, "completed_at": Participant.completed_at,
+    "last_seen": ParticipantQC.last_trial_at, "progress": ParticipantQC.n_stored,
+    "catch_accuracy": ParticipantQC.catch_accuracy,
+    "repeat_reliability": ParticipantQC.repeat_reliability,
+    "median_rt_ms": ParticipantQC.median_rt_ms, "too_fast_share": ParticipantQC.too_fast_share,
+    "n_blur": ParticipantQC.n_blur, "n_fullscreen_exit": ParticipantQC.n_fullscreen_exit,
+}
+"""Columns the participants table sorts by (name in the query string -> column)."""
+
+
+@dataclass(frozen=True)
+class TableQuery:
+    """The participants table's filters, sort and page, read from the query string."""
+
+    status: str = ""
+    condition: str = ""
+    excluded: str = ""
+    qc: str = ""
+    sort: str = "id"
+    order: str = "asc"
+    page: int = 1
+    reveal: bool = False
+
+    @classmethod
+    def from_args(cls, args: Any) -> TableQuery:
+        """Read and check the query string; unknown values fall back to the defaults."""
+        sort = args.get("sort", "id")
+        try:
+            page = max(1, int(args.get("page", 1)))
+        except ValueError:
+            page = 1
+        return cls(status=args.get("status", "")[:16] if args.get("status") in stats.STATUSES else "",
+                   condition=args.get("condition", "")[:64],
+                   excluded=args.get("excluded", "") if args.get("excluded") in ("yes", "no") else "",
+                   qc=args.get("qc", "") if args.get("qc") in ("failed", "passed") else "",
+                   sort=sort if sort in SORTS else "id",
+                   order="desc" if args.get("order") == "desc" else "asc", page=page,
+                   reveal=args.get("reveal") == "1")
+
+    def args(self, **change: Any) -> dict[str, Any]:
+        """The query string of this view with ``change`` applied (links for sort and paging)."""
+        values = {"status": self.status, "condition": self.condition, "excluded": self.excluded,
+                  "qc": self.qc, "sort": self.sort, "order": self.order, "page": self.page,
+                  "reveal": "1" if self.reveal else "", **change}
+        return {k: v for k, v in values.items() if v not in ("", None)}
+
+
+def participants_select(experiment_id: int, q: TableQuery) -> sa.Select:
+    """Participants of the experiment with their stored QC, filtered as ``q`` says (unordered)."""
+    stmt = (sa.select(Participant, ParticipantQC)
+            .outerjoin(ParticipantQC, ParticipantQC.participant_id == Participant.id)
+            .where(Participant.experiment_id == experiment_id))
+    if q.status:
+        stmt = stmt.where(Participant.status == q.status)
+    if q.condition:
+        stmt = stmt.where(Participant.condition == q.condition)
+    if q.excluded:
+        clause = stats.excluded_clause()
+        stmt = stmt.where(clause if q.excluded == "yes" else ~clause)
+    if q.qc:
+        failed = sa.func.coalesce(ParticipantQC.qc_failed, sa.false())
+        stmt = stmt.where(failed if q.qc == "failed" else ~failed)
+    return stmt
+
+
+def _page(exp: Any, q: TableQuery) -> tuple[list[dict[str, Any]], int]:
+    stmt = participants_select(exp.id, q)
+    total = db.session.execute(sa.select(sa.func.count()).select_from(stmt.subquery())).scalar_one()
+    column = SORTS[q.sort]
+    ordered = column.desc() if q.order == "desc" else column.asc()
+    rows = db.session.execute(
+        stmt.order_by(ordered.nulls_last(), Participant.id)
+        .limit(PAGE_SIZE).offset((q.page - 1) * PAGE_SIZE)).all()
+    ids = [p.id for p, _ in rows]
+    stored = stats.stored_counts(ids)
+    seen = stats.last_seen(ids)
+    key = key_from_secret(current_app.config["SECRET_KEY"])
+    out = []
+    for p, qc in rows:
+        started = stats.as_utc(p.started_at or p.created_at)
+        end = stats.as_utc(p.completed_at) or seen.get(p.id)
+        out.append({
+            "p": p, "qc": qc, "stored": stored.get(p.id, 0),
+            "progress": min(1.0, stored.get(p.id, 0) / p.n_trials) if p.n_trials else 1.0,
+            "platform_id": p.platform_id if q.reveal else pseudonym(key, exp.slug, p.platform_id),
+            "started_at": started, "last_seen": seen.get(p.id),
+            "duration_s": (end - started).total_seconds() if end and started else None,
+            "excluded": (p.analysis_override == "exclude"
+                         or (bool(qc and qc.qc_failed) and p.analysis_override != "include")),
+        })
+    return out, total
+
+
+def _table_context(slug: str) -> dict[str, Any]:
+    exp = experiment_or_404(slug)
+    q = TableQuery.from_args(request.args)
+    rows, total = _page(exp, q)
+    return {"exp": exp, "q": q, "rows": rows, "total": total,
+            "pages": max(1, math.ceil(total / PAGE_SIZE)), "sorts": list(SORTS)}
+
+
+@bp.get("/experiments/<slug>")
+def experiment(slug: str):
+    """The experiment page: participants table, condition balance, completions over time."""
+    exp = experiment_or_404(slug)
+    if timeouts.sweep_experiment(exp):  # silent participants become timed_out (undone on return)
+        db.session.commit()
+    context = _table_context(slug)
+    if context["q"].reveal:
+        audit.record(actor(), "reveal_ids", experiment=exp.slug, target=exp.slug)
+        db.session.commit()
+    times = stats.completion_times(exp.id)
+    from humanlike.server.admin.panel import panel_view
+
+    return render_template(
+        "admin/experiment.html", **context, statuses=stats.STATUSES, balance=stats.condition_balance(exp.id),
+        conditions=[c["name"] for c in exp.spec.get("conditions", [])] or ["default"],
+        completions=charts.cumulative(times), panel=panel_view(exp),
+        timeout_minutes=timeouts.timeout_minutes(exp.spec))
+
+
+@bp.get("/experiments/<slug>/rows")
+def experiment_rows_fragment(slug: str):
+    """The participants table's body for the current query (htmx polls it)."""
+    return render_template("admin/_participant_rows.html", **_table_context(slug))
+
+
+def repeat_pairs(trials: Sequence[Any]) -> list[tuple[float, float]]:
+    """(first, repeat) rating of each category of each repeated stimulus (the reliability scatter;
+    the same pairing as the analysis package's ``repeat_pairs``: repeat_of names the first trial)."""
+    first = {t.trial_index: t.response.get("ratings") for t in trials
+             if t.trial_type == "rating" and not t.is_repeat and isinstance(t.response, dict)}
+    pairs: list[tuple[float, float]] = []
+    for t in trials:
+        if t.trial_type != "rating" or not t.is_repeat or not isinstance(t.response, dict):
+            continue
+        before, again = first.get(t.repeat_of if t.repeat_of is not None else -1), t.response.get(
+            "ratings")
+        if isinstance(before, dict) and isinstance(again, dict):
+            pairs.extend((float(before[k]), float(again[k])) for k in again
+                         if isinstance(before.get(k), (int, float)) and isinstance(again[k], (int, float)))
+    return pairs
+
+
+def _debrief(trials: Sequence[Any]) -> list[tuple[str, str]]:
+    answers: list[tuple[str, str]] = []
+    for t in trials:
+        if t.trial_type == "debrief" and isinstance(t.response, dict):
+            raw = t.response.get("answers", t.response)
+            if isinstance(raw, dict):
+                answers.extend((str(k), str(v)) for k, v in raw.items())
+    return answers
+
+
+@bp.get("/participants/<public_id>")
+def participant(public_id: str):
+    """One participant: progress, every trial, events, debrief answers, QC with reasons, figures."""
+    p = db.session.execute(
+        sa.select(Participant).where(Participant.public_id == public_id)).scalar_one_or_none()
+    if p is None:
+        abort(404)
+    exp = p.experiment
+    trials = db.session.execute(  # plain rows, not ORM objects: 820 of them render in a blink
+        sa.select(Trial.trial_index, Trial.trial_type, Trial.block, Trial.stimulus_id,
+                  Trial.response, Trial.rt_ms, Trial.presented_ms, Trial.frames, Trial.is_repeat,
+                  Trial.repeat_of, Trial.design)
+        .where(Trial.participant_id == p.id).order_by(Trial.trial_index)).all()
+    events = db.session.execute(sa.select(Event).where(Event.participant_id == p.id)
+                                .order_by(Event.id)).scalars().all()
+    payments = db.session.execute(sa.select(Payment).where(Payment.participant_id == p.id)
+                                  .order_by(Payment.id)).scalars().all()
+    stimuli = dict(db.session.execute(sa.select(Stimulus.id, Stimulus.key)
+                                      .where(Stimulus.experiment_id == exp.id)).all())
+    qc = db.session.get(ParticipantQC, p.id)  # computed in the background by the same QC code
+    rts = np.array([t.rt_ms for t in trials if t.rt_ms is not None and t.trial_type != "debrief"
+                    and not (t.design or {}).get("practice")], dtype=float)
+    key = key_from_secret(current_app.config["SECRET_KEY"])
+    reveal = request.args.get("reveal") == "1"
+    if reveal:
+        audit.record(actor(), "reveal_ids", experiment=exp.slug, target=p.public_id)
+        db.session.commit()
+    return render_template(
+        "admin/participant.html", p=p, exp=exp, trials=trials, events=events, payments=payments,
+        stimuli=stimuli, debrief=_debrief(trials), qc=qc,
+        qc_reasons=[r for r in (qc.qc_reasons if qc else "").split(";") if r],
+        qc_stale=qc is None or qc.n_stored != len(trials),
+        scatter=charts.scatter(repeat_pairs(trials)),
+        histogram=charts.histogram(rts), reveal=reveal,
+        platform_id=p.platform_id if reveal else pseudonym(key, exp.slug, p.platform_id),
+        progress=min(1.0, len(trials) / p.n_trials) if p.n_trials else 1.0)

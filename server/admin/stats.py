@@ -1,0 +1,146 @@
+"""The numbers the dashboard shows per experiment, each from a few aggregate queries (no per-row
+Python work over trials), so the pages stay fast at thousands of participants."""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+
+from humanlike.server.extensions import db
+from humanlike.server.lifecycle import DONE, ParticipantStatus
+from humanlike.server.models import Experiment, Participant, ParticipantQC, Trial
+
+STATUSES = [status.value for status in ParticipantStatus]
+
+
+def as_utc(value: dt.datetime | None) -> dt.datetime | None:
+    """A stored time as aware UTC (SQLite hands back naive UTC)."""
+    if value is None:
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+
+
+def excluded_clause() -> sa.ColumnElement[bool]:
+    """Excluded from analysis: the researcher said so, or QC failed and the researcher did not
+    include the participant anyway (needs ``ParticipantQC`` outer-joined)."""
+    override = sa.func.coalesce(Participant.analysis_override, "")  # no NULLs: ~clause must work
+    return sa.or_(
+        override == "exclude",
+        sa.and_(sa.func.coalesce(ParticipantQC.qc_failed, sa.false()),
+                override != "include"),
+    )
+
+
+@dataclass
+class ExperimentSummary:
+    """One experiments-page row."""
+
+    id: int
+    slug: str
+    title: str
+    status: str
+    platform: str
+    counts: dict[str, int] = field(default_factory=dict)
+    total: int = 0
+    completion_rate: float | None = None
+    median_completion_s: float | None = None
+    excluded: int = 0
+    last_activity: dt.datetime | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able form (the polled endpoint)."""
+        return {"slug": self.slug, "status": self.status, "platform": self.platform,
+                "counts": self.counts, "total": self.total,
+                "completion_rate": self.completion_rate,
+                "median_completion_s": self.median_completion_s, "excluded": self.excluded,
+                "last_activity": self.last_activity.isoformat() if self.last_activity else None}
+
+
+def _last_trial_time(experiment_id: int) -> dt.datetime | None:
+    newest = (sa.select(Trial.server_time)
+              .where(Trial.participant_id.in_(
+                  sa.select(Participant.id).where(Participant.experiment_id == experiment_id)))
+              .order_by(Trial.id.desc()).limit(1))
+    return as_utc(db.session.execute(newest).scalar_one_or_none())
+
+
+def summaries() -> list[ExperimentSummary]:
+    """Every experiment with counts by status, completion rate and time, exclusions, last activity."""
+    rows = {e.id: ExperimentSummary(e.id, e.slug, e.title, e.status, e.platform)
+            for e in db.session.execute(sa.select(Experiment).order_by(Experiment.slug)).scalars()}
+    for exp_id, status, n, last in db.session.execute(
+            sa.select(Participant.experiment_id, Participant.status, sa.func.count(),
+                      sa.func.max(sa.func.coalesce(Participant.completed_at, Participant.started_at,
+                                                   Participant.consented_at, Participant.created_at)))
+            .group_by(Participant.experiment_id, Participant.status)):
+        row = rows[exp_id]
+        row.counts[status] = n
+        row.total += n
+        latest = as_utc(last)
+        if latest is not None and (row.last_activity is None or latest > row.last_activity):
+            row.last_activity = latest
+    done = [s.value for s in DONE]
+    durations: dict[int, list[float]] = {}
+    for exp_id, created, completed in db.session.execute(
+            sa.select(Participant.experiment_id, Participant.created_at, Participant.completed_at)
+            .where(Participant.status.in_(done), Participant.completed_at.is_not(None))):
+        durations.setdefault(exp_id, []).append(
+            (as_utc(completed) - as_utc(created)).total_seconds())  # type: ignore[operator]
+    for exp_id, n in db.session.execute(
+            sa.select(Participant.experiment_id, sa.func.count())
+            .outerjoin(ParticipantQC, ParticipantQC.participant_id == Participant.id)
+            .where(excluded_clause()).group_by(Participant.experiment_id)):
+        rows[exp_id].excluded = n
+    for row in rows.values():
+        finished = sum(row.counts.get(s, 0) for s in done)
+        row.completion_rate = finished / row.total if row.total else None
+        if durations.get(row.id):
+            row.median_completion_s = statistics.median(durations[row.id])
+        if row.total:
+            last_trial = _last_trial_time(row.id)
+            if last_trial is not None and (row.last_activity is None or last_trial > row.last_activity):
+                row.last_activity = last_trial
+    return list(rows.values())
+
+
+def stored_counts(participant_ids: list[int]) -> dict[int, int]:
+    """Trials stored per participant, for the listed participants only (one indexed query)."""
+    if not participant_ids:
+        return {}
+    return dict(db.session.execute(  # type: ignore[arg-type]
+        sa.select(Trial.participant_id, sa.func.count())
+        .where(Trial.participant_id.in_(participant_ids)).group_by(Trial.participant_id)).all())
+
+
+def last_seen(participant_ids: list[int]) -> dict[int, dt.datetime]:
+    """Time of each listed participant's newest trial."""
+    if not participant_ids:
+        return {}
+    rows = db.session.execute(
+        sa.select(Trial.participant_id, sa.func.max(Trial.server_time))
+        .where(Trial.participant_id.in_(participant_ids)).group_by(Trial.participant_id)).all()
+    return {pid: t for pid, t in ((pid, as_utc(t)) for pid, t in rows) if t is not None}
+
+
+def condition_balance(experiment_id: int) -> list[tuple[str, int, int]]:
+    """Per condition: (condition, participants, finished)."""
+    done = [s.value for s in DONE]
+    rows = db.session.execute(
+        sa.select(Participant.condition, sa.func.count(),
+                  sa.func.sum(sa.case((Participant.status.in_(done), 1), else_=0)))
+        .where(Participant.experiment_id == experiment_id)
+        .group_by(Participant.condition).order_by(Participant.condition)).all()
+    return [(c, int(n), int(f or 0)) for c, n, f in rows]
+
+
+def completion_times(experiment_id: int) -> list[dt.datetime]:
+    """Completion times of the experiment's participants, oldest first (the completions chart)."""
+    rows = db.session.execute(
+        sa.select(Participant.completed_at)
+        .where(Participant.experiment_id == experiment_id, Participant.completed_at.is_not(None))
+        .order_by(Participant.completed_at)).scalars()
+    return [t for t in (as_utc(r) for r in rows) if t is not None]

@@ -1,0 +1,253 @@
+"""Simulated participants who take part through the real HTTP API, with known ground truth.
+
+Each one arrives (``GET /start/<slug>`` with Prolific-style ids), consents, reports its screen
+(an ``environment`` event with a refresh rate), answers every trial of its stored timeline and
+completes, exactly as the browser does, with httpx: against a running server (``base_url``) or
+in-process through :class:`httpx.WSGITransport` around an app; one code path either way.
+
+How they answer (all randomness from one seed, recorded with the ground truth):
+
+* rating trials: the observer model's probabilities plus Gaussian rating noise (``noise``),
+  rounded to the nearest of the five levels; catch trials: the true class rated 100% and nothing
+  else, except by participants made to fail catch trials, who rate a wrong class;
+* triads: an MLDS observer with a known standard scale psi_k = ((k - 1) / (N - 1)) ** gamma per
+  sequence (gamma drawn per sequence) and decision noise ``sigma`` (Maloney & Yang 2003; drawn by
+  :func:`humanlike.analysis.mlds.simulate.simulate_responses`);
+* classification trials: the observer model's most probable class, replaced with probability
+  ``lapse`` by a uniformly drawn class;
+* reaction times: log-normal, median ``rt_median_ms``, log-sd ``rt_log_sd``; presentation
+  durations: the intended duration rounded to whole frames of the participant's refresh rate,
+  one frame longer on ``late_frame_share`` of the trials.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import numpy as np
+import pandas as pd
+
+from humanlike.analysis.mlds.simulate import simulate_responses
+from humanlike.vocabulary import StimulusKind
+
+RATING_LEVELS = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
+REFRESH_RATES = (60.0, 75.0, 120.0, 144.0)
+
+
+@dataclass(frozen=True)
+class SimulationSettings:
+    """What the simulated participants do; every field is written with the ground truth."""
+
+    n_participants: int = 12
+    observer: str = "cnn"
+    noise: float = 0.15
+    lapse: float = 0.05
+    fail_catch: int = 2
+    mlds_sigma: float = 0.15
+    gamma_range: tuple[float, float] = (0.5, 2.0)
+    rt_median_ms: float = 1200.0
+    rt_log_sd: float = 0.35
+    late_frame_share: float = 0.05
+    seed: int = 0
+    id_prefix: str = "sim"
+
+    def __post_init__(self) -> None:
+        if self.n_participants < 1:
+            raise ValueError("participants must be at least 1")
+        if not 0 <= self.fail_catch <= self.n_participants:
+            raise ValueError(f"fail_catch must be between 0 and {self.n_participants}")
+        for name in ("noise", "mlds_sigma", "rt_log_sd"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
+        if self.mlds_sigma == 0:
+            raise ValueError("mlds_sigma must be positive (a noiseless observer has no MLDS scale)")
+        if not 0 <= self.lapse <= 1:
+            raise ValueError("lapse must lie in [0, 1]")
+
+
+@dataclass
+class GroundTruth:
+    """What generated the data: settings, each sequence's psi, each participant's traits."""
+
+    settings: SimulationSettings
+    psi: dict[str, list[float]] = field(default_factory=dict)
+    participants: list[dict[str, Any]] = field(default_factory=list)
+
+    def save(self, folder: str | Path) -> list[Path]:
+        """Write ``truth.json`` (settings and psi per sequence) and ``truth_participants.csv``."""
+        out = Path(folder)
+        out.mkdir(parents=True, exist_ok=True)
+        record = {"settings": asdict(self.settings), "psi": self.psi,
+                  "mlds_sigma": self.settings.mlds_sigma}
+        (out / "truth.json").write_text(json.dumps(record, indent=2) + "\n")
+        pd.DataFrame(self.participants).to_csv(out / "truth_participants.csv", index=False)
+        return [out / "truth.json", out / "truth_participants.csv"]
+
+
+def observer_psi(n_levels: int, gamma: float) -> np.ndarray:
+    """The standard scale psi_k = ((k - 1) / (N - 1)) ** gamma (psi_1 = 0, psi_N = 1)."""
+    return (np.arange(n_levels) / (n_levels - 1)) ** gamma
+
+
+class SimulatedStudy:
+    """Answers for one experiment: the observer model's probabilities and decisions, the true
+    classes, the sequences' generating scales."""
+
+    def __init__(self, spec_path: str | Path, settings: SimulationSettings,
+                 model_responses: pd.DataFrame | None = None) -> None:
+        from humanlike.server.experiments import load_experiment
+
+        loaded = load_experiment(spec_path)
+        self.settings = settings
+        self.slug = loaded.spec.slug
+        self.labels = [c.label for c in loaded.spec.categories]
+        self.true_class = {r.key: r.true_class for r in loaded.stimuli}
+        self.rng = np.random.default_rng(settings.seed)
+        levels: dict[str, int] = {}
+        for r in loaded.stimuli:
+            if r.kind == StimulusKind.MLDS and "sequence" in r.meta:
+                seq = str(r.meta["sequence"])
+                levels[seq] = max(levels.get(seq, 0), int(r.meta["level"]))
+        low, high = settings.gamma_range
+        self.gamma = {seq: float(g) for seq, g in
+                      zip(sorted(levels), self.rng.uniform(low, high, len(levels)), strict=True)}
+        self.psi = {seq: observer_psi(levels[seq], self.gamma[seq]) for seq in sorted(levels)}
+        self.probabilities: pd.DataFrame | None = None
+        if model_responses is not None:
+            chosen = model_responses[model_responses["model"].astype(str) == settings.observer]
+            if chosen.empty:
+                raise ValueError(f"no responses of model {settings.observer!r}; models are "
+                                 f"{sorted(model_responses['model'].astype(str).unique())}")
+            wide = chosen.pivot_table(index="stimulus", columns="category", values="probability")
+            wide.columns = wide.columns.astype(str)
+            self.probabilities = wide.reindex(columns=self.labels).fillna(0.0)
+        self.intended_ms = {b.name: float(b.classification.duration_ms)
+                            for b in loaded.spec.blocks if b.classification is not None}
+
+    def truth(self) -> GroundTruth:
+        return GroundTruth(self.settings, {k: v.tolist() for k, v in self.psi.items()})
+
+    def _model_p(self, stimulus: str) -> np.ndarray:
+        if self.probabilities is None or stimulus not in self.probabilities.index:
+            # no model answer for this stimulus: a confident observer that knows the true class
+            p = np.zeros(len(self.labels))
+            truth = self.true_class.get(stimulus)
+            if truth in self.labels:
+                p[self.labels.index(truth)] = 1.0
+            return p
+        return self.probabilities.loc[stimulus].to_numpy(dtype=float)
+
+    def answer(self, entry: dict[str, Any], fails_catch: bool) -> dict[str, Any]:
+        """The response to one timeline entry (what the browser would send as ``response``)."""
+        kind, rng = entry.get("type"), self.rng
+        if kind == "rating":
+            stimulus = str(entry["stimulus"])
+            if entry.get("kind") == StimulusKind.CATCH:
+                truth = self.true_class.get(stimulus)
+                wrong = [label for label in self.labels if label != truth]
+                target = str(rng.choice(wrong)) if fails_catch else truth
+                return {"ratings": {label: 1.0 if label == target else 0.0
+                                    for label in self.labels}}
+            p = self._model_p(stimulus) + rng.normal(0.0, self.settings.noise, len(self.labels))
+            levels = RATING_LEVELS[np.abs(p[:, None] - RATING_LEVELS[None]).argmin(axis=1)]
+            return {"ratings": dict(zip(self.labels, levels.tolist(), strict=True))}
+        if kind == "triad":
+            psi = self.psi[str(entry["sequence"])]
+            trio = np.array([[entry["s1"], entry["s2"], entry["s3"]]])
+            chose_s1 = bool(simulate_responses(trio, psi, self.settings.mlds_sigma,
+                                               random_state=rng)[0])
+            return {"choice": "left" if chose_s1 != bool(entry["swapped"]) else "right"}
+        if kind == "classification":
+            if rng.random() < self.settings.lapse:
+                return {"choice": str(rng.choice(self.labels))}
+            return {"choice": self.labels[int(np.argmax(self._model_p(str(entry["stimulus"]))))]}
+        return {"answers": {"strategy": "simulated participant", "problems": "none"}}
+
+    def timing(self, entry: dict[str, Any], refresh_hz: float) -> dict[str, Any]:
+        """Reaction time (log-normal) and the presented duration in whole frames."""
+        rng = self.rng
+        rt = float(self.settings.rt_median_ms * np.exp(rng.normal(0.0, self.settings.rt_log_sd)))
+        intended = self.intended_ms.get(str(entry.get("block")))
+        if intended is None:  # shown until the response: on screen for the reaction time
+            frames = max(1, round(rt * refresh_hz / 1000))
+        else:
+            frames = max(1, round(intended * refresh_hz / 1000))
+            frames += int(rng.random() < self.settings.late_frame_share)
+        return {"rt_ms": round(rt, 1), "presented_ms": round(frames * 1000 / refresh_hz, 2),
+                "frames": frames}
+
+
+def _check(response: httpx.Response, what: str) -> httpx.Response:
+    if response.status_code >= 400:
+        raise RuntimeError(f"{what}: HTTP {response.status_code}: {response.text[:300]}")
+    return response
+
+
+def run_participant(client: httpx.Client, study: SimulatedStudy, number: int,
+                    fails_catch: bool) -> dict[str, Any]:
+    """One simulated participant from entry to completion; returns its ground-truth record."""
+    s = study.settings
+    platform_id = f"{s.id_prefix}{s.seed}-{number:04d}"
+    start = _check(client.get(f"/start/{study.slug}", params={
+        "PROLIFIC_PID": platform_id, "STUDY_ID": f"{s.id_prefix}-study",
+        "SESSION_ID": f"{platform_id}-session"}), "entry")
+    location = start.headers.get("location", "")
+    path, _, fragment = location.partition("#")
+    if not fragment.startswith("token="):
+        raise RuntimeError(f"entry did not hand over a participant (status {start.status_code}, "
+                           f"location {location!r})")
+    pid = urlsplit(path).path.rstrip("/").split("/")[-1]
+    headers = {"Authorization": f"Bearer {fragment.removeprefix('token=')}"}
+    api = f"/api/v1/participants/{pid}"
+    _check(client.post(f"{api}/consent", json={"agree": True}, headers=headers), "consent")
+    refresh_hz = float(study.rng.choice(REFRESH_RATES))
+    _check(client.post(f"{api}/events", headers=headers, json={
+        "type": "environment", "value": {"refresh_hz": refresh_hz, "screen_width": 1920,
+                                         "screen_height": 1080, "simulated": True}}),
+           "environment event")
+    timeline = _check(client.get(f"{api}/timeline", headers=headers), "timeline").json()
+    for entry in timeline["trials"]:
+        body = {"trial_index": entry["index"], "trial_type": entry["type"],
+                "response": study.answer(entry, fails_catch)}
+        if entry["type"] != "debrief":
+            body.update(study.timing(entry, refresh_hz))
+        _check(client.post(f"{api}/trials", json=body, headers=headers),
+               f"trial {entry['index']}")
+    _check(client.post(f"{api}/complete", headers=headers), "complete")
+    return {"participant": pid, "platform_id": platform_id, "fails_catch": fails_catch,
+            "refresh_hz": refresh_hz, "n_trials": len(timeline["trials"])}
+
+
+@contextmanager
+def api_client(base_url: str | None = None, app: Any = None) -> Iterator[httpx.Client]:
+    """An httpx client for a running server (``base_url``) or in-process for a WSGI ``app``."""
+    if (base_url is None) == (app is None):
+        raise ValueError("give a server URL or an app, not both or neither")
+    if base_url is not None:
+        with httpx.Client(base_url=base_url, timeout=30.0, follow_redirects=False) as client:
+            yield client
+    else:
+        with httpx.Client(transport=httpx.WSGITransport(app=app), base_url="http://simulate.local",
+                          follow_redirects=False) as client:
+            yield client
+
+
+def simulate_participants(client: httpx.Client, study: SimulatedStudy,
+                          progress: Callable[[int], object] | None = None) -> GroundTruth:
+    """Send ``settings.n_participants`` participants through the API; the first ``fail_catch`` of
+    a seeded random order fail the catch trials."""
+    s = study.settings
+    failing = set(study.rng.permutation(s.n_participants)[: s.fail_catch].tolist())
+    truth = study.truth()
+    for number in range(s.n_participants):
+        truth.participants.append(run_participant(client, study, number, number in failing))
+        if progress is not None:
+            progress(1)
+    return truth

@@ -1,0 +1,171 @@
+"""`humanlike simulate` -> `humanlike export` -> `humanlike report` on the demo: every section is
+there, the MLDS scales recovered from simulated triads cover the observer's psi, the participants
+made to fail catch trials are excluded for it, and the page renders in Chromium offline."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from humanlike.analysis.report import SECTION_KEYS
+from humanlike.cli import main
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+
+
+@pytest.fixture(scope="module")
+def simulated_report(demo_spec, tmp_path_factory):
+    """12 simulated participants (2 fail the catch trials) through the CLI, exported, reported."""
+    root = tmp_path_factory.mktemp("report")
+    db = f"sqlite:///{root}/demo.sqlite"
+    runner = CliRunner()
+    result = runner.invoke(main, ["simulate", str(demo_spec), "--participants", "12",
+                                  "--fail-catch", "2", "--seed", "3", "--truth",
+                                  str(root / "truth"), "--database-url", db])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(main, ["export", "demo", "--out", str(root / "export"),
+                                  "--database-url", db])
+    assert result.exit_code == 0, result.output
+    out = root / "report.html"
+    result = runner.invoke(main, [
+        "report", str(root / "export"), "--models",
+        str(demo_spec.parent / "stimuli" / "model_responses.csv"), "--spec", str(demo_spec),
+        "--truth", str(root / "truth"), "--out", str(out), "--n-resamples", "400",
+        "--n-sim", "200", "--pdf", "--figures", str(root / "figures"), "--figure-format", "pdf"])
+    assert result.exit_code == 0, result.output
+    return root, out
+
+
+def test_the_report_holds_every_section(simulated_report):
+    _, out = simulated_report
+    html = out.read_text()
+    for key in SECTION_KEYS:
+        assert f'<section id="{key}">' in html, key
+    assert "Not available" not in html
+    assert html.count("<svg") >= 8  # sample, timing, reliability, 3 score panels, kappa, MLDS
+    assert "<script" not in html
+    assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing to fetch: opens offline
+
+
+def test_the_report_prints_to_pdf_and_writes_its_figures_as_vector_files(simulated_report):
+    root, out = simulated_report
+    assert out.with_suffix(".pdf").read_bytes()[:5] == b"%PDF-"
+    files = sorted((root / "figures").glob("*.pdf"))
+    assert len(files) == out.read_text().count("<figure>")
+    assert all(f.read_bytes()[:5] == b"%PDF-" for f in files)
+    assert (root / "figures" / "mlds_1.pdf") in files
+
+
+def test_participants_made_to_fail_catch_trials_are_excluded_for_it(simulated_report):
+    root, out = simulated_report
+    truth = pd.read_csv(root / "truth" / "truth_participants.csv")
+    people = pd.read_csv(root / "export" / "participants.csv", dtype={"participant": str})
+    people = people.set_index("participant")
+    failing = truth.loc[truth["fails_catch"], "participant"].astype(str)
+    assert len(failing) == 2
+    assert people.loc[failing, "excluded"].all()
+    assert people.loc[failing, "exclusion_reasons"].str.contains("catch_accuracy").all()
+    assert not people.drop(index=failing)["excluded"].any()
+    html = out.read_text()
+    for pid in failing:
+        assert pid in html.split('id="sample"')[1].split("</section>")[0]
+
+
+def test_recovered_mlds_scales_cover_the_observers_psi(simulated_report):
+    """3 sequences x 5 interior levels; with 95% CIs, 12 or more inside has probability 0.995
+    if the intervals are right, and fails if they are much too narrow or the scales are off."""
+    root, out = simulated_report
+    html = out.read_text()
+    text = html.split('id="mlds"')[1]
+    inside, levels = (int(v) for v in
+                      text.split("simulation: ")[1].split(" interior levels")[0].split(" of "))
+    assert levels == 15
+    assert inside >= 12, (inside, levels)
+    truth = json.loads((root / "truth" / "truth.json").read_text())
+    assert set(truth["psi"]) and truth["mlds_sigma"] == 0.15
+
+
+def test_the_mlds_bootstrap_covers_the_generating_scale_in_about_95_percent_of_levels():
+    """The simulator's observer (psi = ((k-1)/(N-1))**gamma, sigma 0.15) on 20 sequences of 7
+    levels, 6 repetitions of all 35 triads each: 100 interior levels. If the CIs hold 95%, fewer
+    than 85 inside has probability < 1e-5 (binomial); 50% intervals would fail."""
+    from humanlike.analysis.mlds.batch import fit_many
+    from humanlike.analysis.mlds.simulate import simulate_responses
+    from humanlike.analysis.report import coverage
+    from humanlike.server.simulate import observer_psi
+    from humanlike.stimuli.mlds_design import all_triads
+
+    rng = np.random.default_rng(7)
+    gammas = rng.uniform(0.5, 2.0, 20)
+    psi = np.stack([observer_psi(7, g) for g in gammas])
+    levels = np.tile(all_triads(7), (6 * 20, 1))
+    sequence = np.repeat(np.arange(20), 6 * 35)
+    response = simulate_responses(levels, psi, 0.15, group=sequence, random_state=rng)
+    frame = pd.DataFrame({"sequence": sequence.astype(str), "s1": levels[:, 0],
+                          "s2": levels[:, 1], "s3": levels[:, 2], "response": response})
+    fits = fit_many(frame, by="sequence", n_resamples=400, random_state=0)
+    cover = coverage(fits, {str(i): psi[i] for i in range(20)})
+    assert cover["levels"] == 100
+    assert cover["inside"] >= 85, cover
+
+
+@pytest.mark.browser
+def test_the_report_opens_offline_without_console_errors(simulated_report, chromium):
+    _, out = simulated_report
+    context = chromium.new_context(viewport={"width": 1200, "height": 900}, offline=True)
+    page = context.new_page()
+    problems: list[str] = []
+    requests: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.on("request", lambda r: requests.append(r.url) if not r.url.startswith("file:") else None)
+    page.goto(out.as_uri())
+    page.wait_for_load_state("load")
+    assert problems == []
+    assert requests == []
+    # every figure is drawn inside the page's width (nothing cut at the right edge)
+    widths = page.eval_on_selector_all(
+        "figure svg", "els => els.map(e => [e.getBoundingClientRect().right, "
+        "document.documentElement.clientWidth])")
+    assert widths and all(right <= width + 1 for right, width in widths)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+    shutil.copy(out, ARTIFACTS / "report.html")
+    context.close()
+
+
+def test_simulate_speaks_http_to_a_running_server(demo_server, demo_spec, tmp_path):
+    """The same simulator over a real socket: two participants complete, their trials stored."""
+    import sqlalchemy as sa
+
+    from humanlike.server.extensions import db
+    from humanlike.server.models import Participant, Trial
+
+    result = CliRunner().invoke(main, ["simulate", str(demo_spec), "--participants", "2",
+                                       "--fail-catch", "0", "--url", demo_server.url,
+                                       "--truth", str(tmp_path / "truth")])
+    assert result.exit_code == 0, result.output
+    truth = pd.read_csv(tmp_path / "truth" / "truth_participants.csv")
+    with demo_server.app.app_context():
+        people = db.session.execute(sa.select(Participant)).scalars().all()
+        assert sorted(p.status for p in people) == ["completed", "completed"]
+        assert {p.refresh_hz for p in people} <= {60.0, 75.0, 120.0, 144.0}
+        stored = db.session.execute(sa.select(sa.func.count(Trial.id))).scalar_one()
+    assert stored == truth["n_trials"].sum()  # every timeline entry, the debrief page too
+
+
+def test_simulate_names_a_bad_observer_and_changes_nothing(demo_spec, tmp_path):
+    db = f"sqlite:///{tmp_path}/d.sqlite"
+    result = CliRunner().invoke(main, ["simulate", str(demo_spec), "--observer", "nosuch",
+                                       "--database-url", db])
+    assert result.exit_code != 0
+    assert "no responses of model 'nosuch'" in result.output
+    assert "cnn" in result.output
+    assert not (tmp_path / "d.sqlite").exists()

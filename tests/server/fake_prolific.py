@@ -1,0 +1,359 @@
+"""A local fake of Prolific's researcher API (werkzeug, 127.0.0.1) that checks every path, header
+and body against Prolific's documentation and keeps state (studies, submissions, bonuses paid).
+
+Rules and where they are documented:
+- every request: ``Authorization: Token <token>``
+  (https://docs.prolific.com/api-reference/introduction, "Header authentication of the form Token")
+- POST /api/v1/studies/ (create a draft, status UNPUBLISHED): name, description, external_study_url,
+  completion_codes [{code, code_type, actions: [{action}]}] (MANUALLY_REVIEW and
+  AUTOMATICALLY_APPROVE exclude each other), total_available_places, estimated_completion_time and
+  maximum_allowed_time in minutes, reward in minor units (cents/pence, an integer),
+  device_compatibility (desktop / tablet / mobile), filters [{filter_id, selected_values |
+  selected_range}]; placeholders {{%PROLIFIC_PID%}}, {{%STUDY_ID%}}, {{%SESSION_ID%}}
+  (https://docs.prolific.com/api-reference/studies/the-study-object,
+  https://docs.prolific.com/api-reference/studies/get-study)
+- POST /api/v1/studies/{id}/transition/ {"action": PUBLISH | PAUSE | START | STOP}
+  (https://docs.prolific.com/documentation/core-concepts/reviewing-submissions-and-rewards)
+- PATCH /api/v1/studies/{id}/ total_available_places may only increase (Prolific only allows
+  increasing places; after publishing only internal_name and total_available_places change)
+- GET /api/v1/submissions/?study=&page=&page_size= (default page_size 20)
+  (https://docs.prolific.com/api-reference/submissions/get-submissions); statuses RESERVED, ACTIVE,
+  TIMED-OUT, AWAITING REVIEW, APPROVED, RETURNED, REJECTED, SCREENED OUT
+  (https://docs.prolific.com/api-reference/submissions/submission-object)
+- POST /api/v1/submissions/{id}/transition/ {"action": APPROVE | REJECT, message (REJECT: >= 100
+  characters), rejection_category (REJECT)}
+  (https://docs.prolific.com/api-reference/submissions/transition-submission)
+- POST /api/v1/submissions/bulk-approve/ {"submission_ids": [...]} or {"study_id", "participant_ids"}
+  (https://docs.prolific.com/api-reference/submissions/bulk-approve-submissions)
+- POST /api/v1/submissions/bonus-payments/ {"study_id", "csv_bonuses": "<participant_id>,<amount>\\n"}
+  amounts decimal in the study currency, ids must have taken part (else 400)
+  (https://docs.prolific.com/api-reference/bonuses/create-bonus-payments)
+- POST /api/v1/bulk-bonus-payments/{id}/pay/ -> 202; NOT idempotent: paying twice pays twice
+  (https://docs.prolific.com/api-reference/bonuses/pay-bonus-payments)
+Undocumented here, so chosen: the error body shape ``{"error": {"status", "title", "detail":
+{field: [messages]}}}`` and the list's ``_links.next.href`` paging links.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from werkzeug.serving import make_server
+from werkzeug.wrappers import Request, Response
+
+REJECTION_CATEGORIES = {"TOO_QUICKLY", "TOO_SLOWLY", "FAILED_INSTRUCTIONS", "INCOMP_LONGITUDINAL",
+                        "FAILED_CHECK", "LOW_EFFORT", "MALINGERING", "NO_CODE", "BAD_CODE",
+                        "NO_DATA", "UNSUPP_DEVICE", "OTHER"}
+CODE_ACTIONS = {"MANUALLY_REVIEW", "AUTOMATICALLY_APPROVE", "REQUEST_RETURN",
+                "ADD_TO_PARTICIPANT_GROUP", "REMOVE_FROM_PARTICIPANT_GROUP", "DYNAMIC_PAYMENT",
+                "FIXED_SCREEN_OUT_PAYMENT"}
+STUDY_FIELDS = {"name", "internal_name", "description", "external_study_url", "prolific_id_option",
+                "completion_codes", "total_available_places", "estimated_completion_time",
+                "maximum_allowed_time", "reward", "device_compatibility", "filters",
+                "peripheral_requirements", "project", "study_labels", "content_warnings"}
+PLACEHOLDERS = ("{{%PROLIFIC_PID%}}", "{{%STUDY_ID%}}", "{{%SESSION_ID%}}")
+STUDY_TRANSITIONS = {"PUBLISH": "ACTIVE", "PAUSE": "PAUSED", "START": "ACTIVE",
+                     "STOP": "AWAITING REVIEW"}
+
+
+class Refused(Exception):
+    def __init__(self, status: int, detail: dict[str, Any] | str):
+        self.status, self.detail = status, detail
+
+
+def _field_error(field: str, message: str) -> Refused:
+    return Refused(400, {field: [message]})
+
+
+class FakeProlific:
+    """State + WSGI app. ``fail_next``: status codes answered (and nothing done) for the next
+    requests; ``fail_pay``: how many pay calls answer 503 without paying."""
+
+    def __init__(self, token: str):
+        self.token = token
+        self.studies: dict[str, dict[str, Any]] = {}
+        self.submissions: dict[str, dict[str, Any]] = {}
+        self.bonuses: dict[str, dict[str, Any]] = {}
+        self.paid: list[str] = []
+        self.log: list[tuple[str, str, Any]] = []
+        self.fail_next: list[int] = []
+        self.fail_pay = 0
+        self._ids = itertools.count(1)
+        self.lock = threading.Lock()
+
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}{next(self._ids):022x}"[:24]
+
+    # participants' side ----------------------------------------------------------------------
+    def join(self, study_id: str, participant_id: str) -> tuple[str, str]:
+        """A participant takes a place: returns (submission id, the study URL they are sent to)."""
+        study = self.studies[study_id]
+        assert study["status"] == "ACTIVE", "participants only see published, active studies"
+        sid = self.new_id("5")
+        self.submissions[sid] = {"id": sid, "participant_id": participant_id, "study_id": study_id,
+                                 "status": "ACTIVE", "study_code": None, "bonus_payments": []}
+        url = (study["external_study_url"].replace("{{%PROLIFIC_PID%}}", participant_id)
+               .replace("{{%STUDY_ID%}}", study_id).replace("{{%SESSION_ID%}}", sid))
+        return sid, url
+
+    def complete(self, submission_id: str, code: str) -> None:
+        """The participant lands on app.prolific.com/submissions/complete?cc=<code>."""
+        sub = self.submissions[submission_id]
+        codes = {c["code"]: c for c in self.studies[sub["study_id"]]["completion_codes"]}
+        sub["study_code"] = code if code in codes else "NOCODE"
+        actions = {a["action"] for a in codes[code]["actions"]} if code in codes else set()
+        sub["status"] = "APPROVED" if "AUTOMATICALLY_APPROVE" in actions else "AWAITING REVIEW"
+
+    def set_status(self, submission_id: str, status: str) -> None:
+        self.submissions[submission_id]["status"] = status
+
+    # WSGI ------------------------------------------------------------------------------------
+    def __call__(self, environ: Any, start_response: Any) -> Any:
+        request = Request(environ)
+        with self.lock:
+            response = self.handle(request)
+        return response(environ, start_response)
+
+    def handle(self, request: Request) -> Response:
+        body = request.get_data(as_text=True)
+        payload = json.loads(body) if body else None
+        self.log.append((request.method, request.full_path.rstrip("?"), payload))
+        if request.headers.get("Authorization") != f"Token {self.token}":
+            return self.json({"error": {"status": 401, "title": "Not authenticated",
+                                        "detail": "Authentication credentials were not provided."}},
+                             401)
+        if self.fail_next:
+            status = self.fail_next.pop(0)
+            return self.json({"error": {"status": status, "title": "try later"}}, status,
+                             {"Retry-After": "0"} if status == 429 else None)
+        if payload is not None and request.mimetype != "application/json":
+            return self.json({"error": {"status": 415, "title": "JSON only"}}, 415)
+        try:
+            data, status = self.route(request, payload)
+        except Refused as exc:
+            return self.json({"error": {"status": exc.status, "title": "Invalid request",
+                                        "detail": exc.detail}}, exc.status)
+        return self.json(data, status)
+
+    @staticmethod
+    def json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+        return Response(json.dumps(data), status=status, mimetype="application/json",
+                        headers=headers)
+
+    def route(self, request: Request, body: Any) -> tuple[Any, int]:
+        path, method = request.path, request.method
+        if not path.endswith("/"):
+            raise Refused(404, "Prolific's paths end with a slash")
+        if (method, path) == ("POST", "/api/v1/studies/"):
+            return self.create_study(body), 201
+        if m := re.fullmatch(r"/api/v1/studies/(\w+)/", path):
+            study = self.study(m[1])
+            if method == "GET":
+                return study, 200
+            if method == "PATCH":
+                return self.patch_study(study, body), 200
+        if (m := re.fullmatch(r"/api/v1/studies/(\w+)/transition/", path)) and method == "POST":
+            return self.transition_study(self.study(m[1]), body), 200
+        if (method, path) == ("GET", "/api/v1/submissions/"):
+            return self.list_submissions(request), 200
+        if (m := re.fullmatch(r"/api/v1/submissions/(\w+)/transition/", path)) and method == "POST":
+            return self.transition_submission(m[1], body), 200
+        if (method, path) == ("POST", "/api/v1/submissions/bulk-approve/"):
+            return self.bulk_approve(body), 200
+        if (method, path) == ("POST", "/api/v1/submissions/bonus-payments/"):
+            return self.create_bonus(body), 201
+        if (m := re.fullmatch(r"/api/v1/bulk-bonus-payments/(\w+)/pay/", path)) and method == "POST":
+            return self.pay(m[1]), 202
+        raise Refused(404, f"no such endpoint: {method} {path}")
+
+    def study(self, study_id: str) -> dict[str, Any]:
+        if study_id not in self.studies:
+            raise Refused(404, f"study {study_id} not found")
+        return self.studies[study_id]
+
+    @staticmethod
+    def _positive_int(body: dict[str, Any], field: str) -> None:
+        value = body.get(field)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise _field_error(field, "A positive integer is required.")
+
+    def create_study(self, body: Any) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise Refused(400, "a JSON object is required")
+        for field in sorted(set(body) - STUDY_FIELDS):
+            raise _field_error(field, "Unknown field.")
+        for field in ("name", "description", "external_study_url"):
+            if not isinstance(body.get(field), str) or not body[field].strip():
+                raise _field_error(field, "This field is required.")
+        url = body["external_study_url"]
+        if not url.startswith("https://"):
+            raise _field_error("external_study_url", "Enter a valid https URL.")
+        if body.get("prolific_id_option") not in ("question", "url_parameters", "not_required"):
+            raise _field_error("prolific_id_option", "Must be question, url_parameters or "
+                                                     "not_required.")
+        if body["prolific_id_option"] == "url_parameters" and not all(p in url for p in PLACEHOLDERS):
+            raise _field_error("external_study_url", "url_parameters needs the PROLIFIC_PID, "
+                                                     "STUDY_ID and SESSION_ID placeholders.")
+        for field in ("total_available_places", "estimated_completion_time", "reward"):
+            self._positive_int(body, field)
+        if "maximum_allowed_time" in body:
+            self._positive_int(body, "maximum_allowed_time")
+            if body["maximum_allowed_time"] < body["estimated_completion_time"]:
+                raise _field_error("maximum_allowed_time", "Must not be below the estimated time.")
+        devices = body.get("device_compatibility", [])
+        if not isinstance(devices, list) or set(devices) - {"desktop", "tablet", "mobile"}:
+            raise _field_error("device_compatibility", "desktop, tablet or mobile.")
+        codes = body.get("completion_codes")
+        if not isinstance(codes, list) or not codes:
+            raise _field_error("completion_codes", "Specify at least one completion code.")
+        seen = set()
+        for code in codes:
+            if set(code) - {"code", "code_type", "actions", "actor"} or not code.get("code") \
+                    or not code.get("code_type") or not isinstance(code.get("actions"), list):
+                raise _field_error("completion_codes", "Each needs code, code_type and actions.")
+            actions = [a.get("action") for a in code["actions"]]
+            if set(actions) - CODE_ACTIONS:
+                raise _field_error("completion_codes", f"Unknown action in {actions}.")
+            if {"MANUALLY_REVIEW", "AUTOMATICALLY_APPROVE"} <= set(actions):
+                raise _field_error("completion_codes", "MANUALLY_REVIEW and AUTOMATICALLY_APPROVE "
+                                                       "cannot be used together.")
+            if code["code"] in seen:
+                raise _field_error("completion_codes", "Each code must be unique within a study.")
+            seen.add(code["code"])
+        for f in body.get("filters", []):
+            if "filter_id" not in f or ("selected_values" in f) == ("selected_range" in f):
+                raise _field_error("filters", "Each filter needs filter_id and selected_values "
+                                              "or selected_range.")
+        sid = self.new_id("6")
+        study = {**body, "id": sid, "status": "UNPUBLISHED", "places_taken": 0}
+        self.studies[sid] = study
+        return study
+
+    def patch_study(self, study: dict[str, Any], body: Any) -> dict[str, Any]:
+        if study["status"] != "UNPUBLISHED" and set(body) - {"internal_name",
+                                                              "total_available_places"}:
+            raise _field_error(sorted(set(body))[0], "Cannot be changed after publishing.")
+        if "total_available_places" in body:
+            self._positive_int(body, "total_available_places")
+            if body["total_available_places"] < study["total_available_places"]:
+                raise _field_error("total_available_places", "Places can only be increased.")
+        study.update(body)
+        return study
+
+    def transition_study(self, study: dict[str, Any], body: Any) -> dict[str, Any]:
+        action = (body or {}).get("action")
+        if action not in STUDY_TRANSITIONS:
+            raise _field_error("action", "PUBLISH, PAUSE, START or STOP.")
+        if action == "PUBLISH" and study["status"] != "UNPUBLISHED":
+            raise _field_error("action", "Only a draft study can be published.")
+        study["status"] = STUDY_TRANSITIONS[action]
+        return study
+
+    def list_submissions(self, request: Request) -> dict[str, Any]:
+        study = request.args.get("study")
+        if not study:
+            raise _field_error("study", "A study id is required.")
+        page, size = int(request.args.get("page", 1)), int(request.args.get("page_size", 20))
+        rows = [s for s in self.submissions.values() if s["study_id"] == study]
+        chunk = rows[(page - 1) * size: page * size]
+        more = page * size < len(rows)
+        nxt = f"/api/v1/submissions/?study={study}&page={page + 1}&page_size={size}" if more else None
+        return {"results": [{k: s[k] for k in ("id", "participant_id", "status", "study_code")}
+                            for s in chunk],
+                "_links": {"next": {"href": nxt}}, "meta": {"count": len(rows)}}
+
+    def transition_submission(self, sid: str, body: Any) -> dict[str, Any]:
+        sub = self.submissions.get(sid)
+        if sub is None:
+            raise Refused(404, f"submission {sid} not found")
+        action = (body or {}).get("action")
+        if action not in ("APPROVE", "REJECT"):
+            raise _field_error("action", "APPROVE or REJECT.")
+        if action == "REJECT":
+            if len(body.get("message") or "") < 100:
+                raise _field_error("message", "It must be at least 100 chars long.")
+            if body.get("rejection_category") not in REJECTION_CATEGORIES:
+                raise _field_error("rejection_category", "Required if action is 'REJECT'.")
+        elif set(body) - {"action"}:
+            raise _field_error(sorted(set(body) - {"action"})[0], "Only for REJECT.")
+        target = "APPROVED" if action == "APPROVE" else "REJECTED"
+        if sub["status"] == target:  # the endpoint is idempotent
+            return sub
+        if sub["status"] != "AWAITING REVIEW":
+            raise _field_error("action", f"Cannot {action} a submission that is {sub['status']}.")
+        sub["status"] = target
+        return {"id": sid, "status": target, "study_id": sub["study_id"],
+                "participant": sub["participant_id"]}
+
+    def bulk_approve(self, body: Any) -> str:
+        if set(body) == {"submission_ids"}:
+            ids = body["submission_ids"]
+        elif set(body) == {"study_id", "participant_ids"}:
+            ids = [s["id"] for s in self.submissions.values() if s["study_id"] == body["study_id"]
+                   and s["participant_id"] in body["participant_ids"]]
+        else:
+            raise _field_error("submission_ids", "submission_ids, or study_id and participant_ids.")
+        for sid in ids:
+            if sid in self.submissions and self.submissions[sid]["status"] == "AWAITING REVIEW":
+                self.submissions[sid]["status"] = "APPROVED"
+        return "The request to bulk approve has been made successfully."
+
+    def create_bonus(self, body: Any) -> dict[str, Any]:
+        if set(body) != {"study_id", "csv_bonuses"}:
+            raise _field_error("csv_bonuses", "study_id and csv_bonuses are required.")
+        study = self.study(body["study_id"])
+        rows = []
+        for line in body["csv_bonuses"].strip().split("\n"):
+            try:
+                who, amount = line.split(",")
+                value = Decimal(amount)
+            except (ValueError, InvalidOperation):
+                raise _field_error("csv_bonuses", f"Not '<participant_id>,<amount>': {line!r}") from None
+            if value <= 0 or value != value.quantize(Decimal("0.01")):
+                raise _field_error("csv_bonuses", f"Bad amount {amount!r}.")
+            took_part = any(s["study_id"] == study["id"] and who in (s["participant_id"], s["id"])
+                            for s in self.submissions.values())
+            if not took_part:
+                raise _field_error("csv_bonuses", f"{who} did not take part in the study.")
+            rows.append((who, value))
+        bid = self.new_id("7")
+        cents = float(sum(v for _, v in rows) * 100)
+        self.bonuses[bid] = {"id": bid, "study": study["id"], "rows": rows}
+        return {"id": bid, "study": study["id"], "amount": cents, "fees": round(cents / 3, 2),
+                "total_amount": round(cents * 4 / 3, 2), "vat": 0}
+
+    def pay(self, bid: str) -> str:
+        if bid not in self.bonuses:
+            raise Refused(404, f"bulk bonus payment {bid} not found")
+        if self.fail_pay:
+            self.fail_pay -= 1
+            raise Refused(503, "temporarily unavailable")
+        self.paid.append(bid)  # not idempotent, as documented: a second call pays again
+        for who, value in self.bonuses[bid]["rows"]:
+            for s in self.submissions.values():
+                if who in (s["participant_id"], s["id"]):
+                    s["bonus_payments"].append(float(value * 100))
+        return f"Bulk bonus payment with ID {bid} is being processed asynchronously."
+
+
+class Server:
+    """Serve a FakeProlific on 127.0.0.1 (a free port) in a thread."""
+
+    def __init__(self, fake: FakeProlific):
+        self.fake = fake
+        self.httpd = make_server("127.0.0.1", 0, fake, threaded=True)
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> Server:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.thread.join(5)

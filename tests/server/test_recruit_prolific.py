@@ -1,0 +1,376 @@
+"""Prolific through humanlike against a local fake of Prolific's API (tests/server/fake_prolific.py,
+which checks every path, header and body against Prolific's documentation): create -> publish -> a
+participant takes part through the generated link -> sync -> approve; rejections refused before any
+request; a bonus paid exactly once however its pay step fails; retries; the token never shown."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from urllib.parse import urlsplit
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+from click.testing import CliRunner
+
+from humanlike.cli import main
+from humanlike.deploy.prolific import ProlificClient, ProlificError, study_body
+from humanlike.server import actions, create_app, database, experiments
+from humanlike.server.extensions import db
+from humanlike.server.models import AuditEntry, Experiment, Participant, Payment
+from humanlike.server.spec import SpecError, load_spec
+from tests.server.conftest import enter, write_small_experiment
+from tests.server.fake_prolific import FakeProlific, Server
+from tests.server.test_export import run_participant
+
+TOKEN = "tok-9f8e7d6c5b4a-secret"
+GOOD_MESSAGE = ("Your submission could not be approved because the attention checks embedded in "
+                "the task were answered incorrectly on most occasions.")
+RECRUITMENT = """
+[recruitment]
+public_url = "https://study.example.org"
+
+[recruitment.prolific]
+name = "Rate handwritten digits"
+description = "Rate how much each image looks like each digit (about 10 minutes)."
+reward = 150
+places = 20
+estimated_minutes = 10
+maximum_minutes = 40
+device_compatibility = ["desktop"]
+
+[[recruitment.prolific.filters]]
+filter_id = "approval_rate"
+selected_range = { lower = 95, upper = 100 }
+
+[[recruitment.prolific.completion_codes]]
+code = "CODE1234"
+actions = ["MANUALLY_REVIEW"]
+"""
+
+
+@pytest.fixture(scope="module")
+def recruit_spec(tmp_path_factory):
+    spec = write_small_experiment(tmp_path_factory.mktemp("recruit"))
+    spec.write_text(spec.read_text() + RECRUITMENT)
+    return spec
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    fake = FakeProlific(TOKEN)
+    with Server(fake) as server:
+        monkeypatch.setenv("PROLIFIC_TOKEN", TOKEN)
+        monkeypatch.setenv("PROLIFIC_API_URL", server.url)
+        monkeypatch.setenv("HUMANLIKE_INSTANCE", str(tmp_path / "instance"))
+        monkeypatch.setattr("time.sleep", lambda s: None)  # backoff without waiting
+        yield fake
+
+
+@pytest.fixture
+def rapp(database_url, recruit_spec, fake):
+    application = create_app({"TESTING": True, "SECRET_KEY": "test-secret",
+                              "SQLALCHEMY_DATABASE_URI": database_url,
+                              "EXPERIMENT_PATHS": [str(recruit_spec)]})
+    database.upgrade(application)
+    experiments.sync_all(application)
+    yield application
+    database.dispose(application)
+
+
+def recruit(database_url, recruit_spec, *args):
+    result = CliRunner().invoke(main, ["recruit", "prolific", *args[:1], "small", *args[1:],
+                                       "--experiment", str(recruit_spec),
+                                       "--database-url", database_url])
+    return result
+
+
+def take_part(rapp, fake, study_id, prolific_pid):
+    """A participant joins on (fake) Prolific, follows the generated link, does every trial and is
+    sent back to Prolific's completion URL with the code."""
+    sid, url = fake.join(study_id, prolific_pid)
+    parts = urlsplit(url)
+    assert (parts.scheme, parts.netloc, parts.path) == ("https", "study.example.org", "/start/small")
+    client = rapp.test_client()
+    pid, token = enter(client, parts.query)
+    run_participant(client, pid, token, np.random.default_rng(0))
+    done = client.post(f"/api/v1/participants/{pid}/complete",
+                       headers={"Authorization": f"Bearer {token}"}).get_json()
+    target = urlsplit(done["next"]["url"])
+    assert target.netloc == "app.prolific.com" and target.path == "/submissions/complete"
+    fake.complete(sid, target.query.removeprefix("cc="))
+    return pid, sid
+
+
+def row(pid):
+    return db.session.execute(sa.select(Participant).where(Participant.public_id == pid)).scalar_one()
+
+
+def test_create_publish_take_part_sync_and_approve(rapp, fake, database_url, recruit_spec, caplog):
+    caplog.set_level(logging.DEBUG)
+    out = recruit(database_url, recruit_spec, "create")
+    assert out.exit_code == 0, out.output
+    [study] = fake.studies.values()
+    assert study["status"] == "UNPUBLISHED"
+    assert study["external_study_url"] == (
+        "https://study.example.org/start/small?PROLIFIC_PID={{%PROLIFIC_PID%}}"
+        "&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}")
+    assert (study["reward"], study["total_available_places"], study["estimated_completion_time"],
+            study["maximum_allowed_time"]) == (150, 20, 10, 40)
+    assert study["completion_codes"] == [{"code": "CODE1234", "code_type": "COMPLETED",
+                                          "actions": [{"action": "MANUALLY_REVIEW"}]}]
+    assert study["filters"] == [{"filter_id": "approval_rate",
+                                 "selected_range": {"lower": 95.0, "upper": 100.0}}]
+    with rapp.app_context():
+        exp = db.session.execute(sa.select(Experiment)).scalar_one()
+        assert exp.recruitment_ref == study["id"]
+    assert recruit(database_url, recruit_spec, "create").exit_code == 1  # one listing only
+
+    assert recruit(database_url, recruit_spec, "publish").exit_code == 0
+    assert study["status"] == "ACTIVE"
+
+    pid, sid = take_part(rapp, fake, study["id"], "PPP0001")
+    with rapp.app_context():
+        assert (row(pid).status, row(pid).session_id) == ("completed", sid)
+    assert fake.submissions[sid]["status"] == "AWAITING REVIEW"
+
+    out = recruit(database_url, recruit_spec, "sync")
+    assert out.exit_code == 0, out.output
+    assert '"changed"' in out.output and pid in out.output
+    with rapp.app_context():
+        assert row(pid).status == "submitted"
+    again = recruit(database_url, recruit_spec, "sync")  # idempotent: nothing changes twice
+    assert again.exit_code == 0 and '"changed": []' in again.output
+
+    out = recruit(database_url, recruit_spec, "approve", "PPP0001")
+    assert out.exit_code == 0, out.output
+    assert fake.submissions[sid]["status"] == "APPROVED"
+    with rapp.app_context():
+        assert row(pid).status == "approved"
+        audits = {a.action for a in db.session.execute(sa.select(AuditEntry)).scalars()}
+        assert {"recruit", "sync_submit", "approve"} <= audits
+    assert recruit(database_url, recruit_spec, "sync").exit_code == 0  # APPROVED = already so
+
+    paths = [(m, p.split("?")[0]) for m, p, _ in fake.log]
+    assert paths == [
+        ("POST", "/api/v1/studies/"),
+        ("POST", f"/api/v1/studies/{study['id']}/transition/"),
+        ("GET", "/api/v1/submissions/"), ("GET", "/api/v1/submissions/"),
+        ("POST", f"/api/v1/submissions/{sid}/transition/"),
+        ("GET", "/api/v1/submissions/"),
+    ]
+    assert all(TOKEN not in r.getMessage() for r in caplog.records)
+    with rapp.app_context():  # nor in the database (audit rows, listing, payments)
+        stored = [a.detail for a in db.session.execute(sa.select(AuditEntry)).scalars()]
+        stored.append(db.session.execute(sa.select(Experiment)).scalar_one().recruitment_meta)
+        assert TOKEN not in json.dumps(stored, default=str)
+
+
+def test_status_pause_places_and_a_missing_token(rapp, fake, database_url, recruit_spec,
+                                                 monkeypatch):
+    assert recruit(database_url, recruit_spec, "status").exit_code == 1  # no listing yet
+    assert recruit(database_url, recruit_spec, "create").exit_code == 0
+    assert recruit(database_url, recruit_spec, "publish").exit_code == 0
+    [study] = fake.studies.values()
+    out = recruit(database_url, recruit_spec, "status")
+    assert out.exit_code == 0 and json.loads(out.output)["platform"]["status"] == "ACTIVE"
+    assert recruit(database_url, recruit_spec, "places", "--total", "30").exit_code == 0
+    assert study["total_available_places"] == 30
+    out = recruit(database_url, recruit_spec, "places", "--total", "10")
+    assert out.exit_code == 1 and "field 'total_available_places'" in out.output
+    assert recruit(database_url, recruit_spec, "pause").exit_code == 0
+    assert study["status"] == "PAUSED"
+    assert recruit(database_url, recruit_spec, "resume").exit_code == 0
+    assert study["status"] == "ACTIVE"
+    assert recruit(database_url, recruit_spec, "stop").exit_code == 0
+    assert study["status"] == "AWAITING REVIEW"
+    monkeypatch.delenv("PROLIFIC_TOKEN")
+    out = recruit(database_url, recruit_spec, "sync")
+    assert out.exit_code == 1 and "PROLIFIC_TOKEN is not set" in out.output
+
+
+def test_a_short_rejection_is_refused_before_any_request(rapp, fake, database_url, recruit_spec):
+    assert recruit(database_url, recruit_spec, "create").exit_code == 0
+    assert recruit(database_url, recruit_spec, "publish").exit_code == 0
+    [study] = fake.studies.values()
+    pid, sid = take_part(rapp, fake, study["id"], "PPP0002")
+    sent = len(fake.log)
+    out = recruit(database_url, recruit_spec, "reject", pid, "--message", "Too fast.",
+                  "--category", "TOO_QUICKLY")
+    assert out.exit_code == 1 and "100 characters" in out.output and "field: message" in out.output
+    out = recruit(database_url, recruit_spec, "reject", pid, "--message", GOOD_MESSAGE)
+    assert out.exit_code == 1 and "category" in out.output
+    with rapp.app_context(), pytest.raises(actions.ActionError):
+        actions.reject(row(pid), "admin:alice", "Too fast.", "TOO_QUICKLY")
+    assert len(fake.log) == sent  # nothing reached Prolific
+    with rapp.app_context():
+        assert row(pid).status == "completed"
+        result = actions.reject(row(pid), "admin:alice", GOOD_MESSAGE, "FAILED_CHECK")
+        assert result.ok and not result.local_only and row(pid).status == "rejected"
+    assert fake.submissions[sid]["status"] == "REJECTED"
+    assert fake.log[-1][2] == {"action": "REJECT", "message": GOOD_MESSAGE,
+                               "rejection_category": "FAILED_CHECK"}
+
+
+def test_a_bonus_whose_pay_step_fails_once_is_paid_exactly_once_after_retry(rapp, fake,
+                                                                            database_url,
+                                                                            recruit_spec):
+    assert recruit(database_url, recruit_spec, "create").exit_code == 0
+    assert recruit(database_url, recruit_spec, "publish").exit_code == 0
+    [study] = fake.studies.values()
+    pid, _ = take_part(rapp, fake, study["id"], "PPP0003")
+    fake.fail_pay = 1
+    out = recruit(database_url, recruit_spec, "bonus", pid, "--amount", "0.75",
+                  "--reason", "accuracy")
+    assert out.exit_code == 1 and "not paid" in out.output
+    [bonus] = fake.bonuses.values()
+    assert fake.paid == []
+    assert bonus["rows"][0][0] == "PPP0003" and str(bonus["rows"][0][1]) == "0.75"
+    with rapp.app_context():
+        [payment] = db.session.execute(sa.select(Payment)).scalars()
+        assert (payment.status, payment.platform_ref) == ("created", bonus["id"])
+    out = recruit(database_url, recruit_spec, "bonus", pid, "--amount", "0.75",
+                  "--reason", "accuracy")
+    assert out.exit_code == 0, out.output
+    assert fake.paid == [bonus["id"]] and len(fake.bonuses) == 1  # the same bonus, paid once
+    out = recruit(database_url, recruit_spec, "bonus", pid, "--amount", "0.75",
+                  "--reason", "accuracy")
+    assert out.exit_code == 0 and "nothing paid again" in out.output
+    assert fake.paid == [bonus["id"]]
+    with rapp.app_context():
+        assert float(row(pid).bonus) == 0.75
+        [payment] = db.session.execute(sa.select(Payment)).scalars()
+        assert payment.status == "paid"
+
+
+def test_a_crash_between_create_and_pay_pays_the_created_bonus_once(rapp, fake, database_url,
+                                                                   recruit_spec):
+    assert recruit(database_url, recruit_spec, "create").exit_code == 0
+    assert recruit(database_url, recruit_spec, "publish").exit_code == 0
+    [study] = fake.studies.values()
+    pid, _ = take_part(rapp, fake, study["id"], "PPP0004")
+    with rapp.app_context():
+        real_pay = ProlificClient.pay_bonus
+
+        def crash(self, bonus_id):  # the process dies after step 1 was saved
+            raise SystemExit("killed")
+
+        ProlificClient.pay_bonus = crash
+        try:
+            with pytest.raises(SystemExit):
+                actions.pay_bonus(row(pid), "admin:alice", "1.00", "crash")
+        finally:
+            ProlificClient.pay_bonus = real_pay
+    with rapp.app_context():
+        db.session.rollback()
+        [payment] = db.session.execute(sa.select(Payment)).scalars()
+        assert payment.status == "paying" and payment.platform_ref is not None
+        ref = payment.platform_ref
+        payment.claimed_at = payment.claimed_at - actions.CLAIM_TIMEOUT - dt.timedelta(seconds=1)
+        db.session.commit()
+        result = actions.pay_bonus(row(pid), "admin:alice", "1.00", "crash")
+        assert result.ok, result.message
+    assert len(fake.bonuses) == 1 and fake.paid == [ref]
+
+
+def test_rate_limits_and_5xx_are_retried_a_bounded_number_of_times(fake):
+    client = ProlificClient(sleep=lambda s: None)
+    body = {"name": "n", "description": "d", "prolific_id_option": "url_parameters",
+            "external_study_url": "https://x.org/start/s?PROLIFIC_PID={{%PROLIFIC_PID%}}"
+                                  "&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}",
+            "completion_codes": [{"code": "ABCD", "code_type": "COMPLETED",
+                                  "actions": [{"action": "MANUALLY_REVIEW"}]}],
+            "total_available_places": 5, "estimated_completion_time": 5, "reward": 100,
+            "device_compatibility": ["desktop"]}
+    fake.fail_next = [429, 503, 502]
+    assert client.create_study(body)["status"] == "UNPUBLISHED"
+    assert len(fake.log) == 4 and len(fake.studies) == 1
+    fake.fail_next = [503] * 5
+    with pytest.raises(ProlificError, match="HTTP 503 from Prolific after 5 attempt"):
+        client.get_study("x")
+    assert len(fake.log) == 4 + 5
+    with pytest.raises(ProlificError) as err:
+        client.create_study({**body, "reward": 0})
+    assert err.value.fields == ("reward",) and "field 'reward'" in str(err.value)
+    assert err.value.status == 400
+
+
+def test_the_pay_step_is_never_retried_blindly_on_a_5xx(fake):
+    fake.studies["s1"] = {"id": "s1", "status": "ACTIVE", "completion_codes": [],
+                          "external_study_url": "https://x/"}
+    fake.submissions["sub1"] = {"id": "sub1", "participant_id": "P1", "study_id": "s1",
+                                "status": "AWAITING REVIEW", "bonus_payments": []}
+    client = ProlificClient(sleep=lambda s: None)
+    bonus = client.create_bonus("s1", "P1", 0.5)
+    fake.fail_next = [502]
+    with pytest.raises(ProlificError):
+        client.pay_bonus(bonus["id"])
+    assert len([p for m, p, _ in fake.log if p.endswith("/pay/")]) == 1  # one attempt only
+
+
+def test_submissions_are_read_page_by_page(fake):
+    fake.studies["s1"] = {"id": "s1"}
+    for i in range(45):
+        fake.submissions[f"sub{i}"] = {"id": f"sub{i}", "participant_id": f"P{i}",
+                                       "study_id": "s1", "status": "ACTIVE", "study_code": None}
+    client = ProlificClient()
+    seen = [s["participant_id"] for s in client.submissions("s1", page_size=20)]
+    assert seen == [f"P{i}" for i in range(45)]
+    assert [p for _, p, _ in fake.log] == [
+        f"/api/v1/submissions/?study=s1&page={n}&page_size=20" for n in (1, 2, 3)]
+
+
+def test_bulk_approve_sends_submission_ids(fake):
+    fake.studies["s1"] = {"id": "s1"}
+    for i in range(3):
+        fake.submissions[f"sub{i}"] = {"id": f"sub{i}", "participant_id": f"P{i}",
+                                       "study_id": "s1", "status": "AWAITING REVIEW"}
+    ProlificClient().bulk_approve(["sub0", "sub2"])
+    assert [s["status"] for s in fake.submissions.values()] == ["APPROVED", "AWAITING REVIEW",
+                                                                "APPROVED"]
+
+
+def test_dry_run_prints_the_request_without_the_token_and_sends_nothing(rapp, fake, database_url,
+                                                                        recruit_spec):
+    out = recruit(database_url, recruit_spec, "create", "--dry-run")
+    assert out.exit_code == 0, out.output
+    assert out.output.startswith(f"POST {urlsplit(fake_url()).geturl()}/api/v1/studies/\n"
+                                 "Authorization: Token ***\n")
+    assert '"external_study_url": "https://study.example.org/start/small?PROLIFIC_PID=' in out.output
+    assert TOKEN not in out.output and fake.log == [] and fake.studies == {}
+    out = recruit(database_url, recruit_spec, "bonus", "nobody", "--amount", "1", "--reason", "x",
+                  "--dry-run")
+    assert out.exit_code == 1 and "no participant 'nobody'" in out.output
+    with rapp.app_context():
+        assert db.session.execute(sa.select(Experiment)).scalar_one().recruitment_ref is None
+
+
+def fake_url():
+    import os
+
+    return os.environ["PROLIFIC_API_URL"]
+
+
+def test_the_recruitment_table_is_validated_and_left_out_of_the_spec_hash(tmp_path, recruit_spec):
+    with_table = load_spec(recruit_spec)
+    plain = tmp_path / "plain"
+    write_small_experiment(plain)
+    assert load_spec(plain / "experiment.toml").spec_hash() == with_table.spec_hash()
+    assert "recruitment" not in with_table.model_dump()
+    body = study_body(with_table)
+    assert body["prolific_id_option"] == "url_parameters" and body["reward"] == 150
+    bad = tmp_path / "bad"
+    write_small_experiment(bad)
+    spec = bad / "experiment.toml"
+    spec.write_text(spec.read_text() + RECRUITMENT.replace("reward = 150", "reward = 1.5"))
+    with pytest.raises(SpecError, match=r"recruitment\.prolific\.reward"):
+        load_spec(spec)
+    spec.write_text(spec.read_text().replace("reward = 1.5", "reward = 150\nreward_gbp = 2"))
+    with pytest.raises(SpecError, match=r"recruitment\.prolific\.reward_gbp: Extra inputs"):
+        load_spec(spec)
+    spec.write_text(spec.read_text().replace("reward_gbp = 2\n", "").replace(
+        'public_url = "https://study.example.org"', 'public_url = "http://study.example.org"'))
+    with pytest.raises(SpecError, match=r"recruitment\.public_url"):
+        load_spec(spec)
