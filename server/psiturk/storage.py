@@ -53,10 +53,10 @@ def store_blob(assignment: PsiturkAssignment | int, blob: Any,
                seen: tuple[int, int] | None = None, own_connection: bool = False) -> dict[str, int]:
     """Store one PUT's blob as increments and commit; returns how many rows were new.
 
-    ``seen`` is the (trials_seen, events_seen) the caller just read, saving a query. No lock is
-    needed: rows go in before the counters rise in the same transaction, so a committed counter
-    ``n`` means positions below ``n`` exist, and a concurrent PUT's overlap is absorbed by ON
-    CONFLICT. ``own_connection`` (the PUT route) writes on a connection of its own instead of the
+    ``seen`` is the (trials_seen, events_seen) the caller just read, saving a query. Rows go in
+    before the counters rise in the same transaction, so a committed counter ``n`` means positions
+    below ``n`` exist, and a concurrent PUT's overlap is absorbed by ON CONFLICT; the one lock taken
+    is the assignment row's, by the guarded counter UPDATE, which orders the answer merges. ``own_connection`` (the PUT route) writes on a connection of its own instead of the
     ORM session's, the cheapest path; code holding session changes (``custom.py``) keeps it off."""
     data, questions, events = check_blob(blob)
     assignment_id = assignment if isinstance(assignment, int) else assignment.id
@@ -116,16 +116,19 @@ def _store(conn: sa.Connection, assignment_id: int, blob: dict[str, Any], data: 
     added_trials = conn.execute(_INSERT_TRIALS, new_trials).rowcount if new_trials else 0
     added_events = conn.execute(_INSERT_EVENTS, new_events).rowcount if new_events else 0
     n, ne = len(data), len(events)
-    current = n >= trials_seen  # not a stale copy: its answers and scalars are the latest
+    # Whether this copy is the latest is decided by the guarded UPDATE, not by ``seen``: the UPDATE
+    # takes the assignment's row lock (PostgreSQL re-checks the guard against a longer copy that
+    # committed meanwhile), and answers are merged only after it, under that lock, so a shorter copy
+    # racing a longer one can never overwrite the longer one's answers.
+    advanced = n >= trials_seen and conn.execute(_ADVANCE, {
+        "id": assignment_id, "n": n, "ne": ne,
+        "meta": {k: v for k, v in blob.items() if k not in LIST_FIELDS}}).rowcount == 1
+    if not advanced and new_events:
+        conn.execute(_EVENTS_ONLY, {"id": assignment_id, "ne": ne})
     if questions:
-        conn.execute(_MERGE_ANSWERS if current else _KEEP_ANSWERS, [
+        conn.execute(_MERGE_ANSWERS if advanced else _KEEP_ANSWERS, [
             {"assignment_id": assignment_id, "key": str(k)[:500], "position": i, "value": _dumps(v)}
             for i, (k, v) in enumerate(questions.items())])
-    if current:
-        conn.execute(_ADVANCE, {"id": assignment_id, "n": n, "ne": ne,
-                                "meta": {k: v for k, v in blob.items() if k not in LIST_FIELDS}})
-    elif new_events:
-        conn.execute(_EVENTS_ONLY, {"id": assignment_id, "ne": ne})
     return {"trials": max(added_trials or 0, 0), "events": max(added_events or 0, 0)}
 
 

@@ -312,3 +312,40 @@ def test_concurrent_reordered_puts_store_each_record_once(database_url, stroop_p
         live.stop()
         database.dispose(app)
 
+
+def test_shorter_copy_waiting_behind_a_longer_one_keeps_its_answers(psiturk_app, client):
+    """The race CI once lost (two PUTs that both read trials_seen = 38): the copy with 40 trials
+    commits while the 39-trial copy waits on its rows; the longer copy's answers must stay."""
+    import threading
+    import time
+
+    from humanlike.server.psiturk import storage
+
+    uid = start(client)
+    client.put(f"/sync/{uid}", json=blob(uid, 38, {"q": "after 38"}))
+    with psiturk_app.app_context():
+        if db.engine.dialect.name != "postgresql":
+            pytest.skip("SQLite serialises writers with one file lock: no two PUTs overlap")
+        assignment_id = db.session.execute(sa.select(PsiturkAssignment.id).where(
+            PsiturkAssignment.uniqueid == uid)).scalar_one()
+        longer, shorter = blob(uid, 40, {"q": "after 40"}), blob(uid, 39, {"q": "after 39"})
+        conn_a = db.engine.connect()
+        conn_a.begin()
+        storage._store(conn_a, assignment_id, longer, *storage.check_blob(longer), (38, 1))
+        waited = threading.Event()
+
+        def shorter_put():
+            with psiturk_app.app_context(), db.engine.begin() as conn_b:
+                storage._store(conn_b, assignment_id, shorter, *storage.check_blob(shorter), (38, 1))
+            waited.set()
+
+        thread = threading.Thread(target=shorter_put)
+        thread.start()
+        time.sleep(0.5)
+        assert not waited.is_set()  # the shorter copy is blocked behind the open longer one
+        conn_a.commit()
+        conn_a.close()
+        thread.join(30)
+        assert waited.is_set()
+    positions, answers = stored(psiturk_app, uid)
+    assert positions == list(range(40)) and answers == {"q": "after 40"}
