@@ -31,7 +31,15 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from humanlike.deploy.stack import DEFAULT_SERVER, LOOPBACK, SERVERS, AppServer, Caddy, running
+from humanlike.deploy.stack import (
+    DEFAULT_SERVER,
+    LOOPBACK,
+    SERVERS,
+    AppServer,
+    Caddy,
+    log_tail,
+    running,
+)
 
 LABELS = [str(d) for d in range(10)]
 SPEC = """\
@@ -94,7 +102,14 @@ def start_servers(spec: Path, database_url: str, instance: Path, server: str = D
         raise SystemExit("--instances > 1 needs --proxy caddy (one URL for the participants)")
     stack = contextlib.ExitStack()
     stack.enter_context(running(*parts))
+    stack.parts = parts  # type: ignore[attr-defined]  # for server_logs()
     return stack, parts[-1].url
+
+
+def server_logs(stack: contextlib.ExitStack) -> str:
+    """What the servers of ``start_servers`` wrote to stderr (for a run that failed)."""
+    return "\n".join(f"--- {type(p).__name__} {p.url} ---\n{log_tail(p.proc)}"
+                     for p in getattr(stack, "parts", []) if p.proc is not None)
 
 
 class KeepAliveConnection:

@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import numpy as np
-from ingest import DEFAULT_SERVER, KeepAliveConnection, start_servers
+from ingest import DEFAULT_SERVER, KeepAliveConnection, server_logs, start_servers
 
 REPO = Path(__file__).resolve().parents[1]
 WHEEL = REPO / "build" / "psiturk" / "PsiTurk-3.3.1-py3-none-any.whl"
@@ -155,6 +155,9 @@ def main() -> None:
         people, seconds = asyncio.run(
             drive(base, args.participants, args.trials, args.concurrency, args.seed))
         ok, stored = check_storage(database_url, people, args.trials)
+    except BaseException:
+        print(server_logs(stack), file=sys.stderr)
+        raise
     finally:
         stack.close()
         shutil.rmtree(tmp, ignore_errors=True)

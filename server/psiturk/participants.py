@@ -71,16 +71,23 @@ def experiment_row(slug: str, spec: dict[str, Any], root: str) -> Experiment:
     import hashlib
     import json
 
-    exp = db.session.execute(sa.select(Experiment).where(Experiment.slug == slug)).scalar_one_or_none()
+    from sqlalchemy.exc import IntegrityError
+
+    select = sa.select(Experiment).where(Experiment.slug == slug)
+    exp = db.session.execute(select).scalar_one_or_none()
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
     if exp is None:
-        exp = Experiment(slug=slug, title=str(spec.get("title") or slug)[:200], spec=spec,
-                         spec_hash=digest, root=root, status=ExperimentStatus.LIVE.value,
-                         platform=Platform.MTURK.value)
-        db.session.add(exp)
-    elif exp.spec_hash != digest:
+        db.session.add(Experiment(slug=slug, title=str(spec.get("title") or slug)[:200], spec=spec,
+                                  spec_hash=digest, root=root, status=ExperimentStatus.LIVE.value,
+                                  platform=Platform.MTURK.value))
+        try:
+            db.session.commit()
+        except IntegrityError:  # another process's first arrival inserted it meanwhile: use theirs
+            db.session.rollback()
+        return db.session.execute(select).scalar_one()
+    if exp.spec_hash != digest:
         exp.spec, exp.spec_hash, exp.root = spec, digest, root
-    db.session.commit()
+        db.session.commit()
     return exp
 
 

@@ -349,3 +349,42 @@ def test_shorter_copy_waiting_behind_a_longer_one_keeps_its_answers(psiturk_app,
         assert waited.is_set()
     positions, answers = stored(psiturk_app, uid)
     assert positions == list(range(40)) and answers == {"q": "after 40"}
+
+
+def test_first_arrivals_at_once_create_the_experiment_row_once(psiturk_app):
+    """A fresh deployment's first participants arrive together in several worker processes: each
+    may find no experiment row and insert it; the losers of that race must use the winner's row
+    (the bench at 25 concurrent arrivals on PostgreSQL got a 500 from the unique slug)."""
+    import threading
+
+    from humanlike.server.models import Experiment
+    from humanlike.server.psiturk.participants import experiment_row
+
+    with psiturk_app.app_context():
+        if db.engine.dialect.name != "postgresql":
+            pytest.skip("SQLite serialises the inserts (one writer): no race to lose")
+    def arrive(slug, barrier, ids, errors):
+        with psiturk_app.app_context():
+            try:
+                barrier.wait()
+                ids.append(experiment_row(slug, {"slug": slug, "title": slug}, "/tmp").id)
+            except Exception as exc:
+                errors.append(exc)
+            finally:
+                db.session.remove()
+
+    for attempt in range(5):
+        slug = f"race-{attempt}"
+        barrier = threading.Barrier(6)
+        ids: list[int] = []
+        errors: list[Exception] = []
+        threads = [threading.Thread(target=arrive, args=(slug, barrier, ids, errors))
+                   for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert errors == [] and len(ids) == 6 and len(set(ids)) == 1, errors
+        with psiturk_app.app_context():
+            assert db.session.execute(sa.select(sa.func.count()).select_from(Experiment)
+                                      .where(Experiment.slug == slug)).scalar_one() == 1
