@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from humanlike.analysis.figures import set_caption
 
@@ -44,6 +45,7 @@ def plot_timing(timed: pd.DataFrame, participants: pd.DataFrame | None) -> Figur
     right.set_xticks(range(len(counts)), labels)
     right.set_xlabel("refresh rate (Hz)")
     right.set_ylabel("participants")
+    right.yaxis.set_major_locator(MaxNLocator(integer=True))  # people come in whole numbers
     for ax in (left, right):
         ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()

@@ -243,14 +243,22 @@ def kappa_section(export: Export, settings: ReportSettings, results: StudyResult
     section.tables.append(Table(summary[cols], f"Mean kappa per level with "
                                 f"{settings.confidence_level:.0%} bootstrap CIs."))
     pairs = result.pairs
-    pcols = [c for c in ("observer_a", "observer_b", "condition", "kappa", "ci_low", "ci_high",
-                         "p_holm_sidak", "significant") if c in pairs.columns]
+    pcols = [c for c in ("observer_a", "observer_b", "condition", "n", "acc_a", "acc_b", "kappa",
+                         "ci_low", "ci_high", "p_holm_sidak", "significant") if c in pairs.columns]
     n_sig = int(pairs["significant"].sum()) if "significant" in pairs else 0
-    top = pairs.sort_values("kappa", ascending=False)[pcols].head(15)
-    section.tables.append(Table(top, f"The 15 most consistent of {len(pairs)} observer pairs: "
-                                "kappa, CI and the Holm-Sidak corrected p-value of the "
-                                f"independence test ({n_sig} pairs significant; all pairs in "
-                                "`humanlike analyze ec`)."))
+    # both observers right on every trial: c_obs = c_exp = 1, kappa undefined (1 by convention);
+    # such pairs say nothing about shared errors, so they are counted, not ranked
+    perfect = ((pairs["acc_a"] == 1) & (pairs["acc_b"] == 1)) if {"acc_a", "acc_b"} <= set(
+        pairs.columns) else pd.Series(False, index=pairs.index)
+    top = pairs[~perfect].sort_values("kappa", ascending=False)[pcols].head(15)
+    note = (f" {int(perfect.sum())} pair(s) in which both observers were right on every trial are "
+            "left out of this list: their kappa is undefined (c_obs = c_exp = 1) and set to 1 by "
+            "model-vs-human's convention." if perfect.any() else "")
+    section.tables.append(Table(top, f"The {len(top)} most consistent of {len(pairs)} observer "
+                                "pairs: trials (n), each observer's accuracy, kappa, CI and the "
+                                "Holm-Sidak corrected p-value of the independence test "
+                                f"({n_sig} pairs significant; all pairs in `humanlike analyze "
+                                f"ec`).{note}"))
     return section
 
 

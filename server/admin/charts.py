@@ -52,20 +52,32 @@ def cumulative(times: list[dt.datetime]) -> Chart:
                  y_ticks=[(H - PAD, "0"), (8.0, str(len(times)))])
 
 
+def nice_step(hi: float, n_ticks: int = 4) -> float:
+    """A round tick step (1, 2, 2.5 or 5 times a power of ten) giving about ``n_ticks`` steps to ``hi``."""
+    raw = max(hi, 1e-9) / n_ticks
+    power = 10.0 ** np.floor(np.log10(raw))
+    return float(next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw))
+
+
 def histogram(values: np.ndarray, bins: int = 30) -> Chart:
-    """A histogram (reaction times, ms)."""
+    """A histogram (reaction times, ms) on 0 .. a round number above the 99th percentile (values
+    beyond it are counted in the last bin), with round ticks."""
     values = values[np.isfinite(values)]
     if values.size == 0:
         return Chart(x_label="RT (ms)", y_label="trials")
     hi = float(np.quantile(values, 0.99)) if values.size > 20 else float(values.max())
-    counts, edges = np.histogram(np.clip(values, 0, hi), bins=bins, range=(0, max(hi, 1.0)))
+    step = nice_step(max(hi, 1.0))
+    hi = step * np.ceil(max(hi, 1.0) / step)
+    counts, edges = np.histogram(np.clip(values, 0, hi), bins=bins, range=(0, hi))
     xs = _scale(edges, edges[0], edges[-1], PAD, W - 8)
     top = float(counts.max()) or 1.0
     bars = [(round(float(xs[i]), 1), round(float(H - PAD - c / top * (H - PAD - 8)), 1),
              round(float(xs[i + 1] - xs[i]) - 0.5, 1), round(float(c / top * (H - PAD - 8)), 1))
             for i, c in enumerate(counts)]
+    ticks = np.arange(0, hi + step / 2, step)
     return Chart(bars=bars, x_label="RT (ms)", y_label="trials",
-                 x_ticks=[(PAD, "0"), (W - 8, f"{hi:.0f}")],
+                 x_ticks=[(round(float(x), 1), f"{t:g}") for x, t in
+                          zip(_scale(ticks, 0, hi, PAD, W - 8), ticks)],
                  y_ticks=[(H - PAD, "0"), (8.0, str(int(top)))])
 
 
