@@ -14,7 +14,7 @@ import pandas as pd
 from humanlike.vocabulary import StimulusKind
 
 DEMO_SLUG = "demo"
-DEMO_VERSION = "6"  # bump when the demo content changes: `humanlike demo` then rebuilds it
+DEMO_VERSION = "7"  # bump when the demo content changes: `humanlike demo` then rebuilds it
 PROLIFIC_CODE = "C1HLDEMO"
 
 
@@ -24,11 +24,13 @@ def demo_text(name: str) -> str:
 
 
 def build_demo(dest: Path, *, controversial: bool = True, mlds: bool = True, seed: int = 0,
-               classification: bool = True) -> Path:
+               classification: bool = True, panel: bool = False) -> Path:
     """Write the demo experiment (spec, texts, stimuli, manifest) into ``dest``; return the spec path.
 
     Controversial and MLDS stimuli are included when their builders are importable (torch is
-    needed for controversial stimuli); the natural digits never need more than scikit-learn."""
+    needed for controversial stimuli); the natural digits never need more than scikit-learn.
+    ``panel`` (``humanlike demo``) adds ``[panel]`` with the demo models' responses and a
+    ``[stopping]`` target, so the dashboard's live panel scores the models."""
     from humanlike.stimuli.digits import build_digit_stimuli, build_noisy_digits, noise_mask
 
     if dest.exists():
@@ -79,11 +81,14 @@ def build_demo(dest: Path, *, controversial: bool = True, mlds: bool = True, see
         rating_kinds="[" + ", ".join(f'"{k}"' for k in rating_kinds) + "]",
         mlds_block=mlds_block + classification_block,
     )
+    if panel and controversial_demo is not None:
+        spec += demo_text("panel_block.toml")
     (dest / "experiment.toml").write_text(spec)
     (dest / "consent.md").write_text(demo_text("consent.md"))
     (dest / "instructions.md").write_text(demo_text("instructions.md"))
     (dest / "VERSION").write_text(
-        f"{DEMO_VERSION} controversial={controversial} mlds={mlds} classification={classification}\n")
+        f"{DEMO_VERSION} controversial={controversial} mlds={mlds} classification={classification} "
+        f"panel={panel}\n")
     return dest / "experiment.toml"
 
 

@@ -33,7 +33,7 @@ def command(host: str, port: int, prepare_only: bool, rebuild: bool, simulated: 
     spec_path = demo_dir / "experiment.toml"
     if rebuild or not demo_is_current(demo_dir):
         click.echo(f"building the demo experiment in {demo_dir} ...")
-        build_demo(demo_dir)
+        build_demo(demo_dir, panel=True)
     app = make_app([str(spec_path)], database_url)
     database.upgrade(app)
     experiments.sync_all(app)

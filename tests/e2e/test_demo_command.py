@@ -1,0 +1,45 @@
+"""`humanlike demo --prepare-only` (what `make demo` runs before serving): the demo database holds
+simulated participants, the study report is written, and the demo's live panel scores the demo
+models with a stopping target, so the dashboard shows every section at once."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from click.testing import CliRunner
+
+from humanlike.cli import main
+
+
+def test_demo_prepares_participants_report_and_a_panel_that_scores_the_models(tmp_path, monkeypatch):
+    from humanlike.server import create_app
+    from humanlike.server.admin import panel
+    from humanlike.server.extensions import db
+    from humanlike.server.models import Experiment, PanelResult, Participant
+
+    monkeypatch.setenv("HUMANLIKE_INSTANCE", str(tmp_path / "instance"))
+    url = f"sqlite:///{tmp_path / 'demo.sqlite'}"
+    result = CliRunner().invoke(main, ["demo", "--prepare-only", "--simulated", "4",
+                                       "--database-url", url])
+    assert result.exit_code == 0, result.output
+    report = tmp_path / "instance" / "demo_report.html"
+    assert f"study report:        {report}" in result.output and report.is_file()
+    assert "Model scores" in report.read_text()
+    spec = tmp_path / "instance" / "demo" / "experiment.toml"
+    assert "[panel]" in spec.read_text() and "[stopping]" in spec.read_text()
+
+    app = create_app({"SECRET_KEY": "t", "SQLALCHEMY_DATABASE_URI": url,
+                      "EXPERIMENT_PATHS": [str(spec)]})
+    with app.app_context():
+        exp = db.session.execute(sa.select(Experiment).where(Experiment.slug == "demo")).scalar_one()
+        assert db.session.execute(sa.select(sa.func.count(Participant.id)).where(
+            Participant.experiment_id == exp.id)).scalar_one() == 4
+        assert panel.refresh(exp, "test")
+        result = db.session.get(PanelResult, exp.id).result
+    scored = {row["model"] for row in result["scores"] if row["subset"] == "all"}
+    assert scored == {"cnn", "logreg", "kde", "adv_cnn"}
+    pairs = {frozenset((c["a"], c["b"])) for c in result["comparisons"] if c["subset"] == "all"}
+    # the 6 pairs of 4 models and each model against the noise ceiling's lower bound
+    assert len(pairs) == 10 and sum("lower" in p for p in pairs) == 4
+    stop = result["stopping"]
+    assert stop["measure"] == "comparisons_decided" and stop["value"].endswith("of 10 decided")
+    assert result["mlds_scales"] and result["ec"]
