@@ -10,7 +10,7 @@ TOML files; they are trained or loaded before the clock starts; the timed part i
 (``cpu_seconds``: this process's CPU time, which on a shared machine with ``--threads 1`` is
 what the wall time would be on an idle core).
 
-    .venv/bin/python bench/controversial.py [--pair cnn:kde] [--device auto] [--threads 2]
+    .venv/bin/python bench/controversial.py [--pair cnn:kde] [--device auto] [--threads 1]
         [--precision float32] [--parameterisation pixel] [--n 90] [--seed 0]
 """
 
@@ -37,7 +37,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pair", default="cnn:kde", help="two models (demo names or .toml), A:B")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-    parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (CPU)")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (CPU)")
     parser.add_argument("--precision", default="float32", help="float32, bfloat16 or float16")
     parser.add_argument("--parameterisation", default="pixel", help="pixel or fourier")
     parser.add_argument("--n", type=int, default=None, help="class pairs (default: all K(K-1))")

@@ -52,9 +52,9 @@ from humanlike.cli.stimuli_options import MODELS_HELP, device_option, load_model
               help="Images optimised at once (default: sized to the device).")  # fmt: skip
 @click.option(
     "--threads",
-    default=2,
+    default=1,
     show_default=True,
-    help="torch intra-op threads on the CPU (1 is faster on a busy machine).",
+    help="torch intra-op threads on the CPU (more help only on an idle machine with spare cores).",
 )
 @cache_dir_option
 def command(
