@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 STATE_JS = """() => {
   if (document.querySelector('#consent-agree') && !document.querySelector('#consent-agree').disabled) return 'consent';
@@ -44,6 +45,8 @@ class Played:
     triads: list[str] = field(default_factory=list)
     classifications: list[str] = field(default_factory=list)
     phases: set[str] = field(default_factory=set)
+    screenshot_dir: Path | None = None
+    """Where to save a screenshot of the first response screen of each trial type (if set)."""
 
 
 def rating_plan(k: int) -> tuple[str, int, bool]:
@@ -108,6 +111,9 @@ def play(page, played: Played, *, until: str = "done", max_trials: int | None = 
                                         "img => img.getAttribute('src')")
             digit = src.rsplit("/", 1)[-1].split("_")[0].removeprefix("digit")
             answer = str((int(digit) + 1) % 10) if k % 5 == 4 else digit
+            if k == 0 and played.screenshot_dir is not None:
+                played.screenshot_dir.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(played.screenshot_dir / "classification-response.png"))
             page.eval_on_selector(".hl-classification", "el => { el.dataset.answered = '1'; }")
             if k % 2:
                 page.click(f".hl-category[data-label='{answer}']")

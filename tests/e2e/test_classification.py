@@ -3,6 +3,8 @@ whole number of frames, and the export's classifications table has one row per t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -11,12 +13,13 @@ from tests.e2e.participant_driver import Played, play
 from tests.e2e.test_demo_experiment import PROLIFIC_DONE, QUERY, new_page, stored
 
 pytestmark = pytest.mark.browser
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "classification"
 
 
 def test_the_demo_classification_block_is_completed_and_exported(chromium, demo_server, tmp_path):
     context, page = new_page(chromium)
     page.goto(f"{demo_server.url}/start/demo?" + QUERY.format(pid="c13classifier"))
-    played = play(page, Played(), until=PROLIFIC_DONE, timeout_ms=30000)
+    played = play(page, Played(screenshot_dir=ARTIFACTS), until=PROLIFIC_DONE, timeout_ms=30000)
     context.close()
     p, trials = stored(demo_server.app, "c13classifier")
     assert p.status == "completed"
