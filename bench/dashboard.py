@@ -1,7 +1,8 @@
 """Dashboard benchmark: a study of 2,000 participants x 820 rating trials (10 categories) in the
 database; p50/p99 of the experiments page, the experiment page (first page sorted by a QC column) and
 a participant page; the live panel's background refresh time; and participants' trial latency
-(real gunicorn server) without and while the panel is computed in another process.
+(the shipped app server, granian unless --server gunicorn) without and while the panel is
+computed in another process.
 
 Ends with one JSON line: {"pages_p99_ms": <worst page p99>, "panel_seconds": ...,
 "trial_p99_ms_during_panel": ..., ...}. Targets: pages p99 <= 200 ms, panel <= 60 s, trial
@@ -27,7 +28,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from export import drop_schema, fill_database, private_schema  # the export bench's builders
-from ingest import build_bench_experiment, drive, start_server
+from ingest import build_bench_experiment, drive, start_servers
+
+from humanlike.deploy.stack import DEFAULT_SERVER, SERVERS
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
@@ -91,6 +94,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=30, help="requests per page")
     parser.add_argument("--live", type=int, default=2, help="participants posting trials at once")
     parser.add_argument("--database-url", default=None, help="default: a SQLite file in a temp dir")
+    parser.add_argument("--server", choices=SERVERS, default=DEFAULT_SERVER,
+                        help="app server the participants post to (the shipped deploy/ config)")
     args = parser.parse_args()
 
     from humanlike.server.config import normalise_database_url
@@ -111,7 +116,7 @@ def main() -> None:
             pages, qc_seconds = time_pages(url, spec, args.repeats)
             print(f"initial QC of every participant: {qc_seconds:.1f} s", flush=True)
 
-            server, base = start_server(spec, url, folder / "instance")
+            servers, base = start_servers(spec, url, folder / "instance", args.server)
             try:
                 quiet = trial_latencies(base, args.live, args.trials, 1)
                 env = dict(os.environ, DATABASE_URL=url, HUMANLIKE_EXPERIMENTS=str(spec),
@@ -126,8 +131,7 @@ def main() -> None:
                 panel_wall = time.perf_counter() - start
                 assert worker.returncode == 0, worker.returncode
             finally:
-                server.terminate()
-                server.wait(30)
+                servers.close()
             panel_seconds = stored_panel_seconds(url)
         finally:
             if schema is not None:
@@ -141,7 +145,7 @@ def main() -> None:
         "trial_p50_ms_during_panel": percentiles(during)["p50_ms"],
         "panel_wall_seconds": round(panel_wall, 1), "initial_qc_seconds": round(qc_seconds, 1),
         "pages": pages, "participants": args.participants, "trials": args.trials,
-        "database": url.split(":")[0],
+        "database": url.split(":")[0], "server": args.server,
     }
     print(json.dumps(result))
 

@@ -11,7 +11,7 @@ chunk holding everything)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +137,7 @@ def rating_qc(ratings: pd.DataFrame, stimuli: pd.DataFrame, participants: pd.Dat
     main = ratings[~ratings["practice"]].drop(columns=["stimulus_kind"])
     frame = attach_stimuli(main, stimuli)
     frame = clean_ratings(frame, rules.min_trial_rt_ms)
-    qc = participant_qc(frame, participants, rules, respect_export_exclusions=False)
+    qc = participant_qc(frame, participants, rules, respect_export_exclusions=False, validated=True)
     return qc.rename(columns={"repeat_r": "repeat_reliability", "n_trials": "n_rating_trials"})
 
 
@@ -294,18 +294,23 @@ def export_frames(slug: str) -> dict[str, pd.DataFrame]:
 
 
 def write_export(slug: str, out: Path, chunk_trials: int = CHUNK_TRIALS,
-                 raw_parquet: bool = True, pseudonym_key: bytes | None = None) -> dict[str, int]:
+                 raw_parquet: bool = True, pseudonym_key: bytes | None = None,
+                 tables: Collection[str] | None = None) -> dict[str, int]:
     """Stream every table into ``out`` as CSV and Parquet plus codebook.json; return row counts.
 
     CSV cells that a spreadsheet would run as a formula are neutralised; Parquet keeps the raw
     values unless ``raw_parquet`` is false. With ``pseudonym_key`` the platform, study and
-    session ids are replaced by keyed pseudonyms in every table."""
+    session ids are replaced by keyed pseudonyms in every table. With ``tables`` only those tables
+    are written (the participants table's QC still comes from every trial)."""
     out.mkdir(parents=True, exist_ok=True)
     exp = _experiment(slug)
     run = _Export(exp)
-    sinks = {name: TableSink(out, name, raw_parquet) for name in _table_order()}
+    sinks = {name: TableSink(out, name, raw_parquet) for name in _table_order()
+             if tables is None or name in tables}
 
     def write(name: str, frame: pd.DataFrame) -> None:
+        if name not in sinks:
+            return
         if pseudonym_key is not None:
             frame = pseudonymise_frame(frame, pseudonym_key, slug)
         sinks[name].write(frame)
@@ -323,7 +328,8 @@ def write_export(slug: str, out: Path, chunk_trials: int = CHUNK_TRIALS,
         write("stimuli", run.stimuli)
         for events in event_chunks(exp, chunk_trials):
             write("events", events)
-        if exp.spec.get("kind") == "psiturk":  # psiTurk's trial records, one column per key
+        if exp.spec.get("kind") == "psiturk" and (tables is None or "psiturk_trials" in tables):
+            # psiTurk's trial records, one column per key
             from humanlike.server.psiturk.transfer import tidy_trials
 
             sinks["psiturk_trials"] = TableSink(out, "psiturk_trials", raw_parquet)

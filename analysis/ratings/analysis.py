@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -12,15 +12,27 @@ import numpy as np
 import pandas as pd
 
 from humanlike.analysis.exclusions import ExclusionRules, as_rules
-from humanlike.analysis.ratings.bootstrap import SUBSETS, RatingsBootstrap, bootstrap_ratings
+from humanlike.analysis.ratings.bootstrap import (
+    METRICS,
+    SUBSETS,
+    RatingsBootstrap,
+    bootstrap_ratings,
+)
 from humanlike.analysis.ratings.data import (
     RatingArray,
     clean_ratings,
     participant_qc,
     rating_array,
 )
-from humanlike.analysis.ratings.reliability import SplitHalfReliability, split_half_reliability
+from humanlike.analysis.ratings.reliability import (
+    SplitHalfReliability,
+    split_half_reliability,
+    split_orders,
+)
 from humanlike.analysis.ratings.scores import model_predictions
+
+SPLIT_HALF_SPLITS = 1000
+"""Random splits of the group split-half reliability."""
 
 
 @dataclass(frozen=True)
@@ -170,7 +182,7 @@ def analyze_ratings(
     rules = as_rules(rules)
     rng = np.random.default_rng(random_state)
     cleaned = clean_ratings(frame, rules.min_trial_rt_ms)
-    qc = participant_qc(cleaned, participants, rules, respect_export_exclusions)
+    qc = participant_qc(cleaned, participants, rules, respect_export_exclusions, validated=True)
     kept = qc.loc[~qc["excluded"], "participant"]
     if len(kept) < 2:
         raise ValueError(
@@ -178,8 +190,55 @@ def analyze_ratings(
             f"(exclusions: {qc.loc[qc['excluded'], 'exclusion_reasons'].tolist()})"
         )
     ratings = rating_array(cleaned, participants=kept)
+    split_half, bootstrap = score_rating_array(
+        ratings,
+        model_responses,
+        n_resamples=n_resamples,
+        confidence_level=confidence_level,
+        alpha=alpha,
+        calibrate=calibrate,
+        subsets=subsets,
+        random_state=rng,
+        n_jobs=n_jobs,
+        progress=progress,
+        bias_correct_bounds=bias_correct_bounds,
+    )
+    assert split_half is not None
+    settings = {
+        "n_resamples": n_resamples,
+        "confidence_level": confidence_level,
+        "seed": random_state if isinstance(random_state, int) else None,
+        "calibrate": calibrate,
+        "bias_correct_bounds": bias_correct_bounds,
+    }
+    return RatingsAnalysis(cleaned, qc, ratings, split_half, bootstrap, rules, settings)
+
+
+def score_rating_array(
+    ratings: RatingArray,
+    model_responses: pd.DataFrame,
+    n_resamples: int = 10_000,
+    confidence_level: float = 0.95,
+    alpha: float = 0.05,
+    calibrate: bool = False,
+    subsets: tuple[str, ...] = SUBSETS,
+    random_state: int | np.random.Generator | None = None,
+    n_jobs: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    bias_correct_bounds: bool = True,
+    split_half: bool = True,
+    metrics: Sequence[str] = METRICS,
+) -> tuple[SplitHalfReliability | None, RatingsBootstrap]:
+    """Split-half reliability (None without ``split_half``) and bootstrap of an analysed array."""
+    # the part of analyze_ratings after QC; without split_half its random splits are still drawn,
+    # so a seeded run's bootstrap is the same as with it
+    rng = np.random.default_rng(random_state)
     predictions = model_predictions(model_responses, ratings)
-    split_half = split_half_reliability(ratings, random_state=rng)
+    reliability = None
+    if split_half:
+        reliability = split_half_reliability(ratings, n_splits=SPLIT_HALF_SPLITS, random_state=rng)
+    else:
+        split_orders(len(ratings.participants), SPLIT_HALF_SPLITS, rng)
     bootstrap = bootstrap_ratings(
         ratings,
         predictions,
@@ -192,12 +251,6 @@ def analyze_ratings(
         n_jobs=n_jobs,
         progress=progress,
         bias_correct_bounds=bias_correct_bounds,
+        metrics=metrics,
     )
-    settings = {
-        "n_resamples": n_resamples,
-        "confidence_level": confidence_level,
-        "seed": random_state if isinstance(random_state, int) else None,
-        "calibrate": calibrate,
-        "bias_correct_bounds": bias_correct_bounds,
-    }
-    return RatingsAnalysis(cleaned, qc, ratings, split_half, bootstrap, rules, settings)
+    return reliability, bootstrap

@@ -10,7 +10,9 @@ at once; there is no Python loop over resamples.
 * Models: per-stimulus sums of o*y, o*y^2 and o*x*y (o = observed mask) times the count matrix.
 * Lower bound (leave one out): the mean of the other resampled participants,
   m = (N_b - w_bi x_i) / (D_b - w_bi) with N_b = sum_j w_bj x_j and D_b = sum_j w_bj o_j, evaluated
-  exactly for each resample (all copies of participant i are left out).
+  exactly for each resample (all copies of participant i are left out). Its (stimulus, resample,
+  participant) terms are summed over slices of a few stimuli at a time, which stay in the CPU
+  cache, so a block holds enough resamples for the matrix products to run as matrix-matrix ones.
 * Upper bound: re-optimising per resample is too slow, so each resample uses the closed form on its
   own observed entries -- the mean over the resampled observers of count-weighted z-scores (exact
   when nothing is missing) -- shifted by the full-sample gap between the optimised bound and this
@@ -70,7 +72,13 @@ if TYPE_CHECKING:
     from humanlike.analysis.ratings.data import RatingArray
 
 SUBSETS = ("all", StimulusKind.CONTROVERSIAL.value, StimulusKind.NATURAL.value)
+METRICS = ("pearson_r", "mse")
 _CHUNK_ELEMENTS = 2_000_000
+_CACHE_ELEMENTS = 2**17
+"""Elements of one (stimuli, resamples, participants) slice of the leave-one-out sums (1 MB)."""
+_MAX_BLOCK = 64
+"""Resamples per block at most when the (resamples, participants) arrays would outgrow
+``_CACHE_ELEMENTS``: enough for the matrix products to reach BLAS's matrix-matrix speed."""
 
 
 # --------------------------------------------------------------------------- weighted statistics
@@ -102,8 +110,10 @@ class _Prepared:
         subsets: Sequence[str],
         lower_calibration: tuple[float, float] | None,
         eps: float,
+        metrics: Sequence[str] = METRICS,
     ) -> None:
         n_people, n_stimuli, n_cat = x.shape
+        self.metrics = tuple(metrics)
         self.n_people, self.n_stimuli, self.n_cat = n_people, n_stimuli, n_cat
         kind_of = np.asarray(kinds, dtype=object)
         # Blocks of stimuli of one kind are made contiguous (stimuli reordered by kind).
@@ -119,10 +129,12 @@ class _Prepared:
             members = names if subset == "all" else [subset] if subset in names else []
             if members:
                 self.subsets[subset] = members
-        x = x[:, self.order]
-        y = y[:, self.order]
+        if not np.array_equal(self.order, np.arange(n_stimuli)):  # (no copy when already sorted)
+            x = x[:, self.order]
+            y = y[:, self.order]
         observed = np.isfinite(x)
-        self.x3 = np.where(observed, x, 0.0)
+        complete = bool(observed.all()) and x.dtype == float and x.flags.c_contiguous
+        self.x3 = x if complete else np.where(observed, x, 0.0)  # read only: no copy needed
         self.x0 = self.x3.reshape(n_people, -1)
         o3 = observed.astype(float)
         trial_level = bool(np.all(observed == observed[:, :, :1]))
@@ -141,8 +153,6 @@ class _Prepared:
         self.n_s = o3.sum(2)
         self.x1_s = self.x3.sum(2)
         self.x2_s = (self.x3**2).sum(2)
-        self.x1_sp = np.ascontiguousarray(self.x1_s.T)  # (S, P)
-        self.x2_sp = np.ascontiguousarray(self.x2_s.T)
         # Per-stimulus sums for every model, (S, 3 * P * M): o*y, o*y^2, x*y.
         self.n_models = y.shape[0]
         self.model_sums = np.concatenate(
@@ -167,20 +177,49 @@ class _Prepared:
         members = self.subsets[subset]
         return min(self.blocks[m][0] for m in members), max(self.blocks[m][1] for m in members)
 
+    @property
+    def sliced_lower(self) -> bool:
+        """Whether the leave-one-out sums run over stimulus slices (trial-level, uncalibrated)."""
+        return self.o_lower.shape[2] == 1 and self.lower_calibration is None
+
     def elements_per_resample(self) -> int:
-        """Size of the largest per-resample intermediate (the leave-one-out (S, P, K') arrays)."""
+        """Size of the largest per-resample intermediate (sliced: a row of S * K or P)."""
+        if self.sliced_lower:
+            return max(self.x0.shape[1], self.n_people)
         return max(self.n_stimuli * self.n_people * self.o_lower.shape[2], self.x0.shape[1])
 
+    def block_size(self, max_chunk_elements: int) -> int:
+        """Resamples per block, so that the block's intermediates stay near the size limits."""
+        # largest intermediate near max_chunk_elements; sliced, also (resamples x participants)
+        # near _CACHE_ELEMENTS, though with no fewer than _MAX_BLOCK resamples for that
+        step = max(1, int(max_chunk_elements // self.elements_per_resample()))
+        if not self.sliced_lower:
+            return step
+        return min(step, max(_MAX_BLOCK, _CACHE_ELEMENTS // self.n_people))
 
-def _x_sums(prep: _Prepared, c: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, ...]:
+
+Memo = dict[tuple[int, int], tuple[np.ndarray, ...]]
+"""Per block of resamples: the ``_x_sums`` of each stimulus range, computed once."""
+
+
+def _x_sums(
+    prep: _Prepared, c: np.ndarray, lo: int, hi: int, memo: Memo | None = None
+) -> tuple[np.ndarray, ...]:
     """Count-weighted n, Sx, Sxx of every participant on stimuli lo:hi: three (B, P) arrays."""
+    if memo is not None and (lo, hi) in memo:
+        return memo[lo, hi]
     cs = c[:, lo:hi]
-    return cs @ prep.n_s[:, lo:hi].T, cs @ prep.x1_s[:, lo:hi].T, cs @ prep.x2_s[:, lo:hi].T
+    sums = cs @ prep.n_s[:, lo:hi].T, cs @ prep.x1_s[:, lo:hi].T, cs @ prep.x2_s[:, lo:hi].T
+    if memo is not None:
+        memo[lo, hi] = sums
+    return sums
 
 
-def _model_block(prep: _Prepared, w: np.ndarray, c: np.ndarray, lo: int, hi: int):
+def _model_block(
+    prep: _Prepared, w: np.ndarray, c: np.ndarray, lo: int, hi: int, memo: Memo | None = None
+):
     """Participant-weighted mean r and MSE of every model, (B, M) each, on stimuli lo:hi."""
-    n, sx, sxx = _x_sums(prep, c, lo, hi)
+    n, sx, sxx = _x_sums(prep, c, lo, hi, memo)
     sums = c[:, lo:hi] @ prep.model_sums[lo:hi]
     sy, syy, sxy = (part.reshape(len(c), -1, prep.n_models) for part in np.split(sums, 3, axis=1))
     n, sx, sxx = n[..., None], sx[..., None], sxx[..., None]
@@ -217,8 +256,11 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
 
 
-def _upper_block(prep: _Prepared, w: np.ndarray, c: np.ndarray, subset: str):
-    """Closed-form upper bound in r and exact best MSE, (B,) each, on a subset's stimuli.
+def _upper_block(
+    prep: _Prepared, w: np.ndarray, c: np.ndarray, subset: str, memo: Memo | None = None
+):
+    """Closed-form upper bound in r and exact best MSE (None unless ``prep.metrics`` has 'mse'),
+    (B,) each, on a subset's stimuli.
 
     Where no resampled participant rated an entry, numerator and denominator of the prediction are
     both exactly zero, so the division uses max(den, tiny) instead of a masked division.
@@ -229,16 +271,19 @@ def _upper_block(prep: _Prepared, w: np.ndarray, c: np.ndarray, subset: str):
     shape_q = (n_res, hi - lo, prep.n_cat)
     shape_o = (n_res, hi - lo, prep.o_unit.shape[2])
     tiny = np.finfo(float).tiny
-    n, sx, sxx = _x_sums(prep, c, lo, hi)
+    n, sx, sxx = _x_sums(prep, c, lo, hi, memo)
     # r: the mean over resampled observers of count-weighted z-scores.
     mean = _ratio(sx, n)
     sd = np.sqrt(np.maximum(_ratio(sxx, n) - mean**2, 0.0))
     usable = (n > 0) & (sd > 1e-12 * np.maximum(np.abs(mean), 1.0)) & (w > 0)
     a = _ratio(np.where(usable, w, 0.0), sd)
-    num = (a @ x0).reshape(shape_q) - ((a * mean) @ o_flat).reshape(shape_o)
-    q = num / np.maximum(((w * usable) @ o_flat).reshape(shape_o), tiny)
+    o_part = np.concatenate([a * mean, w * usable]) @ o_flat  # both mask products at once
+    num = (a @ x0).reshape(shape_q) - o_part[:n_res].reshape(shape_o)
+    q = num / np.maximum(o_part[n_res:].reshape(shape_o), tiny)
     sq, sqq, sxq = _prediction_sums(prep, q, c, subset)
     upper_r = _weighted_mean(pearson_from_sums(n, sx, sq, sxx, sqq, sxq), w)
+    if "mse" not in prep.metrics:
+        return upper_r, None
     # MSE: argmin of the weighted mean MSE, participant weights w_i / n_i.
     v = _ratio(w, n)
     q = (v @ x0).reshape(shape_q) / np.maximum((v @ o_flat).reshape(shape_o), tiny)
@@ -247,60 +292,97 @@ def _upper_block(prep: _Prepared, w: np.ndarray, c: np.ndarray, subset: str):
     return upper_r, best_mse
 
 
-def _lower_sums(prep: _Prepared, w: np.ndarray, c: np.ndarray) -> dict[str, np.ndarray]:
+def _lower_sums(
+    prep: _Prepared, w: np.ndarray, c: np.ndarray, memo: Memo | None = None
+) -> dict[str, np.ndarray]:
     """Per kind block: (6, B, P) sums n, Sx, Sxx, Sq, Sqq, Sxq of x_i and its leave-one-out mean.
 
     m = (N_b - w_bi x_i) / (D_b - w_bi) with N_b = sum_j w_bj x_j and D_b = sum_j w_bj o_j (all
     copies of participant i are left out; entries no other resampled participant rated drop out).
     """
-    if prep.o_lower.shape[2] == 1 and prep.lower_calibration is None:
-        return _lower_sums_trials(prep, w, c)
+    if prep.sliced_lower and np.array_equal(w, np.round(w)):
+        return _lower_sums_trials(prep, w, c, memo)
     return _lower_sums_entries(prep, w, c)
 
 
-def _lower_sums_trials(prep: _Prepared, w: np.ndarray, c: np.ndarray) -> dict[str, np.ndarray]:
+def _lower_sums_trials(
+    prep: _Prepared, w: np.ndarray, c: np.ndarray, memo: Memo | None = None
+) -> dict[str, np.ndarray]:
     """Leave-one-out sums when whole trials are missing: D_b is per stimulus, so per stimulus
 
     sum_k m = inv (NS_b - w X1_i), sum_k m^2 = inv^2 (NN_b - 2 w H_bi + w^2 X2_i) and
-    sum_k m x_i = inv (H_bi - w X2_i), with inv = 1 / (D_b - w_bi) on valid trials, NS and NN the
-    per-stimulus sums of N_b and N_b^2, and H_bi = sum_k N_b x_i. Arrays are (S, B, P); the sums over
-    stimuli are einsum contractions.
+    sum_k m x_i = inv (H_bi - w X2_i), with inv = 1 / (D_b - w_bi) on valid trials (D_b > w_bi), NS
+    and NN the per-stimulus sums of N_b and N_b^2, and H_bi = sum_k N_b x_i.
+
+    A participant enters inv only through its count w_bi, a small integer: the terms without H are
+    matrix products of the participants' (observed, X1, X2) x stimuli matrices with per-count
+    tables c / (D_b - v)^a, v = 0..max w, read at v = w_bi. The H terms are formed and summed over
+    a few stimuli at a time (``_CACHE_ELEMENTS``), in preallocated buffers. Trials whose only
+    resampled rater is the participant left out (D_b = w_bi) are rare; their share of the n, Sx,
+    Sxx sums is subtracted.
     """
-    n_res = len(w)
-    total = (w @ prep.x0).reshape(n_res, prep.n_stimuli, prep.n_cat).transpose(1, 0, 2)  # (S, B, K)
-    cross = np.matmul(total, prep.x_sp.transpose(0, 2, 1))  # H, (S, B, P)
+    n_res, n_people = w.shape
+    total = np.ascontiguousarray(
+        (w @ prep.x0).reshape(n_res, prep.n_stimuli, prep.n_cat).transpose(1, 0, 2)
+    )  # N_b, (S, B, K)
     c_t = np.ascontiguousarray(c.T)  # (S, B)
-    c_ns = c_t * total.sum(2)
-    c_nn = c_t * np.einsum("sbk,sbk->sb", total, total)
     count = np.ascontiguousarray((w @ prep.o_lower[:, :, 0]).T)  # D_b, (S, B)
-    others = count[:, :, None] - w[None]  # D_b - w_bi, (S, B, P)
-    valid = prep.observed_lower & (others > 0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        inv = np.where(valid, 1.0 / others, 0.0)
-    inv2 = inv * inv
-    exact_x = bool(np.array_equal(valid, np.broadcast_to(prep.observed_lower, valid.shape)))
+    counts = w.astype(np.intp)  # resample counts are integers
+    levels = int(counts.max()) + 1
+    others = count[:, :, None] - np.arange(levels)  # D_b - v, (S, B, V)
+    with np.errstate(divide="ignore"):
+        inv = np.where(others > 0, 1.0 / others, 0.0)
+    cw = c_t[:, :, None]
+    # per-count tables, (S, B * V) each: c inv NS, c inv^2 NN, c inv, c inv^2 (and lost trials)
+    ns_nn = np.concatenate([cw * total.sum(2)[:, :, None] * inv,
+                            cw * np.einsum("sbk,sbk->sb", total, total)[:, :, None] * inv * inv],
+                           axis=1).reshape(prep.n_stimuli, -1)
+    c_inv = np.concatenate([cw * inv, cw * inv * inv], axis=1).reshape(prep.n_stimuli, -1)
+    lost_table = cw * (others <= 0)
+    any_lost = bool(lost_table.any())
+    lost_table = lost_table.reshape(prep.n_stimuli, -1)
+    pick = (np.arange(n_res)[:, None] * levels + counts)  # (B, P) column of each participant
+
+    def at_count(products: np.ndarray, parts: int) -> list[np.ndarray]:
+        """(P, parts * B * V) products read at each participant's own count: ``parts`` (B, P)."""
+        split = products.reshape(n_people, parts, n_res * levels)
+        return [np.take_along_axis(split[:, j], pick.T, axis=1).T for j in range(parts)]
+
+    ct = cw * total  # c N_b: H is then c H
+    step = max(1, _CACHE_ELEMENTS // (n_res * n_people))
+    shape = (step, n_res, n_people)
+    inv_buffer, cross, term = np.empty(shape), np.empty(shape), np.empty((n_res, n_people))
+    most = counts.max(1)
+    o_s = prep.o_unit[:, :, 0]
     sums = {}
     for name, (lo, hi) in prep.blocks.items():
-        k = slice(lo, hi)
-        x1, x2, cb = prep.x1_sp[k], prep.x2_sp[k], c_t[k]
-        if exact_x:  # no entry lost its other raters: the x sums are the plain count-weighted ones
-            n, sx, sxx = _x_sums(prep, c, lo, hi)
-        else:
-            validf = valid[k].astype(float)
-            n = prep.n_cat * np.einsum("sbp,sb->bp", validf, cb)
-            sx = np.einsum("sbp,sb,sp->bp", validf, cb, x1)
-            sxx = np.einsum("sbp,sb,sp->bp", validf, cb, x2)
-        sq = np.einsum("sbp,sb->bp", inv[k], c_ns[k]) - w * np.einsum(
-            "sbp,sb,sp->bp", inv[k], cb, x1
-        )
-        sqq = (
-            np.einsum("sbp,sb->bp", inv2[k], c_nn[k])
-            - 2.0 * w * np.einsum("sbp,sbp,sb->bp", inv2[k], cross[k], cb)
-            + w * w * np.einsum("sbp,sb,sp->bp", inv2[k], cb, x2)
-        )
-        sxq = np.einsum("sbp,sbp,sb->bp", inv[k], cross[k], cb) - w * np.einsum(
-            "sbp,sb,sp->bp", inv[k], cb, x2
-        )
+        n, sx, sxx = _x_sums(prep, c, lo, hi, memo)
+        t_ns, t_nn = at_count(o_s[:, lo:hi] @ ns_nn[lo:hi], 2)
+        (t_x1,) = at_count(prep.x1_s[:, lo:hi] @ c_inv[lo:hi, : n_res * levels], 1)
+        t_x2, t_x2i = at_count(prep.x2_s[:, lo:hi] @ c_inv[lo:hi], 2)
+        if any_lost:
+            lost = [o_s[:, lo:hi], prep.x1_s[:, lo:hi], prep.x2_s[:, lo:hi]]
+            n_lost, sx_lost, sxx_lost = (at_count(m @ lost_table[lo:hi], 1)[0] for m in lost)
+            n, sx, sxx = n - prep.n_cat * n_lost, sx - sx_lost, sxx - sxx_lost
+        acc = np.zeros((2, n_res, n_people))  # sum of c inv H, c inv^2 H
+        for first in range(lo, hi, step):
+            k = slice(first, min(first + step, hi))
+            size = k.stop - k.start
+            i, h = inv_buffer[:size], cross[:size]
+            np.subtract(count[k, :, None], w, out=i)  # D_b - w_bi
+            if (count[k] > most).all():  # positive for every participant
+                np.reciprocal(i, out=i)
+            else:  # D_b - w_bi = 0 (a lost trial, or an unobserved one: H = 0) stays 0
+                np.divide(1.0, i, out=i, where=i > 0)
+            np.matmul(ct[k], prep.x_sp[k].transpose(0, 2, 1), out=h)  # c H, (s, B, P)
+            for j in range(size):  # fused in cache: acc0 += inv cH, acc1 += inv^2 cH
+                np.multiply(i[j], h[j], out=term)
+                acc[0] += term
+                term *= i[j]
+                acc[1] += term
+        sq = t_ns - w * t_x1
+        sqq = t_nn - 2.0 * w * acc[1] + w * w * t_x2i
+        sxq = acc[0] - w * t_x2
         sums[name] = np.stack([n, sx, sxx, sq, sqq, sxq])
     return sums
 
@@ -347,17 +429,26 @@ def _statistics_block(
     """(B, M + 2) arrays [models..., lower, upper] per (subset, metric) for one block of resamples."""
     w = np.asarray(w, dtype=float)
     c = np.asarray(c, dtype=float)[:, prep.order]
-    lower = _lower_sums(prep, w, c)
-    out = {}
+    memo: Memo = {}
+    lower = _lower_sums(prep, w, c, memo)
+    out: dict[tuple[str, str], np.ndarray] = {}
+    done: dict[tuple[str, ...], str] = {}  # subsets of the same stimuli (e.g. all = natural)
     for subset, members in prep.subsets.items():
+        same = done.setdefault(tuple(members), subset)
+        if same != subset:
+            for metric in prep.metrics:
+                out[subset, metric] = out[same, metric]
+            continue
         lo, hi = prep.stimulus_range(subset)
-        model_r, model_mse = _model_block(prep, w, c, lo, hi)
-        upper_r, best_mse = _upper_block(prep, w, c, subset)
+        model_r, model_mse = _model_block(prep, w, c, lo, hi, memo)
+        upper_r, best_mse = _upper_block(prep, w, c, subset, memo)
         n, sx, sxx, sq, sqq, sxq = cast(np.ndarray, sum(lower[m] for m in members))
-        lower_r = _weighted_mean(pearson_from_sums(n, sx, sq, sxx, sqq, sxq), w)
-        lower_mse = _weighted_mean(mse_from_sums(n, sxx, sqq, sxq), w)
-        out[subset, "pearson_r"] = np.column_stack([model_r, lower_r, upper_r])
-        out[subset, "mse"] = np.column_stack([model_mse, lower_mse, best_mse])
+        if "pearson_r" in prep.metrics:
+            lower_r = _weighted_mean(pearson_from_sums(n, sx, sq, sxx, sqq, sxq), w)
+            out[subset, "pearson_r"] = np.column_stack([model_r, lower_r, upper_r])
+        if "mse" in prep.metrics:
+            lower_mse = _weighted_mean(mse_from_sums(n, sxx, sqq, sxq), w)
+            out[subset, "mse"] = np.column_stack([model_mse, lower_mse, best_mse])
     return out
 
 
@@ -372,14 +463,17 @@ def bootstrap_statistics(
     max_chunk_elements: int = _CHUNK_ELEMENTS,
     n_jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
+    metrics: Sequence[str] = METRICS,
 ) -> dict[tuple[str, str], np.ndarray]:
     """Statistics of every resample given its counts: {(subset, metric): (B, M + 2)} arrays.
 
     Columns are the models' mean scores, the leave-one-out lower bound and the closed-form upper bound
     (r: mean of count-weighted z-scores, before the shift described in the module docstring; MSE:
     exact best). With all counts equal to one they equal the full-sample statistics. Resamples are
-    processed in blocks whose largest intermediate has about ``max_chunk_elements`` elements, in
-    ``n_jobs`` threads (default: all CPUs available to the process).
+    processed in blocks whose largest intermediate has about ``max_chunk_elements`` elements (and,
+    when the leave-one-out sums run over stimulus slices, cache-sized otherwise), in
+    ``n_jobs`` threads (default: all CPUs available to the process). ``metrics``: 'pearson_r' and /
+    or 'mse' (each one's numbers are the same whether the other is computed or not).
     """
     x = np.asarray(ratings.values, dtype=float)
     y = np.asarray(probabilities, dtype=float)
@@ -391,8 +485,11 @@ def bootstrap_statistics(
     c_all = np.asarray(stimulus_counts)
     if w_all.shape[1] != x.shape[0] or c_all.shape[1] != x.shape[1] or len(w_all) != len(c_all):
         raise ValueError("participant/stimulus counts do not match the ratings' shape")
-    prep = _Prepared(x, y, ratings.kinds, subsets, lower_calibration, eps)
-    step = max(1, int(max_chunk_elements // prep.elements_per_resample()))
+    unknown = sorted(set(metrics) - set(METRICS))
+    if unknown or not metrics:
+        raise ValueError(f"metrics must be some of {list(METRICS)}, got {list(metrics)}")
+    prep = _Prepared(x, y, ratings.kinds, subsets, lower_calibration, eps, metrics)
+    step = prep.block_size(max_chunk_elements)
     starts = range(0, len(w_all), step)
     workers = _n_workers(n_jobs)
 
@@ -460,6 +557,7 @@ def bootstrap_ratings(
     n_jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
     bias_correct_bounds: bool = True,
+    metrics: Sequence[str] = METRICS,
 ) -> RatingsBootstrap:
     """Scores, noise ceiling, CIs and Holm-Sidak corrected bootstrap tests, per stimulus subset.
 
@@ -470,6 +568,8 @@ def bootstrap_ratings(
     and the leave-one-out predictions are recalibrated once on the full sample and the calibration is
     held fixed across resamples. With ``bias_correct_bounds`` (default) the bounds' resample
     distributions are re-centred on their estimates before intervals and tests (module docstring).
+    ``metrics``: the measures resampled and reported, 'pearson_r' and / or 'mse' (the live panel
+    shows r only); a measure's results do not depend on whether the other is computed.
     """
     check_confidence_level(confidence_level)
     if tuple(ratings.stimuli) != tuple(predictions.stimuli):
@@ -491,13 +591,22 @@ def bootstrap_ratings(
     estimates: dict[tuple[str, str], np.ndarray] = {}
     shift: dict[str, float] = {}
     people_rows = []
+    computed: dict[bytes, tuple] = {}  # subsets of the same stimuli (e.g. all = natural) once
     for subset, mask in masks.items():
-        sub = ratings.select_stimuli(mask)
-        ceiling = noise_ceiling(sub, calibrate=lower_calibration or False)
-        r, mse = participant_scores(sub, predictions.probabilities[:, mask])
+        if mask.tobytes() not in computed:
+            whole = mask.all() and ratings.values.flags.c_contiguous  # no copy of all stimuli
+            sub = ratings if whole else ratings.select_stimuli(mask)
+            ceiling = noise_ceiling(sub, calibrate=lower_calibration or False,
+                                    mse="mse" in metrics)
+            # the closed form is deterministic: where the ceiling used it, the gap is exactly 0
+            closed = (ceiling.upper if ceiling.method == "closed_form"
+                      else upper_bound_closed_form(sub).value)
+            computed[mask.tobytes()] = (
+                ceiling, *participant_scores(sub, predictions.probabilities[:, mask]), closed)
+        ceiling, r, mse, closed = computed[mask.tobytes()]
         estimates[subset, "pearson_r"] = np.r_[np.nanmean(r, 1), ceiling.lower, ceiling.upper]
         estimates[subset, "mse"] = np.r_[np.nanmean(mse, 1), ceiling.lower_mse, ceiling.upper_mse]
-        shift[subset] = ceiling.upper - upper_bound_closed_form(sub).value
+        shift[subset] = ceiling.upper - closed
         frame = ceiling.per_participant.assign(subset=subset)
         for index, model in enumerate(predictions.models):
             frame[f"r:{model}"] = r[index]
@@ -517,6 +626,7 @@ def bootstrap_ratings(
         max_chunk_elements=max_chunk_elements,
         n_jobs=n_jobs,
         progress=progress,
+        metrics=metrics,
     )
 
     columns = [*predictions.models, "lower", "upper"]

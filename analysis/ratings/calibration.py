@@ -5,7 +5,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import statsmodels.api as sm
 from scipy.special import expit, log_expit, logit
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
@@ -56,6 +55,8 @@ class RatingCalibration(BaseEstimator):
         design = np.column_stack([np.ones_like(z_fit), z_fit])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # fractional binomial responses are intended
+            import statsmodels.api as sm  # imported on use: slow to import (about 2 s)
+
             fit = sm.GLM(y_fit, design, family=sm.families.Binomial(), var_weights=w_fit).fit()
         self.intercept_ = float(fit.params[0])
         self.slope_ = float(fit.params[1])

@@ -42,35 +42,61 @@ def rating_matrix(ratings: RatingArray | np.ndarray) -> np.ndarray:
     return values.reshape(values.shape[0], -1)
 
 
-def masked_r(x: np.ndarray, prediction: np.ndarray) -> np.ndarray:
-    """Per-row Pearson r between ``x`` (P, E) and ``prediction`` (E,) or (P, E) over finite pairs."""
+def _masked_pair(x: np.ndarray, prediction: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Finite pairs of ``x`` and the broadcast ``prediction``: mask m, x and y with 0 off the mask."""
     y = np.broadcast_to(np.asarray(prediction, dtype=float), x.shape)
     m = np.isfinite(x) & np.isfinite(y)
     a = np.where(m, x, 0.0)
     b = np.where(m, y, 0.0)
-    return pearson_from_sums(
-        m.sum(1), a.sum(1), b.sum(1), (a * a).sum(1), (b * b).sum(1), (a * b).sum(1)
-    )
+    return m, a, b
+
+
+def _product_sums(a: np.ndarray, b: np.ndarray, pairs: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Row sums of the products ``pairs`` ('aa', 'bb', 'ab') through one reused buffer."""
+    buffer = np.empty_like(a)
+    operands = {"a": a, "b": b}
+    return {pair: np.multiply(operands[pair[0]], operands[pair[1]], out=buffer).sum(1)
+            for pair in pairs}
+
+
+def masked_sums(x: np.ndarray, prediction: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-row n, Sx, Sy, Sxx, Syy, Sxy ('n', 'a', 'b', 'aa', 'bb', 'ab') over finite pairs."""
+    m, a, b = _masked_pair(x, prediction)
+    return {"n": m.sum(1), "a": a.sum(1), "b": b.sum(1), **_product_sums(a, b, ("aa", "bb", "ab"))}
+
+
+def _r_of(sums: dict[str, np.ndarray]) -> np.ndarray:
+    """Per-row Pearson r from :func:`masked_sums`."""
+    return pearson_from_sums(sums["n"], sums["a"], sums["b"], sums["aa"], sums["bb"], sums["ab"])
+
+
+def _mse_of(sums: dict[str, np.ndarray]) -> np.ndarray:
+    """Per-row MSE from :func:`masked_sums`."""
+    return mse_from_sums(sums["n"], sums["aa"], sums["bb"], sums["ab"])
+
+
+def masked_r(x: np.ndarray, prediction: np.ndarray) -> np.ndarray:
+    """Per-row Pearson r between ``x`` (P, E) and ``prediction`` (E,) or (P, E) over finite pairs."""
+    return _r_of(masked_sums(x, prediction))
 
 
 def masked_mse(x: np.ndarray, prediction: np.ndarray) -> np.ndarray:
     """Per-row mean squared error between ``x`` and ``prediction`` over finite pairs."""
-    y = np.broadcast_to(np.asarray(prediction, dtype=float), x.shape)
-    m = np.isfinite(x) & np.isfinite(y)
-    a = np.where(m, x, 0.0)
-    b = np.where(m, y, 0.0)
-    return mse_from_sums(m.sum(1), (a * a).sum(1), (b * b).sum(1), (a * b).sum(1))
+    return _mse_of(masked_sums(x, prediction))
 
 
 def leave_one_out_predictions(ratings: RatingArray | np.ndarray) -> np.ndarray:
     """(P, E): for each participant the mean rating of the *other* participants (NaN if none rated)."""
     x = rating_matrix(ratings)
     observed = np.isfinite(x)
-    x0 = np.where(observed, x, 0.0)
-    total = x0.sum(0) - x0
-    count = observed.sum(0) - observed
+    total = np.where(observed, x, 0.0)
+    np.subtract(total.sum(0), total, out=total)
+    count = np.subtract(observed.sum(0), observed, dtype=float)  # small integers: exact
+    rated = count > 0
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / np.where(count > 0, count, 1), np.nan)
+        np.divide(total, count, out=total, where=rated)
+    total[~rated] = np.nan
+    return total
 
 
 def consensus_prediction(ratings: RatingArray | np.ndarray) -> np.ndarray:
@@ -82,12 +108,16 @@ def consensus_prediction(ratings: RatingArray | np.ndarray) -> np.ndarray:
     x = rating_matrix(ratings)
     observed = np.isfinite(x)
     n = observed.sum(1)
-    mean = np.where(observed, x, 0.0).sum(1) / np.maximum(n, 1)
-    centred = np.where(observed, x - mean[:, None], 0.0)
-    sd = np.sqrt((centred**2).sum(1) / np.maximum(n, 1))
+    centred = np.where(observed, x, 0.0)
+    mean = centred.sum(1) / np.maximum(n, 1)
+    np.subtract(x, mean[:, None], out=centred)
+    centred[~observed] = 0.0
+    sd = np.sqrt(np.square(centred).sum(1) / np.maximum(n, 1))
     usable = sd > 1e-12 * np.maximum(np.abs(mean), 1.0)
-    z = np.where(usable[:, None], centred / np.where(usable, sd, 1.0)[:, None], 0.0)
-    weight = (observed & usable[:, None]).sum(0)
+    z = np.divide(centred, np.where(usable, sd, 1.0)[:, None], out=centred)
+    z[~usable] = 0.0
+    observed[~usable] = False
+    weight = observed.sum(0)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(weight > 0, z.sum(0) / np.where(weight > 0, weight, 1), np.nan)
 
@@ -268,6 +298,7 @@ def noise_ceiling(
     method: str = "auto",
     calibrate: bool | tuple[float, float] = False,
     eps: float = 1e-3,
+    mse: bool = True,
 ) -> NoiseCeiling:
     """Lower (leave-one-out) and upper (best single prediction) bound of the mean Pearson r.
 
@@ -275,7 +306,8 @@ def noise_ceiling(
     'auto' (closed form when nothing is missing, otherwise optimised). With ``calibrate=True`` the
     leave-one-out predictions get the same affine logit recalibration as the models
     (:func:`leave_one_out_calibration`); a (slope, intercept) pair applies a given calibration. The
-    upper bound already optimises a free logit vector, so recalibration cannot raise it.
+    upper bound already optimises a free logit vector, so recalibration cannot raise it. Without
+    ``mse`` the best achievable MSE is not computed (``upper_mse`` and ``best_mse`` are NaN).
     """
     x = rating_matrix(ratings)
     if method not in ("auto", "closed_form", "optimized"):
@@ -295,9 +327,9 @@ def noise_ceiling(
     if calibration is not None:
         slope, intercept = calibration
         loo = expit(slope * clipped_logit(loo, eps) + intercept)  # NaN stays NaN
-    loo_r = masked_r(x, loo)
-    loo_mse = masked_mse(x, loo)
-    best_mse = masked_mse(x, best_mse_prediction(x))
+    loo_sums = masked_sums(x, loo)  # r and MSE from the same sums
+    loo_r, loo_mse = _r_of(loo_sums), _mse_of(loo_sums)
+    best_mse = masked_mse(x, best_mse_prediction(x)) if mse else np.full(x.shape[0], np.nan)
     participants = getattr(ratings, "participants", None) or tuple(
         str(i) for i in range(x.shape[0])
     )
@@ -314,7 +346,7 @@ def noise_ceiling(
         lower=float(np.nanmean(loo_r)),
         upper=upper.value,
         lower_mse=float(np.nanmean(loo_mse)),
-        upper_mse=float(np.nanmean(best_mse)),
+        upper_mse=float(np.nanmean(best_mse)) if mse else float("nan"),
         per_participant=table,
         method=upper.method,
         prediction=upper.prediction,

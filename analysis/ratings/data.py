@@ -237,7 +237,8 @@ def _strata(table: pd.DataFrame) -> pd.Series:
     return stratum
 
 
-def _category_order(categories: Iterable[str]) -> list[str]:
+def category_order(categories: Iterable[str]) -> list[str]:
+    """The rating array's category order: numerically when every label is a number, else by name."""
     # the distinct labels first: iterating millions of Arrow-backed strings in Python is slow
     unique = categories.unique() if isinstance(categories, pd.Series) else categories
     labels = sorted(set(unique))
@@ -245,6 +246,12 @@ def _category_order(categories: Iterable[str]) -> list[str]:
         return sorted(labels, key=float)
     except ValueError:
         return labels
+
+
+def stimulus_order(stimuli: pd.DataFrame) -> list[str]:
+    """Stimulus ids (:func:`stimulus_table`'s index) natural first, then controversial, each by id."""
+    kind = stimuli["kind"]
+    return sorted(stimuli.index, key=lambda s: (_KIND_ORDER.get(cast(str, kind[s]), 9), s))
 
 
 def rating_array(
@@ -262,12 +269,10 @@ def rating_array(
     if rows.empty:
         raise ValueError(f"no first-presentation ratings of stimulus kind(s) {sorted(wanted)}")
     stimuli = stimulus_table(rows)
-    order = sorted(
-        stimuli.index, key=lambda s: (_KIND_ORDER.get(cast(str, stimuli.at[s, "kind"]), 9), s)
-    )
+    order = stimulus_order(stimuli)
     stimuli = stimuli.loc[order]
     people = sorted(rows["participant"].unique())
-    categories = _category_order(rows["category"])
+    categories = category_order(rows["category"])
     p = pd.Categorical(rows["participant"], categories=people).codes
     s = pd.Categorical(rows["stimulus"], categories=order).codes
     k = pd.Categorical(rows["category"], categories=categories).codes
@@ -286,14 +291,15 @@ def rating_array(
 # --------------------------------------------------------------------------- participant QC
 
 
-def trial_table(frame: pd.DataFrame) -> pd.DataFrame:
+def trial_table(frame: pd.DataFrame, validated: bool = False) -> pd.DataFrame:
     """One row per rating trial: participant, stimulus, kind, is_repeat, rt_ms, max rating and accuracy.
 
     ``correct`` is true when the true class got a strictly higher rating than every other category
     (argmax rating = true class, ties count as wrong); it is NaN for unanswered trials and for
-    stimuli without a true class.
+    stimuli without a true class. ``validated``: ``frame`` is already :func:`validate_ratings`'
+    output (checked once, not again).
     """
-    frame = validate_ratings(frame)
+    frame = frame if validated else validate_ratings(frame)
     if "trial_index" in frame.columns and frame["trial_index"].notna().all():
         key = ["participant", "trial_index"]
     else:
@@ -332,6 +338,7 @@ def participant_qc(
     participants: pd.DataFrame | None = None,
     rules: ExclusionRules | Mapping[str, object] | None = None,
     respect_export_exclusions: bool = True,
+    validated: bool = False,
 ) -> pd.DataFrame:
     """Per-participant QC table with ``excluded`` and ';'-joined ``exclusion_reasons``.
 
@@ -341,11 +348,12 @@ def participant_qc(
     ``frame`` should be the cleaned frame of :func:`clean_ratings`. A rule whose metric is NaN (e.g.
     no catch trials) does not exclude anyone. Participants that ``participants`` (the export's
     table) already marks ``excluded`` stay excluded, with reason 'export: <its reasons>', unless
-    ``respect_export_exclusions`` is false.
+    ``respect_export_exclusions`` is false. ``validated``: ``frame`` is already checked (the output
+    of :func:`clean_ratings` or :func:`validate_ratings`), so it is not checked again.
     """
     rules = as_rules(rules)
-    frame = validate_ratings(frame)
-    trials = trial_table(frame)
+    frame = frame if validated else validate_ratings(frame)
+    trials = trial_table(frame, validated=True)
     by = trials.groupby("participant")
     qc = pd.DataFrame(index=pd.Index(sorted(trials["participant"].unique()), name="participant"))
     qc["n_trials"] = by.size()

@@ -68,6 +68,11 @@ def spearman_brown(r: float | np.ndarray, factor: float = 2.0) -> float | np.nda
 _SPLIT_CHUNK = 64
 
 
+def split_orders(n_people: int, n_splits: int, rng: np.random.Generator) -> np.ndarray:
+    """One random permutation of the participants per split (its first half is half A)."""
+    return rng.permuted(np.tile(np.arange(n_people), (n_splits, 1)), axis=1)
+
+
 def _half_correlations(
     half_a: np.ndarray, half_b: np.ndarray, x0: np.ndarray, o: np.ndarray
 ) -> np.ndarray:
@@ -118,8 +123,7 @@ def split_half_reliability(
     observed = np.isfinite(x)
     x0 = np.where(observed, x, 0.0)
     o = observed.astype(float)
-    # One random permutation per split; the first half of each permutation forms half A.
-    order = rng.permuted(np.tile(np.arange(n_people), (n_splits, 1)), axis=1)
+    order = split_orders(n_people, n_splits, rng)
     half_a = np.zeros((n_splits, n_people))
     np.put_along_axis(half_a, order[:, : n_people // 2], 1.0, axis=1)
     half_b = 1.0 - half_a

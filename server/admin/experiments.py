@@ -33,6 +33,7 @@ def experiment_or_404(slug: str) -> Experiment:
 
 
 @bp.get("/")
+@stats.without_gc_pauses
 def index():
     """Every experiment with status, platform, participants by status, completion and exclusions."""
     rows = stats.summaries()
@@ -41,6 +42,7 @@ def index():
 
 
 @bp.get("/experiments.rows")
+@stats.without_gc_pauses
 def experiment_rows():
     """The experiments table's body (htmx polls it every few seconds)."""
     rows = stats.summaries()
@@ -50,6 +52,7 @@ def experiment_rows():
 
 
 @bp.get("/experiments.json")
+@stats.without_gc_pauses
 def experiments_json():
     """The same numbers as JSON."""
     return jsonify([row.as_dict() for row in stats.summaries()])

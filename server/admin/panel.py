@@ -7,13 +7,17 @@ version* (spec hash, trials stored, newest trial id, researcher overrides) is co
 stored in ``panel_result``; a worker that finds it changed claims the row's lease with one atomic
 UPDATE (``WHERE data_version <> :new AND lease expired``), so however many processes run, the panel
 is computed at most once per data change. The pass refreshes the stored per-participant QC
-(``qc.refresh_qc``), writes a temporary export with ``write_export`` (the same code as
-``humanlike export``), reads it back with ``read_export`` and runs the analysis package on it.
+(``qc.refresh_qc``) and runs the analysis package on the stored trials.
 
-Rating experiments: noise ceiling (lower / upper) with bootstrap CIs, the spec's models with CIs
-and Holm-Sidak-corrected pairwise decisions (``analyze_ratings``). Triad and classification
-trials: MLDS scales and the kappa matrix (``panel_sections``). The stopping indicator
-(``stopping``) is documented in docs/dashboard.md."""
+Rating experiments: the participants x stimuli x categories rating array is read from the database
+in chunks (``panel_ratings``: the array the export path gives, without the 16.4 M-row long frame
+of a 2,000 x 820 study), then noise ceiling (lower / upper) with bootstrap CIs, the spec's models
+with CIs and Holm-Sidak-corrected pairwise decisions (``score_rating_array``, the part of
+``analyze_ratings`` after QC; the exclusions are the stored QC's and the researcher's). Triad and
+classification trials: MLDS scales and the kappa matrix (``panel_sections``), from a temporary
+export of the tables they read (``write_export``, the same code as ``humanlike export``; written
+only when the experiment has such trials). The stopping indicator (``stopping``) is documented in
+docs/dashboard.md."""
 
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from humanlike.server.admin.panel_ratings import PanelRatings, panel_ratings, stored_trial_types
 from humanlike.server.admin.qc import refresh_qc
 from humanlike.server.admin.stats import as_utc
 from humanlike.server.extensions import db
@@ -100,7 +105,19 @@ def _records(frame: pd.DataFrame, columns: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def _model_responses(exp: Experiment, frame: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
+def panel_threads() -> int | None:
+    """Bootstrap threads: every CPU (None) in a process below normal priority, else one."""
+    # humanlike panel-worker runs at nice 10, so it only gets the CPU time the app servers leave it;
+    # the panel thread inside a server process shares its CPU with participants' requests. The
+    # results do not depend on it.
+    try:
+        niced = os.getpriority(os.PRIO_PROCESS, 0) > 0
+    except (AttributeError, OSError):  # not on a Unix
+        niced = False
+    return None if niced else 1
+
+
+def _model_responses(exp: Experiment, ratings: PanelRatings) -> tuple[pd.DataFrame, bool]:
     """The spec's model responses, or the hidden reference model when it names none."""
     from humanlike.analysis.ratings.scores import load_model_responses
 
@@ -108,31 +125,33 @@ def _model_responses(exp: Experiment, frame: pd.DataFrame) -> tuple[pd.DataFrame
     if names:
         return pd.concat([load_model_responses(Path(exp.root) / n) for n in names],
                          ignore_index=True), False
-    cells = frame[["stimulus", "category"]].drop_duplicates()
-    truth = frame.drop_duplicates("stimulus").set_index("stimulus").get("true_class")
-    true_class = (cells["stimulus"].map(truth).astype(str) if truth is not None
-                  else pd.Series("", index=cells.index))
+    array = ratings.array
+    cells = pd.DataFrame({"stimulus": np.repeat(array.stimuli, len(array.categories)),
+                          "category": np.tile(array.categories, len(array.stimuli))})
+    true_class = cells["stimulus"].map(ratings.true_class).astype(str)
     probability = np.where(true_class == cells["category"].astype(str), 0.9, 0.1)
     return cells.assign(model=REFERENCE_MODEL, probability=probability), True
 
 
-def _ratings_panel(exp: Experiment, data: Any, settings: dict[str, Any],
+def _ratings_panel(exp: Experiment, settings: dict[str, Any],
                    stopping: dict[str, Any] | None) -> dict[str, Any]:
+    """Noise ceiling, model scores and comparisons (r) of the participants that pass."""
+    # the same numbers as analyze_ratings on a fresh export with the seed 0 (its split-half
+    # reliability, not shown, is skipped but its random splits are drawn)
     from humanlike.analysis.exclusions import ExclusionRules
-    from humanlike.analysis.ratings.analysis import analyze_ratings
+    from humanlike.analysis.ratings.analysis import score_rating_array
 
-    frame = data.ratings()
-    models, reference = _model_responses(exp, frame)
     rules = ExclusionRules.from_mapping(exp.spec.get("exclusion", {}))
+    threads = panel_threads()
+    ratings = panel_ratings(exp, rules.min_trial_rt_ms, threads=threads is None)
+    db.session.rollback()  # end the read transaction: the bootstrap below may take a while
+    models, reference = _model_responses(exp, ratings)
     alpha = float((stopping or {}).get("alpha", 0.05))
-    result = analyze_ratings(
-        frame, models, participants=data.participants,
-        # QC and researcher overrides are already in the export's ``excluded`` column
-        rules=ExclusionRules(min_trial_rt_ms=rules.min_trial_rt_ms),
+    _, boot = score_rating_array(  # r only: the panel shows no MSE
+        ratings.array, models,
         n_resamples=int(settings.get("n_resamples", 1000)),
         confidence_level=float(settings.get("confidence_level", 0.95)), alpha=alpha,
-        random_state=0, n_jobs=1)
-    boot = result.bootstrap
+        random_state=0, n_jobs=threads, split_half=False, metrics=("pearson_r",))
     ceilings = boot.ceilings[boot.ceilings["metric"] == "pearson_r"]
     scores = boot.scores[(boot.scores["metric"] == "pearson_r")]
     comparisons = boot.comparisons[boot.comparisons["metric"] == "pearson_r"]
@@ -141,8 +160,8 @@ def _ratings_panel(exp: Experiment, data: Any, settings: dict[str, Any],
         comparisons = comparisons.iloc[0:0]
     return {
         "kind": "ratings",
-        "n_participants": len(result.ratings.participants),
-        "n_excluded": int(result.qc["excluded"].sum()),
+        "n_participants": len(ratings.array.participants),
+        "n_excluded": ratings.n_excluded,
         "confidence_level": float(settings.get("confidence_level", 0.95)),
         "ceilings": _records(ceilings, ["subset", "bound", "estimate", "ci_low", "ci_high"]),
         "scores": _records(scores, ["subset", "model", "estimate", "ci_low", "ci_high"]),
@@ -152,8 +171,14 @@ def _ratings_panel(exp: Experiment, data: Any, settings: dict[str, Any],
     }
 
 
+SECTION_TABLES = ("triads", "classifications", "participants", "stimuli")
+"""The export tables the MLDS and error-consistency sections read."""
+
+
 def compute(exp: Experiment) -> dict[str, Any]:
-    """The panel of one experiment from a fresh export of its data (no database writes)."""
+    """The panel of one experiment from its stored trials (no database writes)."""
+    # ratings: the rating array read in chunks; triads and classifications: a temporary export of
+    # the tables they read, written only when the experiment has such trials
     from humanlike.analysis.io.export import read_export
     from humanlike.server.admin.panel_sections import ec_section, mlds_section, n_participants
     from humanlike.server.admin.stopping import evaluate
@@ -161,21 +186,25 @@ def compute(exp: Experiment) -> dict[str, Any]:
 
     settings = exp.spec.get("panel") or {}
     stopping = exp.spec.get("stopping")
-    with tempfile.TemporaryDirectory(prefix="humanlike-panel-") as tmp:
-        write_export(exp.slug, Path(tmp), raw_parquet=False)
-        db.session.rollback()  # end the read transaction: the analysis below may take a while
-        data = read_export(tmp)
-        result: dict[str, Any] = {"kind": None, "n_participants": 0}
-        if data.has("ratings") and len(data.table("ratings")):
-            try:
-                result = _ratings_panel(exp, data, settings, stopping)
-            except ValueError as exc:  # e.g. fewer than two participants pass QC
-                result = {"kind": "ratings", "n_participants": 0, "error": str(exc)}
-        alpha = float((stopping or {}).get("alpha", 0.05))
-        result[MLDS_SECTION] = mlds_section(data, settings)
-        result["ec"] = ec_section(data, settings, alpha)
-        result["n_participants"] = max(int(result.get("n_participants") or 0),
-                                       n_participants(result[MLDS_SECTION], result["ec"]))
+    types = stored_trial_types(exp)
+    result: dict[str, Any] = {"kind": None, "n_participants": 0}
+    if "rating" in types and exp.spec.get("categories"):
+        try:
+            result = _ratings_panel(exp, settings, stopping)
+        except ValueError as exc:  # e.g. fewer than two participants pass QC
+            db.session.rollback()
+            result = {"kind": "ratings", "n_participants": 0, "error": str(exc)}
+    alpha = float((stopping or {}).get("alpha", 0.05))
+    result[MLDS_SECTION] = result["ec"] = None
+    if types & {"triad", "classification"}:
+        with tempfile.TemporaryDirectory(prefix="humanlike-panel-") as tmp:
+            write_export(exp.slug, Path(tmp), raw_parquet=False, tables=SECTION_TABLES)
+            db.session.rollback()  # end the read transaction: the analysis may take a while
+            data = read_export(tmp)
+            result[MLDS_SECTION] = mlds_section(data, settings)
+            result["ec"] = ec_section(data, settings, alpha)
+    result["n_participants"] = max(int(result.get("n_participants") or 0),
+                                   n_participants(result[MLDS_SECTION], result["ec"]))
     result["stopping"] = evaluate(stopping, result) if stopping else None
     return result
 
@@ -185,11 +214,16 @@ def refresh(exp: Experiment, owner: str | None = None, force: bool = False) -> b
     True when it computed."""
     owner = owner or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
     version = data_version(exp)
+    previous = db.session.execute(sa.select(PanelResult.data_version).where(
+        PanelResult.experiment_id == exp.id)).scalar_one_or_none()
     if not claim(exp, version, owner, force):
         return False
     started = time.perf_counter()
     try:
-        refresh_qc(exp)
+        # the stored QC is the panel's exclusions: under a changed spec (rules, categories) it is
+        # recomputed for everyone, as a fresh export would compute it
+        spec_changed = previous is not None and previous.split(":")[0] != version.split(":")[0]
+        refresh_qc(exp, everyone=spec_changed)
         result = compute(exp)
     except Exception:
         db.session.rollback()

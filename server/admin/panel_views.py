@@ -11,11 +11,13 @@ from humanlike.server.admin import bp
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.admin.panel import panel_view
+from humanlike.server.admin.stats import without_gc_pauses
 from humanlike.server.extensions import db
 from humanlike.server.models import PanelResult
 
 
 @bp.get("/experiments/<slug>/panel")
+@without_gc_pauses
 def panel_fragment(slug: str):
     """The panel's HTML (htmx polls it)."""
     exp = experiment_or_404(slug)

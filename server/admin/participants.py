@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import sqlalchemy as sa
@@ -98,7 +98,11 @@ def _page(exp: Any, q: TableQuery) -> tuple[list[dict[str, Any]], int]:
         .limit(PAGE_SIZE).offset((q.page - 1) * PAGE_SIZE)).all()
     ids = [p.id for p, _ in rows]
     stored = stats.stored_counts(ids)
-    seen = stats.last_seen(ids)
+    # a QC row computed on as many trials as are stored now has their newest time; only the others
+    # (participants still sending trials) are looked up
+    seen = {p.id: stats.as_utc(qc.last_trial_at) for p, qc in rows
+            if qc is not None and qc.last_trial_at is not None and qc.n_stored == stored.get(p.id, 0)}
+    seen.update(stats.last_seen([i for i in ids if i not in seen]))
     key = key_from_secret(current_app.config["SECRET_KEY"])
     out = []
     for p, qc in rows:
@@ -125,6 +129,7 @@ def _table_context(slug: str) -> dict[str, Any]:
 
 
 @bp.get("/experiments/<slug>")
+@stats.without_gc_pauses
 def experiment(slug: str):
     """The experiment page: participants table, condition balance, completions over time."""
     exp = experiment_or_404(slug)
@@ -134,17 +139,17 @@ def experiment(slug: str):
     if context["q"].reveal:
         audit.record(actor(), "reveal_ids", experiment=exp.slug, target=exp.slug)
         db.session.commit()
-    times = stats.completion_times(exp.id)
     from humanlike.server.admin.panel import panel_view
 
     return render_template(
         "admin/experiment.html", **context, statuses=stats.STATUSES, balance=stats.condition_balance(exp.id),
         conditions=[c["name"] for c in exp.spec.get("conditions", [])] or ["default"],
-        completions=charts.cumulative(times), panel=panel_view(exp),
+        completions=stats.completions_chart(exp.id), panel=panel_view(exp),
         timeout_minutes=timeouts.timeout_minutes(exp.spec))
 
 
 @bp.get("/experiments/<slug>/rows")
+@stats.without_gc_pauses
 def experiment_rows_fragment(slug: str):
     """The participants table's body for the current query (htmx polls it)."""
     return render_template("admin/_participant_rows.html", **_table_context(slug))
@@ -177,7 +182,37 @@ def _debrief(trials: Sequence[Any]) -> list[tuple[str, str]]:
     return answers
 
 
+class TrialRow(NamedTuple):
+    """One trial as the participant page shows it (a tuple: the template reads 820 of them)."""
+
+    trial_index: int
+    trial_type: str
+    block: str | None
+    stimulus_id: int | None
+    response: Any
+    rt_ms: float | None
+    presented_ms: float | None
+    frames: int | None
+    is_repeat: bool
+    repeat_of: int | None
+    practice: bool
+
+
+def _trial_rows(participant_id: int) -> list[TrialRow]:
+    """The participant's trials in order as plain tuples (practice flags parsed by Arrow)."""
+    from humanlike.server.admin.panel_ratings import practice_flags
+
+    rows = db.session.execute(
+        sa.select(Trial.trial_index, Trial.trial_type, Trial.block, Trial.stimulus_id,
+                  Trial.response, Trial.rt_ms, Trial.presented_ms, Trial.frames, Trial.is_repeat,
+                  Trial.repeat_of, sa.cast(Trial.design, sa.Text))
+        .where(Trial.participant_id == participant_id).order_by(Trial.trial_index)).all()
+    practice = practice_flags([r[-1] for r in rows]) if rows else []
+    return [TrialRow(*r[:-1], bool(flag)) for r, flag in zip(rows, practice)]
+
+
 @bp.get("/participants/<public_id>")
+@stats.without_gc_pauses
 def participant(public_id: str):
     """One participant: progress, every trial, events, debrief answers, QC with reasons, figures."""
     p = db.session.execute(
@@ -185,11 +220,7 @@ def participant(public_id: str):
     if p is None:
         abort(404)
     exp = p.experiment
-    trials = db.session.execute(  # plain rows, not ORM objects: 820 of them render in a blink
-        sa.select(Trial.trial_index, Trial.trial_type, Trial.block, Trial.stimulus_id,
-                  Trial.response, Trial.rt_ms, Trial.presented_ms, Trial.frames, Trial.is_repeat,
-                  Trial.repeat_of, Trial.design)
-        .where(Trial.participant_id == p.id).order_by(Trial.trial_index)).all()
+    trials = _trial_rows(p.id)
     events = db.session.execute(sa.select(Event).where(Event.participant_id == p.id)
                                 .order_by(Event.id)).scalars().all()
     payments = db.session.execute(sa.select(Payment).where(Payment.participant_id == p.id)
@@ -198,7 +229,7 @@ def participant(public_id: str):
                                       .where(Stimulus.experiment_id == exp.id)).all())
     qc = db.session.get(ParticipantQC, p.id)  # computed in the background by the same QC code
     rts = np.array([t.rt_ms for t in trials if t.rt_ms is not None and t.trial_type != "debrief"
-                    and not (t.design or {}).get("practice")], dtype=float)
+                    and not t.practice], dtype=float)
     key = key_from_secret(current_app.config["SECRET_KEY"])
     reveal = request.args.get("reveal") == "1"
     if reveal:

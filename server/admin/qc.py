@@ -1,7 +1,9 @@
 """Per-participant QC stored for the dashboard (``participant_qc``): the export's QC (one
 implementation, ``humanlike.server.export.rating_qc`` over the analysis package) recomputed only for
 participants whose stored trial count changed since the last pass, so sorting and filtering by QC
-columns is an indexed join at any study size rather than a computation per page view.
+columns is an indexed join at any study size rather than a computation per page view. A batch's
+trials are read as plain rows (no ORM objects), their JSON designs and responses parsed by Arrow, and
+only the ratings table the QC reads is built (in the export's long form), not every export table.
 
 The live panel's background pass (``humanlike.server.admin.panel.refresh``) calls ``refresh_qc``."""
 
@@ -15,22 +17,21 @@ import sqlalchemy as sa
 
 from humanlike.analysis.exclusions import ExclusionRules
 from humanlike.server.admin.stats import as_utc
-from humanlike.server.export import (
-    _trial_select,
-    event_counts,
-    participant_table,
-    rating_qc,
-    stimulus_frame,
-    trial_rows_frame,
-    trial_tables,
-)
+from humanlike.server.export import event_counts, participant_table, rating_qc, stimulus_frame
 from humanlike.server.extensions import db
-from humanlike.server.models import Experiment, Participant, ParticipantQC, Trial, utcnow
+from humanlike.server.models import (
+    Experiment,
+    Participant,
+    ParticipantQC,
+    Stimulus,
+    Trial,
+    utcnow,
+)
 
 DEFAULT_TOO_FAST_MS = 100.0
 """Trials faster than this count as too fast when the spec sets no ``exclusion.min_trial_rt_ms``."""
-BATCH = 40
-"""Participants whose QC is computed together (about 33,000 trials of an 820-trial study)."""
+BATCH = 100
+"""Participants whose QC is computed together (about 82,000 trials of an 820-trial study)."""
 
 
 def _rules(exp: Experiment) -> ExclusionRules:
@@ -43,13 +44,41 @@ def too_fast_ms(exp: Experiment) -> float:
     return float(value) if value is not None else DEFAULT_TOO_FAST_MS
 
 
-def _frames(exp: Experiment, ids: list[int],
-            stimuli: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    """The stored trials of the participants ``ids`` and their export tables."""
-    result = db.session.execute(_trial_select(exp).where(Trial.participant_id.in_(ids)))
-    trials = trial_rows_frame(list(result), list(result.keys()), exp.slug)
-    labels = [c["label"] for c in exp.spec.get("categories", [])]
-    return trials, trial_tables(trials, labels, stimuli)
+def _trials(exp: Experiment, ids: list[int]) -> pd.DataFrame:
+    """The stored trials of the participants ``ids``: what the QC reads, one row per trial."""
+    from humanlike.server.admin.panel_ratings import columns_of, practice_flags
+
+    stmt = (sa.select(Participant.public_id, Trial.trial_index, Trial.trial_type,
+                      Stimulus.key, Stimulus.kind, Trial.is_repeat, Trial.rt_ms, Trial.server_time,
+                      sa.cast(Trial.design, sa.Text), sa.cast(Trial.response, sa.Text))
+            .join(Participant, Trial.participant_id == Participant.id)
+            .outerjoin(Stimulus, Trial.stimulus_id == Stimulus.id)
+            .where(Participant.experiment_id == exp.id, Trial.participant_id.in_(ids))
+            .order_by(Trial.participant_id, Trial.trial_index))
+    names = ["participant", "trial_index", "trial_type", "stimulus", "stimulus_kind", "is_repeat",
+             "rt_ms", "server_time", "design", "response"]
+    rows = db.session.connection().execute(stmt).all()  # Core rows: no ORM loading
+    frame = pd.DataFrame(dict(zip(names, columns_of(rows, len(names)))))  # no per-row pandas checks
+    frame["rt_ms"] = frame["rt_ms"].astype("float64")
+    frame["is_repeat"] = frame["is_repeat"].astype(bool)
+    frame["server_time"] = pd.to_datetime(frame["server_time"], utc=True)
+    frame["practice"] = practice_flags(frame["design"].tolist()) if len(frame) else []
+    return frame.drop(columns="design")
+
+
+def rating_rows(trials: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
+    """The rating trials in the export's long form (``rating_frame``), the QC's columns only."""
+    from humanlike.server.admin.panel_ratings import rating_values
+
+    columns = ["participant", "trial_index", "stimulus", "stimulus_kind", "is_repeat", "rt_ms",
+               "practice"]
+    rated = trials[trials["trial_type"] == "rating"]
+    if not labels or rated.empty:
+        return pd.DataFrame(columns=[*columns, "category", "rating"])
+    base = rated[columns].loc[rated.index.repeat(len(labels))].reset_index(drop=True)
+    base["category"] = np.tile(labels, len(rated))
+    base["rating"] = rating_values(rated["response"].tolist(), labels).ravel()  # trial, category
+    return base
 
 
 def _finite(value: Any) -> float | None:
@@ -63,19 +92,21 @@ def _finite(value: Any) -> float | None:
 def _compute(exp: Experiment, ids: list[int], people: pd.DataFrame,
              stimuli: pd.DataFrame) -> list[dict[str, Any]]:
     """QC rows for the participants ``ids`` (database ids)."""
-    trials, tables = _frames(exp, ids, stimuli)
+    trials = _trials(exp, ids)
     public = dict(db.session.execute(
         sa.select(Participant.public_id, Participant.id).where(Participant.id.in_(ids))).all())
-    ratings = tables.get("ratings")
+    ratings = rating_rows(trials, [str(c["label"]) for c in exp.spec.get("categories", [])])
     qc = pd.DataFrame()
-    if ratings is not None and not ratings.empty and not people.empty:
+    if not ratings.empty and not people.empty:
         qc = rating_qc(ratings, stimuli, people, _rules(exp)).set_index("participant")
     threshold = too_fast_ms(exp)
-    scored = trials[~trials["practice"]] if not trials.empty else trials
-    rt = scored.groupby("participant")["rt_ms"] if not scored.empty else None
-    stored = trials.groupby("participant").size() if not trials.empty else pd.Series(dtype=int)
-    last = (trials.groupby("participant")["server_time"].max() if not trials.empty
-            else pd.Series(dtype=object))
+    timed = trials[~trials["practice"]].dropna(subset=["rt_ms"])
+    by_person = timed.groupby("participant")["rt_ms"]
+    median_rt = by_person.median().to_dict()
+    too_fast = (timed["rt_ms"] < threshold).groupby(timed["participant"]).mean().to_dict()
+    stored = trials.groupby("participant").size().to_dict()
+    last = trials.groupby("participant")["server_time"].max().to_dict()
+    qc_rows = qc.to_dict("index")
     rows = []
     for pub, pid in public.items():
         row: dict[str, Any] = {"participant_id": pid, "experiment_id": exp.id,
@@ -84,14 +115,12 @@ def _compute(exp: Experiment, ids: list[int], people: pd.DataFrame,
                                "too_fast_share": None, "qc_failed": False, "qc_reasons": "",
                                "metrics": None,
                                "last_trial_at": (pd.Timestamp(last[pub]).to_pydatetime()
-                                                 if pub in last.index else None)}
-        if rt is not None and pub in rt.groups:
-            times = scored.loc[rt.groups[pub], "rt_ms"].dropna()
-            if len(times):
-                row["too_fast_share"] = float((times < threshold).mean())
-                row["median_rt_ms"] = float(times.median())
-        if pub in qc.index:
-            q = qc.loc[pub]
+                                                 if pub in last else None)}
+        if pub in too_fast:
+            row["too_fast_share"] = float(too_fast[pub])
+            row["median_rt_ms"] = float(median_rt[pub])
+        if pub in qc_rows:
+            q = qc_rows[pub]
             row["catch_accuracy"] = _finite(q.get("catch_accuracy"))
             row["repeat_reliability"] = _finite(q.get("repeat_reliability"))
             row["median_rt_ms"] = _finite(q.get("median_rt_ms")) or row["median_rt_ms"]
@@ -120,10 +149,11 @@ def stale_participants(exp: Experiment) -> list[int]:
     return list(db.session.execute(stmt).scalars())
 
 
-def refresh_qc(exp: Experiment) -> int:
-    """Recompute the stored QC of the experiment's changed participants and every participant's
-    event counts; commit and return how many participants' QC was recomputed."""
-    stale = stale_participants(exp)
+def refresh_qc(exp: Experiment, everyone: bool = False) -> int:
+    """Recompute the changed (or ``everyone``'s) stored QC and event counts; how many recomputed."""
+    stale = (list(db.session.execute(sa.select(Participant.id).where(
+        Participant.experiment_id == exp.id).order_by(Participant.id)).scalars())
+             if everyone else stale_participants(exp))
     if stale:
         people = participant_table(exp, stale)
         stimuli = stimulus_frame(exp)

@@ -108,6 +108,31 @@ def test_resample_statistics_equal_recomputation_on_the_explicitly_resampled_dat
             np.testing.assert_allclose(stats[subset, "mse"][b], mse, atol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore:Mean of empty slice:RuntimeWarning")  # resamples nobody rated
+@pytest.mark.parametrize("missing", [0.0, 0.3], ids=["complete", "sole raters"])
+def test_leave_one_out_sums_over_stimulus_slices_equal_recomputation(missing, monkeypatch):
+    """The trial-level leave-one-out sums run over stimulus slices with per-count tables; one
+    stimulus per slice here, and with a third of the trials missing some trials' only resampled rater is
+    the participant left out (those trials drop out of its sums)."""
+    from humanlike.analysis.ratings import bootstrap
+
+    monkeypatch.setattr(bootstrap, "_CACHE_ELEMENTS", 1)
+    rng = np.random.default_rng(24)
+    ratings, predictions = _experiment(rng, n_people=5, missing=missing)
+    w, c = draw_resample_counts(ratings.strata, len(ratings.participants), 12, rng)
+    observed = np.isfinite(ratings.values[:, :, 0])
+    sole = ((w[:, :, None] > 0) & observed[None]).sum(1) == 1  # (resample, stimulus)
+    assert sole.any() == bool(missing)
+    stats = bootstrap_statistics(ratings, predictions.probabilities, w, c, n_jobs=1)
+    kinds = np.array(ratings.kinds)
+    for subset, mask in {"all": kinds != "", "natural": kinds == "natural",
+                         "controversial": kinds == "controversial"}.items():
+        for b in range(len(w)):
+            r, mse = _brute_force(ratings, predictions.probabilities, w[b], c[b], mask)
+            np.testing.assert_allclose(stats[subset, "pearson_r"][b], r, atol=1e-10)
+            np.testing.assert_allclose(stats[subset, "mse"][b], mse, atol=1e-12)
+
+
 def test_unit_counts_reproduce_the_full_sample_point_estimates():
     ratings, predictions = _experiment(np.random.default_rng(21), missing=0.15)
     ones_w = np.ones((1, len(ratings.participants)), int)
@@ -165,6 +190,19 @@ def test_same_random_state_gives_identical_results_and_another_differs():
     assert first.scores.equals(again.scores)
     assert first.comparisons.equals(again.comparisons)
     assert not first.scores["ci_low"].equals(other.scores["ci_low"])
+
+
+def test_resampling_one_metric_gives_that_metrics_results_unchanged():
+    ratings, predictions = _experiment(np.random.default_rng(25), missing=0.1)
+    both = bootstrap_ratings(ratings, predictions, n_resamples=80, random_state=4)
+    r_only = bootstrap_ratings(ratings, predictions, n_resamples=80, random_state=4,
+                               metrics=("pearson_r",))
+    for name in ("scores", "ceilings", "comparisons"):
+        table = getattr(both, name)
+        expected = table[table["metric"] == "pearson_r"].reset_index(drop=True)
+        assert getattr(r_only, name).reset_index(drop=True).equals(expected), name
+    with pytest.raises(ValueError, match="metrics"):
+        bootstrap_ratings(ratings, predictions, n_resamples=10, metrics=("kendall",))
 
 
 def test_results_cover_all_controversial_and_natural_stimuli_and_every_comparison():

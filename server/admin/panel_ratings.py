@@ -1,0 +1,254 @@
+"""The live panel's rating array, read straight from the database in chunks.
+
+The panel used to write a temporary export, read its 16.4 M-row ratings table back into pandas and
+build the participants x stimuli x categories array from it (12 GB at 2,000 participants x 820
+trials). Here the rating trials are streamed (server-side cursor) as plain columns, their JSON
+responses parsed by Arrow, and each chunk's first presentations are written into the preallocated
+float array: memory is the array (participants x stimuli x categories floats) plus one chunk.
+
+The result is the array the export path gives (``read_export(...).ratings()`` ->
+``clean_ratings`` -> ``rating_array`` of the participants that pass): practice trials out, catch and
+repeated trials out of the array, ratings of trials faster than ``min_trial_rt_ms`` missing, the
+analysis package's stimulus and category order, stimulus metadata normalised by the analysis
+package's own ``attach_stimuli`` / ``validate_ratings`` / ``stimulus_table``. Who is excluded is the
+export's decision, read from the stored QC (``participant_qc``, computed by the same ``rating_qc``
+just before, in ``panel.refresh``) and the researcher's overrides, as ``stats.excluded_clause``."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import sqlalchemy as sa
+
+from humanlike.server.export import stimulus_frame
+from humanlike.server.extensions import db
+from humanlike.server.models import Experiment, Participant, ParticipantQC, Stimulus, Trial
+
+if TYPE_CHECKING:
+    from humanlike.analysis.ratings.data import RatingArray
+
+CHUNK_ROWS = 50_000
+"""Rating trials read and parsed at a time (about 15 MB of JSON text)."""
+
+
+@dataclass(frozen=True)
+class PanelRatings:
+    """The analysed participants' rating array, with who rated and who was excluded."""
+
+    array: RatingArray
+    n_rated: int
+    """Participants with at least one non-practice rating trial (the export's QC table)."""
+    n_excluded: int
+    true_class: dict[str, Any]
+    """The array's stimuli -> true class label (missing when the manifest gives none)."""
+
+
+def _join(*parts: str) -> str:
+    """The non-empty parts joined by ';'."""
+    return ";".join(p for p in parts if p)
+
+
+def exclusions(exp: Experiment) -> pd.DataFrame:
+    """Per participant (database id): public id and the export's ``excluded`` (QC, overrides)."""
+    rows = db.session.execute(
+        sa.select(Participant.id, Participant.public_id, Participant.analysis_override,
+                  Participant.analysis_override_reason, ParticipantQC.qc_failed,
+                  ParticipantQC.qc_reasons)
+        .outerjoin(ParticipantQC, ParticipantQC.participant_id == Participant.id)
+        .where(Participant.experiment_id == exp.id)).all()
+    frame = pd.DataFrame(rows, columns=["id", "participant", "override", "override_reason",
+                                        "qc_failed", "qc_reasons"]).set_index("id")
+    frame["excluded"] = (frame["override"] == "exclude") | (
+        frame["qc_failed"].eq(True) & (frame["override"] != "include"))
+    return frame
+
+
+def exclusion_reasons(people: pd.DataFrame) -> list[str]:
+    """The export's ``exclusion_reasons`` of the given rows of :func:`exclusions`."""
+    out = []
+    for decision, why, qc in zip(people["override"], people["override_reason"],
+                                 people["qc_reasons"]):
+        qc, why = str(qc or ""), str(why or "")
+        out.append(_join(f"researcher: {why}", qc) if decision == "exclude"
+                   else _join(f"researcher include: {why}", qc) if decision == "include" else qc)
+    return out
+
+
+def stimulus_metadata(exp: Experiment) -> pd.DataFrame:
+    """Per stimulus id: key, kind, true class and stratum, normalised as the export's reader does."""
+    from humanlike.analysis.ratings.data import attach_stimuli, stimulus_table, validate_ratings
+
+    rows = db.session.execute(sa.select(Stimulus.id, Stimulus.key, Stimulus.kind)
+                              .where(Stimulus.experiment_id == exp.id)).all()
+    if not rows:
+        return pd.DataFrame(columns=["stimulus", "kind", "true_class", "stratum"])
+    frame = pd.DataFrame(rows, columns=["id", "stimulus", "stimulus_kind"])
+    # one pseudo rating row per stimulus: the same joins and checks as a rating frame gets
+    rated = attach_stimuli(frame.assign(participant="-", category="-", rating=np.nan),
+                           stimulus_frame(exp))
+    table = stimulus_table(validate_ratings(rated))
+    return table.loc[frame["stimulus"]].set_index(pd.Index(frame["id"], name="id")).assign(
+        stimulus=frame["stimulus"].to_numpy())
+
+
+def _rating_select(exp: Experiment) -> sa.Select:
+    """The experiment's rating trials (ids, index, rt, repeat flag, JSON texts), unsorted."""
+    return (
+        sa.select(Trial.participant_id, Trial.trial_index, Trial.stimulus_id, Trial.rt_ms,
+                  Trial.is_repeat, sa.cast(Trial.design, sa.Text), sa.cast(Trial.response, sa.Text))
+        .join(Participant, Trial.participant_id == Participant.id)
+        .where(Participant.experiment_id == exp.id, Trial.trial_type == "rating"))
+
+
+def _raw_chunks(stmt: sa.Select) -> Iterator[list[tuple[Any, ...]]]:
+    """The rows of ``stmt`` in lists of ``CHUNK_ROWS`` plain DBAPI tuples (server-side cursor)."""
+    # the driver's values as they come (SQLite: booleans as 0 / 1): SQLAlchemy's per-row
+    # processing would cost more than the rest of the reader
+    result = db.session.connection().execute(stmt.execution_options(stream_results=True))
+    cursor = result.cursor
+    try:
+        while rows := cursor.fetchmany(CHUNK_ROWS):
+            yield rows
+    finally:
+        result.close()
+
+
+def columns_of(rows: list[tuple[Any, ...]], n: int) -> list[list[Any]]:
+    """The ``n`` columns of ``rows`` as lists."""
+    # itemgetter in C: unlike zip(*rows) it makes no object per row, so a chunk does not set off
+    # the garbage collector over and over
+    return [list(map(itemgetter(i), rows)) for i in range(n)]
+
+
+def _json_lines(texts: Sequence[str], schema: Any, threads: bool = False) -> Any | None:
+    """``texts`` parsed by Arrow as JSON lines of ``schema``, or None where Arrow cannot."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    try:
+        table = pj.read_json(
+            io.BytesIO("\n".join(texts).encode()),
+            read_options=pj.ReadOptions(use_threads=threads, block_size=1 << (20 if threads else 24)),
+            parse_options=pj.ParseOptions(explicit_schema=schema,
+                                          unexpected_field_behavior="ignore"))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
+    return table if table.num_rows == len(texts) else None
+
+
+def practice_flags(designs: Sequence[str], threads: bool = False) -> np.ndarray:
+    """Each trial design's ``practice`` flag (truthy = practice, as the export reads it)."""
+    import pyarrow as pa
+
+    table = _json_lines(designs, pa.schema([("practice", pa.bool_())]), threads)
+    if table is None:  # not plain booleans: read each design as the export does
+        return np.array([bool((json.loads(d) or {}).get("practice")) for d in designs], dtype=bool)
+    return table.column("practice").to_numpy(zero_copy_only=False).astype(bool)
+
+
+def rating_values(responses: Sequence[str], labels: list[str], threads: bool = False) -> np.ndarray:
+    """(trials, categories) ratings of the responses in ``labels`` order, as ``rating_frame``."""
+    import pyarrow as pa
+
+    schema = pa.schema([("ratings", pa.struct([(label, pa.float64()) for label in labels]))])
+    table = _json_lines(responses, schema, threads)
+    column = None if table is None else table.column("ratings").combine_chunks()
+    if column is None or column.null_count:  # other types, or a response without ratings
+        return pd.DataFrame([json.loads(r)["ratings"] for r in responses],
+                            columns=labels).to_numpy(dtype=float)
+    return np.column_stack([column.field(label).to_numpy(zero_copy_only=False) for label in labels]
+                           ) if labels else np.empty((len(responses), 0))
+
+
+def stored_trial_types(exp: Experiment) -> set[str]:
+    """The trial types the experiment has stored trials of."""
+    return set(db.session.execute(
+        sa.select(Trial.trial_type).distinct()
+        .join(Participant, Trial.participant_id == Participant.id)
+        .where(Participant.experiment_id == exp.id)).scalars())
+
+
+def panel_ratings(exp: Experiment, min_trial_rt_ms: float | None,
+                  threads: bool = False) -> PanelRatings:
+    """The rating array of the participants that pass, read from the database in chunks."""
+    # ValueError as the ratings analysis raises it: fewer than two pass, or no first presentation
+    # of a scored stimulus; threads: parse the JSON texts on Arrow's threads
+    from humanlike.analysis.ratings.data import (
+        SCORED_KINDS,
+        RatingArray,
+        category_order,
+        stimulus_order,
+    )
+
+    labels = [str(c["label"]) for c in exp.spec.get("categories", [])]
+    categories = category_order(labels)
+    columns = np.array([labels.index(c) for c in categories], dtype=np.intp)
+    people = exclusions(exp)
+    stimuli = stimulus_metadata(exp)
+    scored = stimuli[stimuli["kind"].isin(SCORED_KINDS)].set_index("stimulus")
+    order = stimulus_order(scored)
+    stimulus_ids = pd.Index(stimuli.index)
+    column_of = pd.Index(order).get_indexer(stimuli["stimulus"])  # -1: not a scored kind
+    kept = sorted(people.loc[~people["excluded"], "participant"])
+    row_of = pd.Index(kept).get_indexer(people["participant"])  # by position in ``people``
+    everyone = pd.Index(people.index)
+    values = np.full((len(kept), len(order), len(categories)), np.nan)
+    # the trial index of the presentation each cell holds: when a participant saw a stimulus twice
+    # without it being marked a repeat, the later trial wins, as in the export's trial order
+    written = np.full(values.shape[:2], -1, dtype=np.int64)
+    rated = np.zeros(len(people), dtype=bool)
+    for part in _raw_chunks(_rating_select(exp)):
+        pid, index, sid, rt, repeat, designs, responses = columns_of(part, 7)
+        person = everyone.get_indexer(np.asarray(pid, dtype=np.int64))
+        stimulus = np.nan_to_num(np.asarray(sid, dtype=float), nan=-1).astype(np.int64)
+        main = ~practice_flags(designs, threads)
+        if (stimulus[main] < 0).any():
+            raise ValueError("ratings column 'stimulus' has empty values")
+        rated[person[main]] = True
+        place = stimulus_ids.get_indexer(stimulus)
+        column = np.full(len(place), -1)
+        column[place >= 0] = column_of[place[place >= 0]]
+        row = row_of[person]
+        use = main & ~np.asarray(repeat, dtype=bool) & (column >= 0) & (row >= 0)
+        ratings = rating_values(responses, labels, threads)[use][:, columns]  # all checked
+        if min_trial_rt_ms is not None:
+            ratings[np.asarray(rt, dtype=float)[use] < float(min_trial_rt_ms)] = np.nan
+        trial = np.asarray(index, dtype=np.int64)[use]
+        by_index = np.argsort(trial, kind="stable")  # within the chunk, later trials last
+        row, column, trial, ratings = row[use][by_index], column[use][by_index], trial[by_index], \
+            ratings[by_index]
+        newer = trial > written[row, column]
+        values[row[newer], column[newer]] = ratings[newer]
+        written[row[newer], column[newer]] = trial[newer]
+    has_row = (written >= 0).any(axis=1)
+    has_column = (written >= 0).any(axis=0)
+    excluded = people["excluded"].to_numpy(dtype=bool)
+    n_passing = int((rated & ~excluded).sum())
+    failing = people.loc[rated & excluded].sort_values("participant")
+    if n_passing < 2:
+        reasons = [f"export: {why}" if why else "export" for why in exclusion_reasons(failing)]
+        raise ValueError(f"only {n_passing} participant(s) pass QC; the analysis needs at least "
+                         f"two (exclusions: {reasons})")
+    if not has_row.any():
+        raise ValueError(f"no first-presentation ratings of stimulus kind(s) {sorted(SCORED_KINDS)}")
+    if not (has_row.all() and has_column.all()):
+        values = values[np.ix_(has_row, has_column)]
+    names = [s for s, keep in zip(order, has_column) if keep]
+    meta = scored.loc[names]
+    array = RatingArray(
+        values=values,
+        participants=tuple(p for p, keep in zip(kept, has_row) if keep),
+        stimuli=tuple(names),
+        categories=tuple(categories),
+        kinds=tuple(meta["kind"].astype(str)),
+        strata=tuple(meta["stratum"].astype(str)),
+    )
+    return PanelRatings(array=array, n_rated=int(rated.sum()), n_excluded=len(failing),
+                        true_class=dict(zip(names, meta["true_class"].astype(str))))
