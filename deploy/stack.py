@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
 import httpx
 
@@ -106,21 +106,15 @@ def _stop(proc: subprocess.Popen | None, timeout_s: float = 10) -> None:
         proc.log.close()
 
 
-class AppServer:
-    """One app server instance (a master with ``workers`` processes) on a loopback port.
+class _Process:
+    """A child process that serves ``/healthz`` at ``url`` once ready (``args``, ``env``, ``name``
+    set by the subclass); as a context manager it starts, waits and stops it."""
 
-    ``env`` is added to this process's environment (DATABASE_URL, HUMANLIKE_EXPERIMENTS, ...)."""
-
-    def __init__(self, env: dict[str, str], server: Server = DEFAULT_SERVER, workers: int = 2,
-                 threads: int = 4, port: int | None = None):
-        self.server = server
-        self.port = port or free_port()
-        self.url = f"http://{LOOPBACK}:{self.port}"
-        self.args, extra = app_command(server, self.port, workers, threads)
-        self.env = dict(os.environ, HUMANLIKE_LOG_LEVEL="warning", HUMANLIKE_GRACEFUL_TIMEOUT="2")
-        self.env.update(extra)
-        self.env.update(env)
-        self.proc: subprocess.Popen | None = None
+    args: list[str]
+    env: dict[str, str]
+    url: str
+    name: str
+    proc: subprocess.Popen | None = None
 
     def start(self) -> None:
         """Start the process (``ready`` waits for it to answer)."""
@@ -129,9 +123,9 @@ class AppServer:
     def ready(self) -> None:
         """Wait until ``/healthz`` answers 200 (RuntimeError with the log if it exits first)."""
         assert self.proc is not None
-        _wait_healthy(self.url, self.proc, self.server)
+        _wait_healthy(self.url, self.proc, self.name)
 
-    def __enter__(self) -> AppServer:
+    def __enter__(self) -> Self:
         self.start()
         try:
             self.ready()
@@ -140,15 +134,32 @@ class AppServer:
             raise
         return self
 
+    def __exit__(self, *exc: object) -> None:
+        _stop(self.proc)
+
+
+class AppServer(_Process):
+    """One app server instance (a master with ``workers`` processes) on a loopback port.
+
+    ``env`` is added to this process's environment (DATABASE_URL, HUMANLIKE_EXPERIMENTS, ...)."""
+
+    def __init__(self, env: dict[str, str], server: Server = DEFAULT_SERVER, workers: int = 2,
+                 threads: int = 4, port: int | None = None):
+        self.server = self.name = server
+        self.port = port or free_port()
+        self.url = f"http://{LOOPBACK}:{self.port}"
+        self.args, extra = app_command(server, self.port, workers, threads)
+        self.env = dict(os.environ, HUMANLIKE_LOG_LEVEL="warning", HUMANLIKE_GRACEFUL_TIMEOUT="2")
+        self.env.update(extra)
+        self.env.update(env)
+        self.proc: subprocess.Popen | None = None
+
     def workers(self) -> list[int]:
         """The worker processes' ids (children of the master)."""
         assert self.proc is not None
         out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.proc.pid)],
                              capture_output=True, text=True).stdout
         return [int(p) for p in out.split()]
-
-    def __exit__(self, *exc: object) -> None:
-        _stop(self.proc)
 
 
 @contextlib.contextmanager
@@ -179,7 +190,7 @@ def caddy_binary() -> str | None:
     return shutil.which("caddy")
 
 
-class Caddy:
+class Caddy(_Process):
     """Caddy with the shipped site block, serving http://127.0.0.1:PORT and balancing over
     ``upstreams`` (``host:port`` strings)."""
 
@@ -195,25 +206,9 @@ class Caddy:
         self.env = dict(os.environ, HUMANLIKE_SITE=self.url, HUMANLIKE_UPSTREAMS=" ".join(upstreams),
                         XDG_DATA_HOME=str(self.home / "data"), XDG_CONFIG_HOME=str(self.home / "config"))
         self.args = [binary, "run", "--config", str(self.config), "--adapter", "caddyfile"]
+        self.name = "caddy"
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> None:
-        """Start Caddy (``ready`` waits until it proxies ``/healthz`` to an app)."""
-        self.proc = _start(self.args, self.env)
-
-    def ready(self) -> None:
-        assert self.proc is not None
-        _wait_healthy(self.url, self.proc, "caddy")
-
-    def __enter__(self) -> Caddy:
-        self.start()
-        try:
-            self.ready()
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
-
     def __exit__(self, *exc: object) -> None:
-        _stop(self.proc)
+        super().__exit__()
         shutil.rmtree(self.home, ignore_errors=True)

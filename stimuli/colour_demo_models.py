@@ -15,24 +15,21 @@ and calibrated on a held-out split (60/20/20 as the digit demo):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from threadpoolctl import threadpool_limits
 from torch import nn
 
 from humanlike.stimuli.demo_models import (
-    DIGIT_CLASSES,
     DigitSplits,
-    _cache_path,
-    default_cache_dir,
+    cached_models,
     digit_images,
     digit_splits,
-    heldout_accuracy,
 )
-from humanlike.stimuli.models import CandidateModel, torch_threads
+from humanlike.stimuli.models import CandidateModel
 
 COLOUR_SIZE = 32
 COLOUR_MODEL_NAMES = ("rgb_cnn", "rgb_mlp")
@@ -136,36 +133,16 @@ def colour_demo_models(
 ) -> dict[str, CandidateModel]:
     """Train (or load from the cache) the named 32 x 32 RGB demo models, calibrated, with held-out
     (test split) accuracy in ``metadata["test_accuracy"]``."""
-    unknown = [n for n in names if n not in _ARCHITECTURES]
-    if unknown:
-        raise ValueError(f"unknown colour demo model(s) {unknown}; choose from {COLOUR_MODEL_NAMES}")
-    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    splits: DigitSplits | None = None
-    models: dict[str, CandidateModel] = {}
-    for name in names:
-        architecture, epochs, description = _ARCHITECTURES[name]
-        path = _cache_path(cache, name, random_state)
-        if path.is_file():
-            models[name] = CandidateModel.load(path, net=architecture())
-            continue
-        splits = splits or coloured_splits(random_state)
-        with torch_threads(1), threadpool_limits(limits=1), torch.random.fork_rng():
-            torch.manual_seed(random_state)
-            net = train_softmax(
-                architecture(), splits.train_images, splits.train_labels,
-                random_state=random_state, epochs=epochs,
-            )  # fmt: skip
-        model = CandidateModel(
-            net,
-            DIGIT_CLASSES,
-            name=name,
-            input_shape=(3, COLOUR_SIZE, COLOUR_SIZE),
-            metadata={"description": description, "seed": random_state},
-        )
-        model.calibrate(splits.calibration_images, splits.calibration_labels)
-        model.metadata["test_accuracy"] = heldout_accuracy(
-            model, splits.test_images, splits.test_labels
-        )
-        model.save(path)
-        models[name] = model
-    return models
+    trainers = {name: (partial(_train_colour, architecture, epochs), architecture, description)
+                for name, (architecture, epochs, description) in _ARCHITECTURES.items()}
+    return cached_models(names, trainers, coloured_splits, cache_dir, random_state,
+                         input_shape=(3, COLOUR_SIZE, COLOUR_SIZE))
+
+
+def _train_colour(architecture: Callable[[], nn.Module], epochs: int, splits: DigitSplits, *,
+                  random_state: int) -> nn.Module:
+    """A fresh ``architecture`` trained on the coloured digits (torch's seed set inside)."""
+    with torch.random.fork_rng():
+        torch.manual_seed(random_state)
+        return train_softmax(architecture(), splits.train_images, splits.train_labels,
+                             random_state=random_state, epochs=epochs)

@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -348,19 +349,36 @@ def demo_models(
     Each model's ``metadata`` holds ``test_accuracy`` (argmax accuracy on the 20% test split) and
     ``calibration`` (slope, intercept, cross-entropy before/after on the calibration split).
     """
-    unknown = [n for n in names if n not in _TRAINERS]
+    return cached_models(names, _TRAINERS, digit_splits, cache_dir, random_state)
+
+
+Trainer = tuple[Callable[..., nn.Module], Callable[[], nn.Module], str]
+"""A demo model's trainer ``(splits, random_state=) -> net``, untrained architecture, description."""
+
+
+def cached_models(
+    names: Sequence[str],
+    trainers: dict[str, Trainer],
+    splits_of: Callable[[int], DigitSplits],
+    cache_dir: str | Path | None,
+    random_state: int,
+    **model_options: Any,
+) -> dict[str, CandidateModel]:
+    """Each named model loaded from the cache, or trained on ``splits_of(random_state)``,
+    calibrated, scored on the test split (``metadata["test_accuracy"]``) and cached."""
+    unknown = [n for n in names if n not in trainers]
     if unknown:
-        raise ValueError(f"unknown demo model(s) {unknown}; choose from {list(_TRAINERS)}")
+        raise ValueError(f"unknown demo model(s) {unknown}; choose from {list(trainers)}")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     splits: DigitSplits | None = None
     models: dict[str, CandidateModel] = {}
     for name in names:
-        trainer, architecture, description = _TRAINERS[name]
+        trainer, architecture, description = trainers[name]
         path = _cache_path(cache, name, random_state)
         if path.is_file():
             models[name] = CandidateModel.load(path, net=architecture())
             continue
-        splits = splits or digit_splits(random_state)
+        splits = splits or splits_of(random_state)
         # Batches of 64 tiny images: extra threads (torch's or BLAS's) only add overhead.
         with torch_threads(1), threadpool_limits(limits=1):
             net = trainer(splits, random_state=random_state)
@@ -369,6 +387,7 @@ def demo_models(
             DIGIT_CLASSES,
             name=name,
             metadata={"description": description, "seed": random_state},
+            **model_options,
         )
         model.calibrate(splits.calibration_images, splits.calibration_labels)
         model.metadata["test_accuracy"] = heldout_accuracy(
