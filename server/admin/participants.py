@@ -3,6 +3,7 @@ condition balance and completions chart) and one participant's page (trials, eve
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -209,6 +210,24 @@ def _trial_rows(participant_id: int) -> list[TrialRow]:
         .where(Trial.participant_id == participant_id).order_by(Trial.trial_index)).all()
     practice = practice_flags([r[-1] for r in rows]) if rows else []
     return [TrialRow(*r[:-1], bool(flag)) for r, flag in zip(rows, practice)]
+
+
+@bp.app_template_filter("response_summary")
+def response_summary(response: Any) -> str:
+    """A trial's response in a few words: the categories rated above 0 (highest first), the
+    answer chosen, or the debrief's answers; otherwise its JSON."""
+    if isinstance(response, dict):
+        ratings = response.get("ratings")
+        if isinstance(ratings, dict):
+            rated = sorted(((v, k) for k, v in ratings.items()
+                            if isinstance(v, int | float) and v > 0), key=lambda kv: -kv[0])
+            return ", ".join(f"{k}: {v:g}" for v, k in rated) or "all 0"
+        answers = response.get("answers")
+        if isinstance(answers, dict):
+            return "; ".join(f"{k}: {v}" for k, v in answers.items())
+        if "response" in response:
+            return str(response["response"])
+    return json.dumps(response)
 
 
 @bp.get("/participants/<public_id>")

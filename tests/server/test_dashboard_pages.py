@@ -57,6 +57,22 @@ def test_the_participant_page_shows_the_stored_qc_with_reasons(app, client):
     assert 'class="dot"' in passing  # the repeat scatter has points (the spec repeats 2 stimuli)
 
 
+def test_the_participant_page_reads_each_response_at_a_glance(app, client):
+    """A rating trial's cell names the categories rated above 0 (highest first); the stored JSON
+    is one click away."""
+    c = app.test_client()
+    pid = run_participant(c, "PROLIFIC_PID=glance1&STUDY_ID=s&SESSION_ID=x", n=2, careful=True)
+    login(app, client)
+    html = client.get(f"/admin/participants/{pid}").get_data(as_text=True)
+    import re
+
+    cells = re.findall(r'<td class="response">(.*?)</td>', html, flags=re.S)
+    assert len(cells) == 2
+    summaries = [re.search(r"<summary>(.*?)</summary>", cell).group(1) for cell in cells]
+    assert all(re.fullmatch(r"\d: 1", s) for s in summaries), summaries
+    assert all('<code>{"input_modality"' not in cell and '"ratings"' in cell for cell in cells)
+
+
 def test_filters_and_qc_sort_are_done_by_the_server(app, client):
     good, bad, partial = three_participants(app)
     login(app, client)
