@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
 import click
 
 from humanlike.cli.app_context import database_option, make_app
+
+
+def yield_cpu() -> None:
+    """Participants' requests first: nice 10, and on Linux the SCHED_IDLE policy (inherited by the
+    threads started later), so the panel only takes the CPU time nothing else wants."""
+    os.nice(10)
+    if hasattr(os, "sched_setscheduler"):
+        with contextlib.suppress(OSError):  # refused by the platform: nice alone
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 
 @click.command("panel-worker")
@@ -21,7 +31,7 @@ def command(database_url: str | None, interval: float, once: bool) -> None:
     from humanlike.server.admin.panel import refresh_all
     from humanlike.server.extensions import db
 
-    os.nice(10)  # participants' requests first: the panel takes the CPU they leave
+    yield_cpu()
     app = make_app(database_url=database_url)
     while True:
         with app.app_context():

@@ -107,9 +107,9 @@ def _records(frame: pd.DataFrame, columns: list[str]) -> list[dict[str, Any]]:
 
 def panel_threads() -> int | None:
     """Bootstrap threads: every CPU (None) in a process below normal priority, else one."""
-    # humanlike panel-worker runs at nice 10, so it only gets the CPU time the app servers leave it;
-    # the panel thread inside a server process shares its CPU with participants' requests. The
-    # results do not depend on it.
+    # humanlike panel-worker runs at nice 10 (and SCHED_IDLE on Linux), so it only gets the CPU
+    # time the app servers leave it; the panel thread inside a server process shares its CPU with
+    # participants' requests. The results do not depend on it.
     try:
         niced = os.getpriority(os.PRIO_PROCESS, 0) > 0
     except (AttributeError, OSError):  # not on a Unix

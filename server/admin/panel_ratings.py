@@ -3,8 +3,11 @@
 The panel used to write a temporary export, read its 16.4 M-row ratings table back into pandas and
 build the participants x stimuli x categories array from it (12 GB at 2,000 participants x 820
 trials). Here the rating trials are streamed (server-side cursor) as plain columns, their JSON
-responses parsed by Arrow, and each chunk's first presentations are written into the preallocated
-float array: memory is the array (participants x stimuli x categories floats) plus one chunk.
+responses parsed by Arrow, and each chunk's first presentations are written into preallocated
+per-participant cells that the process keeps: the next pass reads only the participants whose
+stored trial count changed (trials are only ever added). Memory is every participant's cells plus
+the analysed array (each participants x stimuli x categories floats: 131 MB at 2,000 x 820 x 10)
+and one chunk.
 
 The result is the array the export path gives (``read_export(...).ratings()`` ->
 ``clean_ratings`` -> ``rating_array`` of the participants that pass): practice trials out, catch and
@@ -48,6 +51,8 @@ class PanelRatings:
     n_excluded: int
     true_class: dict[str, Any]
     """The array's stimuli -> true class label (missing when the manifest gives none)."""
+    n_read: int
+    """Participants whose trials this pass read (the others' cells were current)."""
 
 
 def _join(*parts: str) -> str:
@@ -175,11 +180,106 @@ def stored_trial_types(exp: Experiment) -> set[str]:
         .where(Participant.experiment_id == exp.id)).scalars())
 
 
+@dataclass
+class _Cells:
+    """Every participant's rating cells as last read (one row each, any exclusion): what a pass
+    reuses for the participants whose stored trials did not change."""
+
+    key: tuple[Any, ...]
+    """What the cells depend on besides the trials: spec, rt threshold, stimuli, categories."""
+    rows: dict[str, int]
+    """Participant public id -> row."""
+    stamps: dict[str, int]
+    """Participant public id -> trials stored (of any type) when its cells were read."""
+    values: np.ndarray
+    """(rows, stimuli, categories) ratings, NaN where no first presentation."""
+    written: np.ndarray
+    """(rows, stimuli) trial index each cell holds, -1 for none."""
+    rated: np.ndarray
+    """(rows,) whether the participant has a non-practice rating trial."""
+
+    @classmethod
+    def empty(cls, key: tuple[Any, ...], shape: tuple[int, int]) -> _Cells:
+        return cls(key, {}, {}, np.full((0, *shape), np.nan), np.full((0, shape[0]), -1, np.int64),
+                   np.zeros(0, dtype=bool))
+
+    def make_room(self, people: list[str]) -> None:
+        """Give every listed participant a row (new ones empty); drop those no longer listed."""
+        if set(people) == set(self.rows):
+            return
+        keep = [p for p in people if p in self.rows]
+        old = np.array([self.rows[p] for p in keep], dtype=np.intp)
+        values = np.full((len(people), *self.values.shape[1:]), np.nan)
+        written = np.full((len(people), self.written.shape[1]), -1, dtype=np.int64)
+        rated = np.zeros(len(people), dtype=bool)
+        rows = {p: i for i, p in enumerate(people)}
+        new = np.array([rows[p] for p in keep], dtype=np.intp)
+        values[new], written[new], rated[new] = self.values[old], self.written[old], self.rated[old]
+        self.values, self.written, self.rated, self.rows = values, written, rated, rows
+        self.stamps = {p: self.stamps[p] for p in keep}
+
+    def clear(self, rows: np.ndarray) -> None:
+        self.values[rows], self.written[rows], self.rated[rows] = np.nan, -1, False
+
+
+_CELLS: dict[tuple[str, int], _Cells] = {}
+"""Per (database, experiment): the cells this process read last (the panel worker's pass)."""
+
+
+def stored_counts(exp: Experiment) -> dict[int, int]:
+    """Trials stored per participant (database id) of the experiment (an index-only count)."""
+    return dict(db.session.execute(  # type: ignore[arg-type]
+        sa.select(Trial.participant_id, sa.func.count())
+        .join(Participant, Trial.participant_id == Participant.id)
+        .where(Participant.experiment_id == exp.id).group_by(Trial.participant_id)).all())
+
+
+def _read_cells(exp: Experiment, cells: _Cells, ids: list[int], rows: np.ndarray,
+                labels: list[str], columns: np.ndarray, stimulus_ids: pd.Index,
+                column_of: np.ndarray, min_trial_rt_ms: float | None, threads: bool) -> None:
+    """Read the rating trials of the participants ``ids`` (database ids, in ``rows``) into
+    ``cells``: their first presentations' ratings, in the later trial where a stimulus was shown
+    twice without being marked a repeat (the export's trial order)."""
+    stmt = _rating_select(exp)
+    if len(ids) <= len(cells.rows) // 2:  # a few: by the participant index, else one table scan
+        stmt = stmt.where(Trial.participant_id.in_(ids))
+    row_of = pd.Index(np.asarray(ids, dtype=np.int64))
+    for part in _raw_chunks(stmt):
+        pid, index, sid, rt, repeat, designs, responses = columns_of(part, 7)
+        found = row_of.get_indexer(np.asarray(pid, dtype=np.int64))
+        if not (found >= 0).any():
+            continue
+        main = ~practice_flags(designs, threads) & (found >= 0)
+        stimulus = np.nan_to_num(np.asarray(sid, dtype=float), nan=-1).astype(np.int64)
+        if (stimulus[main] < 0).any():
+            raise ValueError("ratings column 'stimulus' has empty values")
+        row = np.where(found >= 0, rows[found], -1)
+        cells.rated[row[main]] = True
+        place = stimulus_ids.get_indexer(stimulus)
+        column = np.full(len(place), -1)
+        column[place >= 0] = column_of[place[place >= 0]]
+        use = main & ~np.asarray(repeat, dtype=bool) & (column >= 0)
+        ratings = rating_values(responses, labels, threads)[use][:, columns]  # all checked
+        if min_trial_rt_ms is not None:
+            ratings[np.asarray(rt, dtype=float)[use] < float(min_trial_rt_ms)] = np.nan
+        trial = np.asarray(index, dtype=np.int64)[use]
+        by_index = np.argsort(trial, kind="stable")  # within the chunk, later trials last
+        row, column, trial, ratings = row[use][by_index], column[use][by_index], trial[by_index], \
+            ratings[by_index]
+        newer = trial > cells.written[row, column]
+        cells.values[row[newer], column[newer]] = ratings[newer]
+        cells.written[row[newer], column[newer]] = trial[newer]
+
+
 def panel_ratings(exp: Experiment, min_trial_rt_ms: float | None,
                   threads: bool = False) -> PanelRatings:
-    """The rating array of the participants that pass, read from the database in chunks."""
+    """The rating array of the participants that pass, read from the database in chunks; only
+    the participants whose stored trials changed since this process's last pass are read."""
     # ValueError as the ratings analysis raises it: fewer than two pass, or no first presentation
-    # of a scored stimulus; threads: parse the JSON texts on Arrow's threads
+    # of a scored stimulus; threads: parse the JSON texts on Arrow's threads. Trials are only ever
+    # added (a replay never changes a stored one), so a participant's trial count tells whether its
+    # cells are current; the counts are read before the trials, so a trial stored in between is
+    # read now or on the next pass, never missed.
     from humanlike.analysis.ratings.data import (
         SCORED_KINDS,
         RatingArray,
@@ -190,45 +290,37 @@ def panel_ratings(exp: Experiment, min_trial_rt_ms: float | None,
     labels = [str(c["label"]) for c in exp.spec.get("categories", [])]
     categories = category_order(labels)
     columns = np.array([labels.index(c) for c in categories], dtype=np.intp)
+    counts = stored_counts(exp)
     people = exclusions(exp)
     stimuli = stimulus_metadata(exp)
     scored = stimuli[stimuli["kind"].isin(SCORED_KINDS)].set_index("stimulus")
     order = stimulus_order(scored)
     stimulus_ids = pd.Index(stimuli.index)
     column_of = pd.Index(order).get_indexer(stimuli["stimulus"])  # -1: not a scored kind
-    kept = sorted(people.loc[~people["excluded"], "participant"])
-    row_of = pd.Index(kept).get_indexer(people["participant"])  # by position in ``people``
-    everyone = pd.Index(people.index)
-    values = np.full((len(kept), len(order), len(categories)), np.nan)
-    # the trial index of the presentation each cell holds: when a participant saw a stimulus twice
-    # without it being marked a repeat, the later trial wins, as in the export's trial order
-    written = np.full(values.shape[:2], -1, dtype=np.int64)
-    rated = np.zeros(len(people), dtype=bool)
-    for part in _raw_chunks(_rating_select(exp)):
-        pid, index, sid, rt, repeat, designs, responses = columns_of(part, 7)
-        person = everyone.get_indexer(np.asarray(pid, dtype=np.int64))
-        stimulus = np.nan_to_num(np.asarray(sid, dtype=float), nan=-1).astype(np.int64)
-        main = ~practice_flags(designs, threads)
-        if (stimulus[main] < 0).any():
-            raise ValueError("ratings column 'stimulus' has empty values")
-        rated[person[main]] = True
-        place = stimulus_ids.get_indexer(stimulus)
-        column = np.full(len(place), -1)
-        column[place >= 0] = column_of[place[place >= 0]]
-        row = row_of[person]
-        use = main & ~np.asarray(repeat, dtype=bool) & (column >= 0) & (row >= 0)
-        ratings = rating_values(responses, labels, threads)[use][:, columns]  # all checked
-        if min_trial_rt_ms is not None:
-            ratings[np.asarray(rt, dtype=float)[use] < float(min_trial_rt_ms)] = np.nan
-        trial = np.asarray(index, dtype=np.int64)[use]
-        by_index = np.argsort(trial, kind="stable")  # within the chunk, later trials last
-        row, column, trial, ratings = row[use][by_index], column[use][by_index], trial[by_index], \
-            ratings[by_index]
-        newer = trial > written[row, column]
-        values[row[newer], column[newer]] = ratings[newer]
-        written[row[newer], column[newer]] = trial[newer]
-    has_row = (written >= 0).any(axis=1)
-    has_column = (written >= 0).any(axis=0)
+    key = (exp.spec_hash, min_trial_rt_ms, tuple(order), tuple(categories),
+           tuple(stimulus_ids), tuple(stimuli["stimulus"]))
+    where = (str(db.engine.url), exp.id)
+    cells = _CELLS.get(where)
+    if cells is None or cells.key != key:
+        cells = _CELLS[where] = _Cells.empty(key, (len(order), len(categories)))
+    public = people["participant"].tolist()
+    cells.make_room(public)
+    stamp = [counts.get(int(i), 0) for i in people.index]
+    changed = [(int(i), p, n) for i, p, n in zip(people.index, public, stamp)
+               if cells.stamps.get(p) != n]
+    if changed:
+        ids = [i for i, _, _ in changed]
+        rows = np.array([cells.rows[p] for _, p, _ in changed], dtype=np.intp)
+        cells.clear(rows)
+        try:
+            _read_cells(exp, cells, ids, rows, labels, columns, stimulus_ids, column_of,
+                        min_trial_rt_ms, threads)
+        except BaseException:
+            del _CELLS[where]  # half read: start afresh next time
+            raise
+        cells.stamps.update((p, n) for _, p, n in changed)
+    in_cells = np.array([cells.rows[p] for p in public], dtype=np.intp)
+    rated = cells.rated[in_cells]
     excluded = people["excluded"].to_numpy(dtype=bool)
     n_passing = int((rated & ~excluded).sum())
     failing = people.loc[rated & excluded].sort_values("participant")
@@ -236,10 +328,14 @@ def panel_ratings(exp: Experiment, min_trial_rt_ms: float | None,
         reasons = [f"export: {why}" if why else "export" for why in exclusion_reasons(failing)]
         raise ValueError(f"only {n_passing} participant(s) pass QC; the analysis needs at least "
                          f"two (exclusions: {reasons})")
+    kept = sorted(people.loc[~people["excluded"], "participant"])
+    kept_rows = np.array([cells.rows[p] for p in kept], dtype=np.intp)
+    written = cells.written[kept_rows]
+    has_row = (written >= 0).any(axis=1)
+    has_column = (written >= 0).any(axis=0)
     if not has_row.any():
         raise ValueError(f"no first-presentation ratings of stimulus kind(s) {sorted(SCORED_KINDS)}")
-    if not (has_row.all() and has_column.all()):
-        values = values[np.ix_(has_row, has_column)]
+    values = cells.values[np.ix_(kept_rows[has_row], np.flatnonzero(has_column))]
     names = [s for s, keep in zip(order, has_column) if keep]
     meta = scored.loc[names]
     array = RatingArray(
@@ -251,4 +347,5 @@ def panel_ratings(exp: Experiment, min_trial_rt_ms: float | None,
         strata=tuple(meta["stratum"].astype(str)),
     )
     return PanelRatings(array=array, n_rated=int(rated.sum()), n_excluded=len(failing),
-                        true_class=dict(zip(names, meta["true_class"].astype(str))))
+                        true_class=dict(zip(names, meta["true_class"].astype(str))),
+                        n_read=len(changed))

@@ -310,6 +310,33 @@ def test_the_panel_of_a_simulated_demo_study_shows_all_three_sections(
 
 
 
+
+def test_the_panel_worker_command_computes_the_panel_at_idle_priority(sim_app):
+    """``humanlike panel-worker --once`` (a separate process, as in production) computes the panel,
+    and runs at nice 10 under Linux's SCHED_IDLE policy, its threads too."""
+    import os
+    import subprocess
+    import sys
+
+    add_participants(sim_app, 0, 3)
+    env = dict(os.environ, DATABASE_URL=sim_app.config["SQLALCHEMY_DATABASE_URI"],
+               HUMANLIKE_EXPERIMENTS=sim_app.config["EXPERIMENT_PATHS"][0], SECRET_KEY="t")
+    done = subprocess.run([sys.executable, "-c", "import sys; from humanlike.cli import main; "
+                           "sys.exit(main())", "panel-worker", "--once"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "computed sim in" in done.stdout
+    with sim_app.app_context():
+        row = db.session.get(PanelResult, sim_experiment().id)
+        assert row.n_participants == 3 and row.result["kind"] == "ratings"
+    probe = ("import os, threading; from humanlike.cli.panel_worker import yield_cpu; yield_cpu(); "
+             "seen = []; t = threading.Thread(target=lambda: seen.append(os.sched_getscheduler(0)));"
+             " t.start(); t.join(); print(os.getpriority(os.PRIO_PROCESS, 0), "
+             "os.sched_getscheduler(0) == os.SCHED_IDLE, seen[0] == os.SCHED_IDLE)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [str(min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)), "True",
+                                  "True"]
+
 CLS_SPEC = """\
 slug = "cls"
 title = "Simulated classifications"

@@ -209,6 +209,74 @@ def test_the_array_read_in_chunks_is_the_export_paths_array_and_gives_its_number
     assert {r["subset"] for r in result["ceilings"]} == {"all", "natural", "controversial"}
 
 
+def more_trials(exp: Experiment) -> None:
+    """Participant lean6 (who stopped half way) rates the rest; a new participant rates all."""
+    rng = np.random.default_rng(5)
+    stimuli = db.session.execute(sa.select(Stimulus).where(Stimulus.experiment_id == exp.id)
+                                 .order_by(Stimulus.key)).scalars().all()
+    halfway = db.session.execute(sa.select(Participant).where(
+        Participant.platform_id == "lean6")).scalar_one()
+    seen = set(db.session.execute(sa.select(Trial.stimulus_id).where(
+        Trial.participant_id == halfway.id)).scalars())
+    stored = len(seen)
+    rows = []
+    for s in (x for x in stimuli if x.id not in seen and x.kind != "catch"):
+        rows.append(_trial(halfway.id, 100 + len(rows), s.id, s.key, s.kind,
+                           {lab: float(rng.choice(LEVELS)) for lab in LABELS}, 1100.0))
+    newcomer = Participant(public_id=secrets.token_hex(8), experiment_id=exp.id, platform="local",
+                           platform_id="lean10", condition="default", token_hash="0" * 64, seed=10,
+                           timeline={}, n_trials=20, status="completed",
+                           created_at=dt.datetime(2026, 1, 2, tzinfo=dt.UTC))
+    db.session.add(newcomer)
+    db.session.flush()
+    for i, s in enumerate(stimuli):
+        top = s.true_class if s.kind == "catch" else None
+        ratings = ({lab: float(lab == top) for lab in LABELS} if top
+                   else {lab: float(rng.choice(LEVELS)) for lab in LABELS})
+        rows.append(_trial(newcomer.id, i, s.id, s.key, s.kind, ratings, 1200.0))
+    assert stored and len(rows) > len(stimuli)
+    db.session.execute(sa.insert(Trial), rows)
+    db.session.commit()
+
+
+def test_a_pass_reads_only_the_participants_whose_trials_changed(lean_app, tmp_path):
+    """The cells of participants whose stored trials did not change are reused; the array is
+    still the export path's after new trials, a new participant and a researcher's decision."""
+    fill(lean_app)
+    with lean_app.app_context():
+        exp = experiment()
+        refresh_qc(exp)
+        first = panel_ratings.panel_ratings(exp, 150.0)
+        again = panel_ratings.panel_ratings(exp, 150.0)
+        assert (first.n_read, again.n_read) == (10, 0)
+        np.testing.assert_array_equal(again.array.values, first.array.values)
+
+        more_trials(exp)
+        refresh_qc(exp)
+        grown = panel_ratings.panel_ratings(exp, 150.0)
+        # the newcomer passes; lean6, done now, still passes
+        assert grown.n_read == 2 and len(grown.array.participants) == 8
+        expected = export_path_analysis(exp, tmp_path / "grown").ratings
+        assert grown.array.participants == expected.participants
+        assert grown.array.stimuli == expected.stimuli
+        np.testing.assert_array_equal(grown.array.values, expected.values)
+
+        person = db.session.execute(sa.select(Participant).where(
+            Participant.platform_id == "lean0")).scalar_one()
+        person.analysis_override, person.analysis_override_reason = "exclude", "test"
+        db.session.commit()
+        decided = panel_ratings.panel_ratings(exp, 150.0)
+        assert decided.n_read == 0 and len(decided.array.participants) == 7
+        expected = export_path_analysis(exp, tmp_path / "decided").ratings
+        assert decided.array.participants == expected.participants
+        np.testing.assert_array_equal(decided.array.values, expected.values)
+
+        panel_ratings._CELLS.clear()  # a fresh process reads everyone: the same array
+        fresh = panel_ratings.panel_ratings(exp, 150.0)
+        assert fresh.n_read == 11
+        np.testing.assert_array_equal(fresh.array.values, decided.array.values)
+
+
 def test_too_few_passing_participants_give_the_analysis_error(lean_app):
     fill(lean_app)
     with lean_app.app_context():

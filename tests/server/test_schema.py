@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -30,3 +31,15 @@ def test_an_audit_entry_is_stored_with_its_actor_action_and_detail(app):
     assert (row.actor, row.action, row.experiment, row.target) == (
         "cli:tester", "reset_lock", "small", "p1")
     assert row.detail == {"reason": "browser crashed"} and row.time is not None
+
+
+def test_postgresql_vacuums_the_trial_table_after_one_percent_of_inserts(app):
+    """Migration 0010: the trial table's autovacuum runs after 1% of inserted rows, keeping the
+    dashboard's trial counts index-only scans (SQLite has no such setting)."""
+    with app.app_context(), db.engine.connect() as conn:
+        if conn.dialect.name != "postgresql":
+            pytest.skip("SQLite has no autovacuum")
+        options = conn.execute(sa.text(
+            "SELECT reloptions FROM pg_class WHERE oid = 'trial'::regclass")).scalar_one()
+    assert set(options) == {"autovacuum_vacuum_insert_scale_factor=0.01",
+                            "autovacuum_vacuum_insert_threshold=5000"}
