@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -358,7 +358,7 @@ Trainer = tuple[Callable[..., nn.Module], Callable[[], nn.Module], str]
 
 def cached_models(
     names: Sequence[str],
-    trainers: dict[str, Trainer],
+    trainers: Mapping[str, Trainer],
     splits_of: Callable[[int], DigitSplits],
     cache_dir: str | Path | None,
     random_state: int,

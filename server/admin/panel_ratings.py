@@ -112,7 +112,7 @@ def _rating_select(exp: Experiment) -> sa.Select:
         .where(Participant.experiment_id == exp.id, Trial.trial_type == "rating"))
 
 
-def _raw_chunks(stmt: sa.Select) -> Iterator[list[tuple[Any, ...]]]:
+def _raw_chunks(stmt: sa.Select) -> Iterator[Sequence[Any]]:
     """The rows of ``stmt`` in lists of ``CHUNK_ROWS`` plain DBAPI tuples (server-side cursor)."""
     # the driver's values as they come (SQLite: booleans as 0 / 1): SQLAlchemy's per-row
     # processing would cost more than the rest of the reader
@@ -125,7 +125,7 @@ def _raw_chunks(stmt: sa.Select) -> Iterator[list[tuple[Any, ...]]]:
         result.close()
 
 
-def columns_of(rows: list[tuple[Any, ...]], n: int) -> list[list[Any]]:
+def columns_of(rows: Sequence[Any], n: int) -> list[list[Any]]:
     """The ``n`` columns of ``rows`` as lists."""
     # itemgetter in C: unlike zip(*rows) it makes no object per row, so a chunk does not set off
     # the garbage collector over and over
@@ -246,7 +246,7 @@ def _read_cells(exp: Experiment, cells: _Cells, ids: list[int], rows: np.ndarray
     row_of = pd.Index(np.asarray(ids, dtype=np.int64))
     for part in _raw_chunks(stmt):
         pid, index, sid, rt, repeat, designs, responses = columns_of(part, 7)
-        found = row_of.get_indexer(np.asarray(pid, dtype=np.int64))
+        found = row_of.get_indexer(pd.Index(np.asarray(pid, dtype=np.int64)))
         if not (found >= 0).any():
             continue
         main = ~practice_flags(designs, threads) & (found >= 0)
@@ -296,7 +296,7 @@ def panel_ratings(exp: Experiment, min_trial_rt_ms: float | None,
     scored = stimuli[stimuli["kind"].isin(SCORED_KINDS)].set_index("stimulus")
     order = stimulus_order(scored)
     stimulus_ids = pd.Index(stimuli.index)
-    column_of = pd.Index(order).get_indexer(stimuli["stimulus"])  # -1: not a scored kind
+    column_of = pd.Index(order).get_indexer(pd.Index(stimuli["stimulus"]))  # -1: not scored
     key = (exp.spec_hash, min_trial_rt_ms, tuple(order), tuple(categories),
            tuple(stimulus_ids), tuple(stimuli["stimulus"]))
     where = (str(db.engine.url), exp.id)
@@ -331,8 +331,8 @@ def panel_ratings(exp: Experiment, min_trial_rt_ms: float | None,
     kept = sorted(people.loc[~people["excluded"], "participant"])
     kept_rows = np.array([cells.rows[p] for p in kept], dtype=np.intp)
     written = cells.written[kept_rows]
-    has_row = (written >= 0).any(axis=1)
-    has_column = (written >= 0).any(axis=0)
+    has_row = np.asarray((written >= 0).any(axis=1))
+    has_column = np.asarray((written >= 0).any(axis=0))
     if not has_row.any():
         raise ValueError(f"no first-presentation ratings of stimulus kind(s) {sorted(SCORED_KINDS)}")
     values = cells.values[np.ix_(kept_rows[has_row], np.flatnonzero(has_column))]

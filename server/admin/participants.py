@@ -208,8 +208,8 @@ def _trial_rows(participant_id: int) -> list[TrialRow]:
                   Trial.response, Trial.rt_ms, Trial.presented_ms, Trial.frames, Trial.is_repeat,
                   Trial.repeat_of, sa.cast(Trial.design, sa.Text))
         .where(Trial.participant_id == participant_id).order_by(Trial.trial_index)).all()
-    practice = practice_flags([r[-1] for r in rows]) if rows else []
-    return [TrialRow(*r[:-1], bool(flag)) for r, flag in zip(rows, practice)]
+    practice = practice_flags([r[-1] for r in rows]) if rows else np.zeros(0, dtype=bool)
+    return [TrialRow._make((*r[:-1], bool(flag))) for r, flag in zip(rows, practice)]
 
 
 @bp.app_template_filter("response_summary")
