@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import json
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 
 CHUNK_ROWS = 50_000
 """Rating trials read and parsed at a time (about 15 MB of JSON text)."""
+IDS_PER_QUERY = 500
+"""Participants named in one query's IN list (well below SQLite's bound-parameter limit)."""
 
 
 @dataclass(frozen=True)
@@ -113,16 +116,23 @@ def _rating_select(exp: Experiment) -> sa.Select:
 
 
 def _raw_chunks(stmt: sa.Select) -> Iterator[Sequence[Any]]:
-    """The rows of ``stmt`` in lists of ``CHUNK_ROWS`` plain DBAPI tuples (server-side cursor)."""
+    """The rows of ``stmt`` in lists of ``CHUNK_ROWS`` plain DBAPI tuples, read through the
+    driver's own cursor (a server-side one on PostgreSQL) in the session's transaction."""
     # the driver's values as they come (SQLite: booleans as 0 / 1): SQLAlchemy's per-row
-    # processing would cost more than the rest of the reader
-    result = db.session.connection().execute(stmt.execution_options(stream_results=True))
-    cursor = result.cursor
+    # processing would cost more than the rest of the reader. Not through a streaming
+    # SQLAlchemy result: that keeps the first row in its own buffer, and reading its cursor beside
+    # it lost that row. The statement holds only ids and a trial type, rendered as literals.
+    connection = db.session.connection()
+    sql = str(stmt.compile(dialect=connection.dialect, compile_kwargs={"literal_binds": True}))
+    driver = connection.connection  # the DBAPI connection
+    cursor = (driver.cursor(name=f"humanlike_panel_{uuid.uuid4().hex[:12]}")
+              if connection.dialect.name == "postgresql" else driver.cursor())
     try:
+        cursor.execute(sql)
         while rows := cursor.fetchmany(CHUNK_ROWS):
             yield rows
     finally:
-        result.close()
+        cursor.close()
 
 
 def columns_of(rows: Sequence[Any], n: int) -> list[list[Any]]:
@@ -241,10 +251,12 @@ def _read_cells(exp: Experiment, cells: _Cells, ids: list[int], rows: np.ndarray
     ``cells``: their first presentations' ratings, in the later trial where a stimulus was shown
     twice without being marked a repeat (the export's trial order)."""
     stmt = _rating_select(exp)
-    if len(ids) <= len(cells.rows) // 2:  # a few: by the participant index, else one table scan
-        stmt = stmt.where(Trial.participant_id.in_(ids))
+    statements = [stmt]  # most of them: one table scan; a few: by the participant index
+    if len(ids) <= len(cells.rows) // 2:
+        statements = [stmt.where(Trial.participant_id.in_(ids[i:i + IDS_PER_QUERY]))
+                      for i in range(0, len(ids), IDS_PER_QUERY)]
     row_of = pd.Index(np.asarray(ids, dtype=np.int64))
-    for part in _raw_chunks(stmt):
+    for part in (part for statement in statements for part in _raw_chunks(statement)):
         pid, index, sid, rt, repeat, designs, responses = columns_of(part, 7)
         found = row_of.get_indexer(pd.Index(np.asarray(pid, dtype=np.int64)))
         if not (found >= 0).any():

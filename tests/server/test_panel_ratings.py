@@ -239,12 +239,20 @@ def more_trials(exp: Experiment) -> None:
     db.session.commit()
 
 
-def test_a_pass_reads_only_the_participants_whose_trials_changed(lean_app, tmp_path):
+def test_a_pass_reads_only_the_participants_whose_trials_changed(lean_app, tmp_path, monkeypatch):
     """The cells of participants whose stored trials did not change are reused; the array is
     still the export path's after new trials, a new participant and a researcher's decision."""
+    monkeypatch.setattr(panel_ratings, "IDS_PER_QUERY", 1)  # the two changed: two queries
+    monkeypatch.setattr(panel_ratings, "CHUNK_ROWS", 7)
     fill(lean_app)
     with lean_app.app_context():
         exp = experiment()
+        # every stored rating trial comes through the reader (a streaming SQLAlchemy result once
+        # kept each query's first row in its own buffer, and the reader lost it)
+        stored = db.session.execute(sa.select(sa.func.count()).select_from(Trial).where(
+            Trial.trial_type == "rating")).scalar_one()
+        chunks = list(panel_ratings._raw_chunks(panel_ratings._rating_select(exp)))
+        assert sum(map(len, chunks)) == stored and len(chunks) == -(-stored // 7)
         refresh_qc(exp)
         first = panel_ratings.panel_ratings(exp, 150.0)
         again = panel_ratings.panel_ratings(exp, 150.0)
