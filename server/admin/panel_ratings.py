@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
+from humanlike.server.admin.stats import experiment_stored_counts
 from humanlike.server.export import stimulus_frame
 from humanlike.server.extensions import db
 from humanlike.server.models import Experiment, Participant, ParticipantQC, Stimulus, Trial
@@ -236,14 +237,6 @@ _CELLS: dict[tuple[str, int], _Cells] = {}
 """Per (database, experiment): the cells this process read last (the panel worker's pass)."""
 
 
-def stored_counts(exp: Experiment) -> dict[int, int]:
-    """Trials stored per participant (database id) of the experiment (an index-only count)."""
-    return dict(db.session.execute(  # type: ignore[arg-type]
-        sa.select(Trial.participant_id, sa.func.count())
-        .join(Participant, Trial.participant_id == Participant.id)
-        .where(Participant.experiment_id == exp.id).group_by(Trial.participant_id)).all())
-
-
 def _read_cells(exp: Experiment, cells: _Cells, ids: list[int], rows: np.ndarray,
                 labels: list[str], columns: np.ndarray, stimulus_ids: pd.Index,
                 column_of: np.ndarray, min_trial_rt_ms: float | None, threads: bool) -> None:
@@ -302,7 +295,7 @@ def panel_ratings(exp: Experiment, min_trial_rt_ms: float | None,
     labels = [str(c["label"]) for c in exp.spec.get("categories", [])]
     categories = category_order(labels)
     columns = np.array([labels.index(c) for c in categories], dtype=np.intp)
-    counts = stored_counts(exp)
+    counts = experiment_stored_counts(exp.id)
     people = exclusions(exp)
     stimuli = stimulus_metadata(exp)
     scored = stimuli[stimuli["kind"].isin(SCORED_KINDS)].set_index("stimulus")

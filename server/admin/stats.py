@@ -142,6 +142,14 @@ def stored_counts(participant_ids: list[int]) -> dict[int, int]:
         .where(Trial.participant_id.in_(participant_ids)).group_by(Trial.participant_id)).all())
 
 
+def experiment_stored_counts(experiment_id: int) -> dict[int, int]:
+    """Trials stored per participant (database id) of the whole experiment (an index-only count)."""
+    return dict(db.session.execute(  # type: ignore[arg-type]
+        sa.select(Trial.participant_id, sa.func.count())
+        .join(Participant, Trial.participant_id == Participant.id)
+        .where(Participant.experiment_id == experiment_id).group_by(Trial.participant_id)).all())
+
+
 def last_seen(participant_ids: list[int]) -> dict[int, dt.datetime]:
     """Time of each listed participant's newest trial."""
     if not participant_ids:
