@@ -91,6 +91,12 @@ def score_and_information(
     return _State(X, beta, y, n).score_and_information(X, y, n)
 
 
+def _finite(score: np.ndarray, info: np.ndarray) -> np.ndarray:
+    """(B,) whether a problem's score and information are finite (its coefficients drifted far
+    enough under separation that phi / Phi over- or underflow, and they are not)."""
+    return np.isfinite(score).all(axis=1) & np.isfinite(info).all(axis=(1, 2))
+
+
 def _solve(info: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     try:
         return np.linalg.solve(info, rhs[..., None])[..., 0]
@@ -152,8 +158,15 @@ def fit_probit_batch(
     for _ in range(max_iter):
         if active.size == 0:
             break
+        score, hessian = state.score_and_information(X, y[active], n[active], observed=True)
+        finite = _finite(score, hessian)
+        if not finite.all():  # drifted past what floats hold (separation): leaves, not converged
+            active, score, hessian = active[finite], score[finite], hessian[finite]
+            for name in ("eta", "log_p", "log_q", "loglik"):
+                setattr(state, name, getattr(state, name)[finite])
+            if active.size == 0:
+                break
         b, ya, na = beta[active], y[active], n[active]
-        score, hessian = state.score_and_information(X, ya, na, observed=True)
         step = _solve(hessian, score)
         scale = np.ones(active.size)
         new_beta = b + step
@@ -186,15 +199,19 @@ def fit_probit_batch(
     if fitted.size:
         # (quasi-)separation: the information matrix at the estimate is numerically singular
         # (condition ~1e-16), while well-posed MLDS fits sit near 1e-3; flag the former
-        _, info = score_and_information(X, beta[fitted], y[fitted], n[fitted])
-        eig = np.linalg.eigvalsh(info)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            converged[fitted] &= eig[:, 0] > _MIN_RCOND * eig[:, -1]
-        if compute_cov:
-            try:
-                cov[fitted] = np.linalg.inv(info)
-            except np.linalg.LinAlgError:
-                cov[fitted] = np.linalg.pinv(info)
+        score, info = score_and_information(X, beta[fitted], y[fitted], n[fitted])
+        finite = _finite(score, info)  # LAPACK fails the whole batch on one inf / NaN matrix
+        converged[fitted[~finite]] = False
+        fitted, info = fitted[finite], info[finite]
+        if fitted.size:
+            eig = np.linalg.eigvalsh(info)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                converged[fitted] &= eig[:, 0] > _MIN_RCOND * eig[:, -1]
+            if compute_cov:
+                try:
+                    cov[fitted] = np.linalg.inv(info)
+                except np.linalg.LinAlgError:
+                    cov[fitted] = np.linalg.pinv(info)
     beta[~identified] = np.nan
     loglik[~identified] = np.nan
     return ProbitBatchFit(

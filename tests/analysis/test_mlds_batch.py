@@ -106,6 +106,25 @@ def test_perfectly_separated_group_is_reported_as_not_converged():
     assert fits.converged.tolist() == [False, True]
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_coefficients_past_what_floats_hold_end_not_converged_instead_of_failing_the_batch():
+    """A separated bootstrap replicate can drift to coefficients near 1e150, where phi and Phi
+    over- and underflow and the information matrix holds inf / NaN; LAPACK then failed the whole
+    batch ("Eigenvalues did not converge", seen in the demo's MLDS analysis). Such a problem
+    ends not converged; the others in the batch are fitted as alone."""
+    rng = np.random.default_rng(0)
+    X = rng.choice([-2.0, -1.0, 0.0, 1.0, 2.0], size=(30, 6))
+    n = np.full((4, 30), 3.0)
+    y = rng.integers(0, 4, size=(4, 30)).astype(float)
+    start = rng.normal(size=(4, 6)) * 10.0 ** rng.uniform(100, 170, size=(4, 1))
+    start[3] = 0.0  # one ordinary problem in the batch
+    fit = fit_probit_batch(X, y, n, start=start)
+    alone = fit_probit_batch(X, y[3:], n[3:])
+    assert not fit.converged[:3].any() and fit.converged[3]
+    np.testing.assert_allclose(fit.coef[3], alone.coef[0], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fit.cov[3], alone.cov[0], rtol=1e-9, atol=1e-12)
+
+
 def test_bootstrap_intervals_bracket_the_estimates():
     df, _ = simulated_sequences(4, 500, seed=6)
     fits = fit_many(df, n_resamples=200, random_state=0)
