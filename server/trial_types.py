@@ -52,6 +52,8 @@ class TrialType:
     needs_categories: bool = False
     internal: bool = False
     derived: tuple[DerivedTable, ...] = ()
+    rated: bool = False
+    """Its responses rate every category (``response.ratings``): QC and the live panel read these."""
 
 
 def _validate_rating(response: dict[str, Any], labels: list[str]) -> str | None:
@@ -226,7 +228,7 @@ TRIAL_TYPES: dict[str, TrialType] = {
                 "category": "category label rated in this row",
                 "rating": "rating of the category: 0, .25, .5, .75 or 1",
             },
-            browser=True, needs_categories=True,
+            browser=True, needs_categories=True, rated=True,
             derived=(DerivedTable(
                 table="decisions", frame=decision_frame,
                 columns={
@@ -272,6 +274,16 @@ TRIAL_TYPES: dict[str, TrialType] = {
         ),
     )
 }
+
+
+def rated_types() -> list[str]:
+    """Names of the types whose responses rate every category (what QC and the panel read)."""
+    return [t.name for t in TRIAL_TYPES.values() if t.rated]
+
+
+def internal_types() -> list[str]:
+    """Names of the types the timeline makes itself (debrief): not a spec block, not in ``trials``."""
+    return [t.name for t in TRIAL_TYPES.values() if t.internal]
 
 
 def browser_trial_types() -> list[str]:
