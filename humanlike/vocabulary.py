@@ -15,3 +15,26 @@ class StimulusKind(StrEnum):
 
 
 STIMULUS_KINDS: tuple[str, ...] = tuple(kind.value for kind in StimulusKind)
+
+
+class ParticipantStatus(StrEnum):
+    """Where a participant stands (DESIGN.md, Storage); the server's lifecycle moves between them."""
+
+    ALLOCATED = "allocated"
+    CONSENTED = "consented"
+    STARTED = "started"
+    COMPLETED = "completed"
+    SUBMITTED = "submitted"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    RETURNED = "returned"
+    QUIT_EARLY = "quit_early"
+    TIMED_OUT = "timed_out"
+
+
+FINISHED_STATUSES: frozenset[str] = frozenset({
+    ParticipantStatus.COMPLETED, ParticipantStatus.SUBMITTED, ParticipantStatus.APPROVED})
+"""Finished the task and not rejected: what a report counts as having completed the study."""
+LEFT_STATUSES: frozenset[str] = frozenset({
+    ParticipantStatus.RETURNED, ParticipantStatus.QUIT_EARLY, ParticipantStatus.TIMED_OUT})
+"""Left before finishing: returned the study on the platform, quit, or timed out."""

@@ -7,20 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-
-class ParticipantStatus(StrEnum):
-    """Where a participant stands (DESIGN.md, Storage)."""
-
-    ALLOCATED = "allocated"
-    CONSENTED = "consented"
-    STARTED = "started"
-    COMPLETED = "completed"
-    SUBMITTED = "submitted"
-    APPROVED = "approved"
-    REJECTED = "rejected"
-    RETURNED = "returned"
-    QUIT_EARLY = "quit_early"
-    TIMED_OUT = "timed_out"
+from humanlike.vocabulary import ParticipantStatus
 
 
 class ExperimentStatus(StrEnum):

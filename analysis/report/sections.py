@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 
 from humanlike.analysis.figures import caption, to_svg
 from humanlike.analysis.io.export import Export, flag
+from humanlike.vocabulary import FINISHED_STATUSES
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ def sample_section(export: Export) -> Section:
         return section
     people = people.assign(excluded=flag(people, "excluded"))
     n, n_out = len(people), int(people["excluded"].sum())
-    done = people["status"].astype(str).isin(["completed", "submitted", "approved"]).sum()
+    done = people["status"].astype(str).isin(FINISHED_STATUSES).sum()
     section.paragraphs.append(
         f"{n} participants arrived; {int(done)} completed the study. The exclusion rules "
         f"excluded {n_out}, leaving {n - n_out} for the analyses.")
