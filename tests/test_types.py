@@ -1,23 +1,38 @@
-"""mypy passes on humanlike.analysis and humanlike.server (STYLE.md)."""
+"""mypy passes on humanlike.analysis, humanlike.server and humanlike.cli (STYLE.md)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def test_mypy_is_clean_on_analysis_and_server(tmp_path):
-    # the repository maps folders onto the humanlike namespace (pyproject package-dir), which mypy
-    # cannot follow, so it checks a tree of links laid out the way the wheel installs them
-    package = tmp_path / "humanlike"
+def _namespace_tree(root: Path) -> None:
+    """Links laid out the way the wheel installs the packages, from pyproject's package-dir.
+
+    The repository maps folders onto the `humanlike` namespace (server/ is humanlike.server, and so
+    on). mypy resolves modules from paths only: it runs no import hook, so the editable install's
+    finder is invisible to it, and neither mypy_path nor explicit package bases can rename a folder.
+    """
+    mapping = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-dir"]
+    package = root / "humanlike"
     package.mkdir()
-    (package / "__init__.py").write_text((REPO / "humanlike" / "__init__.py").read_text())
-    for folder in ("analysis", "server", "stimuli", "deploy"):
-        (package / folder).symlink_to(REPO / folder, target_is_directory=True)
-    (package / "cli").symlink_to(REPO / "humanlike" / "cli", target_is_directory=True)
+    for entry in (REPO / mapping["humanlike"]).iterdir():
+        if entry.name != "__pycache__":
+            (package / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+    for name, folder in mapping.items():
+        if name != "humanlike":
+            sub = name.removeprefix("humanlike.")
+            assert "." not in sub, name  # one folder per direct subpackage
+            (package / sub).symlink_to(REPO / folder, target_is_directory=True)
+
+
+def test_mypy_is_clean_on_analysis_and_server(tmp_path):
+    _namespace_tree(tmp_path)
     result = subprocess.run(
         [sys.executable, "-m", "mypy", "--ignore-missing-imports", "--no-incremental",
          "-p", "humanlike.analysis", "-p", "humanlike.server", "-p", "humanlike.cli"],
