@@ -29,7 +29,7 @@ STIMULUS_METADATA = (
     "targeted_class_1",
     "targeted_class_2",
 )
-_KIND_ORDER = {StimulusKind.NATURAL: 0, StimulusKind.CONTROVERSIAL: 1, StimulusKind.CATCH: 2}
+_KIND_ORDER: dict[str, int] = {StimulusKind.NATURAL: 0, StimulusKind.CONTROVERSIAL: 1, StimulusKind.CATCH: 2}
 
 
 # --------------------------------------------------------------------------- loading
