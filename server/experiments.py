@@ -89,7 +89,8 @@ def render_texts(root: Path, spec: ExperimentSpec) -> dict[str, str]:
 
 
 def _check_counts(spec_path: Path, i: int, block: Block, records: tuple[StimulusRecord, ...]) -> None:
-    """Catch trials and practice trials the manifest cannot supply are an error unless ``cap``."""
+    """Catch trials and practice trials the manifest cannot supply are an error unless ``cap``
+    (how many practice trials it supplies is the block type's ``practice_supply``)."""
     if block.cap:
         return
     n_catch = sum(r.kind == StimulusKind.CATCH for r in records)
@@ -98,17 +99,7 @@ def _check_counts(spec_path: Path, i: int, block: Block, records: tuple[Stimulus
             f"{spec_path}: blocks.{i}.catch_trials: asks for {block.catch_trials} catch trials but "
             f"the manifest holds {n_catch} catch stimuli (set cap = true to use what there is)"
         )
-    if block.trial_type == "triad":
-        levels: dict[str, int] = {}
-        for r in records:
-            if r.kind in block.kinds:
-                seq = str(r.meta.get("sequence"))
-                levels[seq] = levels.get(seq, 0) + 1
-        available = sum(n * (n - 1) * (n - 2) // 6 for n in levels.values())
-    else:
-        pool = sum(r.kind in block.kinds for r in records)
-        spare = n_catch - block.catch_trials
-        available = spare if spare > 0 else pool
+    available = TRIAL_TYPES[block.trial_type].practice_supply(block, records)
     if block.practice > available:
         raise SpecError(
             f"{spec_path}: blocks.{i}.practice: asks for {block.practice} practice trials but the "
@@ -117,7 +108,8 @@ def _check_counts(spec_path: Path, i: int, block: Block, records: tuple[Stimulus
 
 
 def load_experiment(spec_path: str | Path) -> LoadedExperiment:
-    """Load a spec and its manifest and check they fit together; ``SpecError`` names what is wrong."""
+    """Load a spec and its manifest and check they fit together (each block's type checks the
+    rows it needs: ``TrialType.check_manifest``); ``SpecError`` names what is wrong."""
     spec_path = Path(spec_path).resolve()
     spec = load_spec(spec_path)
     root = spec_path.parent
@@ -135,12 +127,10 @@ def load_experiment(spec_path: str | Path) -> LoadedExperiment:
         if block.catch_trials and StimulusKind.CATCH not in kinds:
             raise SpecError(f"{spec_path}: blocks.{i}.catch_trials: the manifest has no catch stimuli")
         _check_counts(spec_path, i, block, records)
-        if block.trial_type == "triad":
-            for r in records:
-                if r.kind == StimulusKind.MLDS and not {"sequence", "level"} <= r.meta.keys():
-                    raise SpecError(
-                        f"{manifest_path}: mlds stimulus {r.key!r} needs columns sequence and level"
-                    )
+        check = TRIAL_TYPES[block.trial_type].check_manifest
+        problem = check(block, records) if check is not None else None
+        if problem is not None:
+            raise SpecError(f"{manifest_path}: {problem}")
     if labels and any(TRIAL_TYPES[b.trial_type].needs_categories for b in spec.blocks):
         for r in records:
             if (r.true_class is not None and r.kind in (StimulusKind.NATURAL, StimulusKind.CATCH)

@@ -18,6 +18,9 @@ How they answer (all randomness from one seed, recorded with the ground truth):
 * reaction times: log-normal, median ``rt_median_ms``, log-sd ``rt_log_sd``; presentation
   durations: the intended duration rounded to whole frames of the participant's refresh rate,
   one frame longer on ``late_frame_share`` of the trials.
+
+Each trial type's answer is its registry entry's ``simulate`` (``trial_types.py``); internal
+trials (the debrief) report no timing.
 """
 
 from __future__ import annotations
@@ -34,10 +37,9 @@ import httpx
 import numpy as np
 import pandas as pd
 
-from humanlike.analysis.mlds.simulate import simulate_responses
+from humanlike.server.trial_types import TRIAL_TYPES
 from humanlike.vocabulary import StimulusKind
 
-RATING_LEVELS = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
 REFRESH_RATES = (60.0, 75.0, 120.0, 144.0)
 
 
@@ -134,7 +136,8 @@ class SimulatedStudy:
     def truth(self) -> GroundTruth:
         return GroundTruth(self.settings, {k: v.tolist() for k, v in self.psi.items()})
 
-    def _model_p(self, stimulus: str) -> np.ndarray:
+    def model_p(self, stimulus: str) -> np.ndarray:
+        """The observer model's probability of each label for ``stimulus`` (spec order)."""
         if self.probabilities is None or stimulus not in self.probabilities.index:
             # no model answer for this stimulus: a confident observer that knows the true class
             p = np.zeros(len(self.labels))
@@ -145,30 +148,13 @@ class SimulatedStudy:
         return self.probabilities.loc[stimulus].to_numpy(dtype=float)
 
     def answer(self, entry: dict[str, Any], fails_catch: bool) -> dict[str, Any]:
-        """The response to one timeline entry (what the browser would send as ``response``)."""
-        kind, rng = entry.get("type"), self.rng
-        if kind == "rating":
-            stimulus = str(entry["stimulus"])
-            if entry.get("kind") == StimulusKind.CATCH:
-                truth = self.true_class.get(stimulus)
-                wrong = [label for label in self.labels if label != truth]
-                target = str(rng.choice(wrong)) if fails_catch else truth
-                return {"ratings": {label: 1.0 if label == target else 0.0
-                                    for label in self.labels}}
-            p = self._model_p(stimulus) + rng.normal(0.0, self.settings.noise, len(self.labels))
-            levels = RATING_LEVELS[np.abs(p[:, None] - RATING_LEVELS[None]).argmin(axis=1)]
-            return {"ratings": dict(zip(self.labels, levels.tolist(), strict=True))}
-        if kind == "triad":
-            psi = self.psi[str(entry["sequence"])]
-            trio = np.array([[entry["s1"], entry["s2"], entry["s3"]]])
-            chose_s1 = bool(simulate_responses(trio, psi, self.settings.mlds_sigma,
-                                               random_state=rng)[0])
-            return {"choice": "left" if chose_s1 != bool(entry["swapped"]) else "right"}
-        if kind == "classification":
-            if rng.random() < self.settings.lapse:
-                return {"choice": str(rng.choice(self.labels))}
-            return {"choice": self.labels[int(np.argmax(self._model_p(str(entry["stimulus"]))))]}
-        return {"answers": {"strategy": "simulated participant", "problems": "none"}}
+        """The response to one timeline entry (what the browser would send as ``response``):
+        its type's ``simulate`` (ValueError for a type that has none)."""
+        name = entry.get("type")
+        trial_type = TRIAL_TYPES.get(str(name))
+        if trial_type is None or trial_type.simulate is None:
+            raise ValueError(f"no simulated answer for trial type {name!r}")
+        return trial_type.simulate(self, entry, fails_catch)
 
     def timing(self, entry: dict[str, Any], refresh_hz: float) -> dict[str, Any]:
         """Reaction time (log-normal) and the presented duration in whole frames."""
@@ -216,7 +202,7 @@ def run_participant(client: httpx.Client, study: SimulatedStudy, number: int,
     for entry in timeline["trials"]:
         body = {"trial_index": entry["index"], "trial_type": entry["type"],
                 "response": study.answer(entry, fails_catch)}
-        if entry["type"] != "debrief":
+        if not TRIAL_TYPES[entry["type"]].internal:  # the debrief records no timing
             body.update(study.timing(entry, refresh_hz))
         _check(client.post(f"{api}/trials", json=body, headers=headers),
                f"trial {entry['index']}")

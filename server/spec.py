@@ -22,7 +22,7 @@ from pydantic import (
 from humanlike.analysis.exclusions import ExclusionRules
 from humanlike.server.panel_spec import PanelSettings, Stopping
 from humanlike.server.platforms import Platform
-from humanlike.server.trial_types import TRIAL_TYPES, check_block_trial_type
+from humanlike.server.trial_types import TRIAL_TYPES, block_settings, check_block_trial_type
 from humanlike.vocabulary import StimulusKind
 
 
@@ -274,10 +274,12 @@ class ExperimentSpec(_Strict):
             raise ValueError(f"{' and '.join(needing)} blocks need [[categories]]")
         labels = {c.label for c in self.categories}
         for block in self.blocks:
+            accepted = TRIAL_TYPES[block.trial_type].settings
+            for field, owners in block_settings().items():  # per-type settings: their types only
+                if getattr(block, field, None) is not None and field not in accepted:
+                    raise ValueError(f"blocks[{block.name}].{field} needs trial_type = "
+                                     + " or ".join(repr(o) for o in owners))
             settings = block.classification
-            if settings is not None and block.trial_type != "classification":
-                raise ValueError(f"blocks[{block.name}].classification needs trial_type = "
-                                 "'classification'")
             unknown = sorted(set(settings.categories or []) - labels) if settings else []
             if unknown:
                 raise ValueError(f"blocks[{block.name}].classification.categories: {unknown} "

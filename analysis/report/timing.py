@@ -25,9 +25,11 @@ def intended_durations(spec: Mapping[str, object] | None) -> dict[str, float]:
 def timing_trials(trials: pd.DataFrame, participants: pd.DataFrame | None,
                   intended: Mapping[str, float]) -> pd.DataFrame:
     """Non-practice trials with presented duration, frames, the participant's refresh rate, the
-    intended duration of their block and the error presented - intended (ms and frames)."""
+    intended duration of their block and the error presented - intended (ms and frames).
+
+    ``trials`` is the export's ``trials`` table, which holds block trials only (the debrief, made by
+    the timeline rather than a block, has its own table): every row was presented."""
     frame = trials[~flag(trials, "practice")]
-    frame = frame[frame["trial_type"].astype(str) != "debrief"]
     keep = ["participant", "block", "trial_type", "presented_ms", "frames", "rt_ms"]
     frame = frame[[c for c in keep if c in frame.columns]].copy()
     frame["participant"] = frame["participant"].astype(str)
