@@ -19,6 +19,7 @@ from humanlike.server.psiturk.models import PsiturkAssignment
 from humanlike.server.psiturk.modes import MTURK_MODES
 from humanlike.server.psiturk.project import PsiturkProject
 from humanlike.server.tokens import hash_token, new_token
+from humanlike.server.trial_types import PSITURK_KIND
 
 # psiTurk's status codes (psiturk_statuses.py)
 NOT_ACCEPTED, ALLOCATED, STARTED, COMPLETED, SUBMITTED, CREDITED, QUITEARLY, BONUSED = range(8)
@@ -55,7 +56,7 @@ def project_experiment(project: PsiturkProject) -> Experiment:
     """The ``experiment`` row of a psiTurk project (created on first use; its spec records the
     project's config so the dashboard and export can show it)."""
     spec: dict[str, Any] = {
-        "slug": project.slug, "title": project.title or project.root.name, "kind": "psiturk",
+        "slug": project.slug, "title": project.title or project.root.name, "kind": PSITURK_KIND,
         "psiturk": {"root": str(project.root), "code_version": project.code_version,
                     "num_conds": project.num_conds, "num_counters": project.num_counters,
                     "cutoff_minutes": project.cutoff_minutes,

@@ -23,6 +23,7 @@ from humanlike.server.psiturk import participants as pp
 from humanlike.server.psiturk.models import PsiturkAssignment, PsiturkTrial
 from humanlike.server.psiturk.modes import Mode
 from humanlike.server.psiturk.storage import BlobError, store_blob, stored_lists
+from humanlike.server.trial_types import PSITURK_KIND
 
 #: columns every psiTurk assignments table has (psiTurk 3.3.1's models.py)
 PSITURK_COLUMNS = {"uniqueid", "assignmentid", "workerid", "hitid", "status", "datastring"}
@@ -93,7 +94,7 @@ def import_psiturk(source: str, slug: str, table: str | None = None,
         name = find_table(engine, source, table)
         result = ImportResult(table=name)
         src = sa.Table(name, sa.MetaData(), autoload_with=engine)
-        exp = pp.experiment_row(slug, {"slug": slug, "title": slug, "kind": "psiturk",
+        exp = pp.experiment_row(slug, {"slug": slug, "title": slug, "kind": PSITURK_KIND,
                                        "psiturk": {"imported_from": name}}, source)
         with engine.connect() as conn:
             total = conn.execute(sa.select(sa.func.count()).select_from(src)).scalar_one()
