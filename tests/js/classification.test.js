@@ -7,6 +7,7 @@ import { loadScript } from "./load_script.js";
 globalThis.jsPsychModule = jspsych;
 loadScript("frame_clock.js");
 loadScript("presentation.js");
+loadScript("trial_types.js");
 loadScript("plugins/classification.js");
 const { jsPsychClassification } = globalThis;
 

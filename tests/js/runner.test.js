@@ -1,5 +1,6 @@
-// The runner: one builder per trial type (TRIAL_BUILDERS), triad responses carry only what the
-// participant did, and a trial type the browser cannot build stops the study with an error event.
+// The runner: one builder per trial type (each trial type's file registers it with
+// HumanlikeTrialTypes), triad responses carry only what the participant did, and a trial type the
+// browser cannot build stops the study with an error event.
 import * as jspsych from "jspsych";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { loadScript, readSource } from "./load_script.js";
@@ -7,12 +8,19 @@ import { loadScript, readSource } from "./load_script.js";
 globalThis.jsPsychModule = jspsych;
 loadScript("frame_clock.js");
 loadScript("presentation.js");
+loadScript("trial_types.js");
 loadScript("plugins/rating.js");
 loadScript("plugins/triad.js");
 loadScript("plugins/classification.js");
+loadScript("plugins/debrief.js");
 loadScript("trial_queue.js");
+loadScript("session.js");
+loadScript("screens.js");
+loadScript("consent.js");
 loadScript("runner.js");
 const Runner = globalThis.HumanlikeRunner;
+const TrialTypes = globalThis.HumanlikeTrialTypes;
+const Session = globalThis.HumanlikeSession;
 
 const TIMELINE = {
   status: "started",
@@ -36,14 +44,21 @@ afterEach(() => {
   vi.unstubAllGlobals();
 });
 
-describe("TRIAL_BUILDERS", () => {
-  it("is one map from trial-type name to builder, declared on one line", () => {
-    const source = readSource("runner.js");
-    const line = source.split("\n").find((l) => l.includes("var TRIAL_BUILDERS = "));
-    expect(line.trim()).toBe(
-      "var TRIAL_BUILDERS = { rating: ratingTrial, triad: triadTrial, classification: classificationTrial, debrief: debriefTrial };"
-    );
-    expect(Object.keys(Runner.TRIAL_BUILDERS)).toEqual(["rating", "triad", "classification", "debrief"]);
+describe("the trial-type registry", () => {
+  it("holds one builder per trial type, each registered by its own file", () => {
+    expect(TrialTypes.names()).toEqual(["rating", "triad", "classification", "debrief"]);
+    for (const name of TrialTypes.names()) {
+      expect(typeof TrialTypes.get(name)).toBe("function");
+      expect(readSource(`plugins/${name}.js`)).toContain(`HumanlikeTrialTypes.register("${name}", `);
+    }
+    expect(readSource("runner.js")).not.toContain("register(");
+  });
+
+  it("refuses a second builder for a type, and knows no type it was not given", () => {
+    expect(() => TrialTypes.register("triad", () => ({}))).toThrow('trial type "triad" registered twice');
+    expect(TrialTypes.get("slider")).toBeNull();
+    expect(TrialTypes.get("toString")).toBeNull();
+    expect(TrialTypes.names()).toEqual(["rating", "triad", "classification", "debrief"]);
   });
 
   it("buildTrials stops at the first entry whose type has no builder", () => {
@@ -54,14 +69,14 @@ describe("TRIAL_BUILDERS", () => {
 
   it("a triad response carries what the participant did and no design field", () => {
     const added = [];
-    Object.assign(Runner._state, {
+    Object.assign(Session.state, {
       timeline: TIMELINE,
       frame: { frame_ms: 16.7, refresh_hz: 60 },
       queue: { add: (payload) => added.push(payload) },
     });
     const entry = { index: 4, type: "triad", stimuli: ["a.png", "b.png", "c.png"], sequence: "s",
                     s1: 1, s2: 3, s3: 6, swapped: true };
-    const trial = Runner.TRIAL_BUILDERS.triad(entry);
+    const trial = TrialTypes.get("triad")(entry, Runner.trialContext());
     expect([trial.left, trial.reference, trial.right]).toEqual(["/stimuli/c.png", "/stimuli/b.png", "/stimuli/a.png"]);
     expect([trial.s_left, trial.s_ref, trial.s_right]).toEqual([6, 3, 1]);
     trial.on_finish({ choice: "left", chosen_level: 6, input_modality: "keyboard", requested_frames: null,
@@ -70,6 +85,30 @@ describe("TRIAL_BUILDERS", () => {
     expect(added[0]).toMatchObject({ trial_index: 4, trial_type: "triad", rt_ms: 812.4, frames: 49 });
     expect(added[0].response).toEqual({ choice: "left", chosen_level: 6, input_modality: "keyboard",
                                         requested_frames: null });
+  });
+});
+
+describe("the debrief", () => {
+  it("is one form of the spec's questions; its response carries the answers as text", () => {
+    const added = [];
+    const form = { info: { name: "survey-html-form" } };
+    vi.stubGlobal("jsPsychSurveyHtmlForm", form);
+    Object.assign(Session.state, {
+      timeline: { ...TIMELINE, debrief: [{ name: "strategy", text: "How?" },
+                                         { name: "vision", text: "Glasses <b>?</b>", options: ["yes", "it's <no>"] }] },
+      frame: { frame_ms: 16.7, refresh_hz: 60 },
+      queue: { add: (payload) => added.push(payload) },
+    });
+    const trial = TrialTypes.get("debrief")({ index: 9, type: "debrief" }, Runner.trialContext());
+    expect(trial.type).toBe(form);
+    expect(trial.autofocus).toBe("debrief-strategy");
+    expect(trial.html).toContain("<textarea id='debrief-strategy' name='strategy'");
+    expect(trial.html).toContain("<legend>Glasses &lt;b&gt;?&lt;/b&gt;</legend>");
+    expect(trial.html).toContain("id='debrief-vision-1' name='vision' value='it&#39;s &lt;no&gt;'> it's &lt;no&gt;</label>");
+    trial.on_finish({ response: { strategy: "looked", vision: "yes" }, rt: 4321 });
+    expect(added).toHaveLength(1);
+    expect(added[0]).toMatchObject({ trial_index: 9, trial_type: "debrief", rt_ms: 4321,
+                                     response: { answers: { strategy: "looked", vision: "yes" } } });
   });
 });
 

@@ -8,12 +8,17 @@ globalThis.jsPsychModule = jspsych;
 globalThis.jsPsychHtmlButtonResponse = { info: { name: "html-button-response" } };
 loadScript("frame_clock.js");
 loadScript("presentation.js");
+loadScript("trial_types.js");
 loadScript("plugins/rating.js");
 loadScript("plugins/triad.js");
 loadScript("plugins/fixation.js");
 loadScript("trial_queue.js");
+loadScript("session.js");
+loadScript("screens.js");
+loadScript("consent.js");
 loadScript("runner.js");
-const Runner = globalThis.HumanlikeRunner;
+const Session = globalThis.HumanlikeSession;
+const Screens = globalThis.HumanlikeScreens;
 
 const trials = [
   { index: 0, type: "rating", block: "r", practice: true },
@@ -31,7 +36,7 @@ function kinds(out) {
 beforeEach(() => {
   window.localStorage.clear();
   window.sessionStorage.clear();
-  Object.assign(Runner._state, {
+  Object.assign(Session.state, {
     timeline: {
       trials, categories: [{ label: "cat", key: "c" }], break_every: 2,
       presentation: { mode: "until_response", fixation_ms: 500, iti_ms: 0, duration_ms: null, mask: null },
@@ -45,7 +50,7 @@ beforeEach(() => {
 describe("withScreens", () => {
   it("puts intros, practice feedback and 'practice over', breaks and fixation where the spec says", () => {
     const built = trials.map((t) => ({ kind: "trial" }));
-    const out = Runner.withScreens(trials, built, false);
+    const out = Screens.withScreens(trials, built, false);
     expect(kinds(out)).toEqual([
       "intro", "fixation", "trial", "practice_feedback",
       "practice_over", "fixation", "trial",
@@ -58,7 +63,7 @@ describe("withScreens", () => {
 
   it("a resume starts with the block intro, not a break", () => {
     const rest = trials.slice(2);
-    const out = Runner.withScreens(rest, rest.map(() => ({ kind: "trial" })), true);
+    const out = Screens.withScreens(rest, rest.map(() => ({ kind: "trial" })), true);
     expect(kinds(out).slice(0, 3)).toEqual(["intro", "fixation", "trial"]);
   });
 });
@@ -66,10 +71,10 @@ describe("withScreens", () => {
 describe("resolveToken", () => {
   it("takes the token from the fragment once, keeps it per participant and clears the URL", () => {
     window.history.replaceState(null, "", "/run/abc#token=T0k-en_1");
-    expect(Runner.resolveToken({ pid: "abc", token: null, api: "/api" })).toBe("T0k-en_1");
+    expect(Session.resolveToken({ pid: "abc", token: null, api: "/api" })).toBe("T0k-en_1");
     expect(window.location.hash).toBe("");
     expect(window.sessionStorage.getItem("humanlike-token:abc")).toBe("T0k-en_1");
-    expect(Runner.resolveToken({ pid: "abc", token: null, api: "/api" })).toBe("T0k-en_1");
-    expect(Runner.resolveToken({ pid: "other", token: null, api: "/api" })).toBeNull();
+    expect(Session.resolveToken({ pid: "abc", token: null, api: "/api" })).toBe("T0k-en_1");
+    expect(Session.resolveToken({ pid: "other", token: null, api: "/api" })).toBeNull();
   });
 });

@@ -20,7 +20,7 @@ from humanlike.server.trial_types import (
     rating_frame,
 )
 
-RUNNER = Path(__file__).resolve().parents[2] / "static" / "js" / "runner.js"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_classification_block_is_refused_naming_the_file_the_field_and_the_choices(
@@ -57,12 +57,14 @@ def test_the_browser_names_are_rating_triad_and_debrief():
     assert TRIAL_TYPES["classification"].browser
 
 
-def test_the_browser_names_match_the_runners_trial_builders():
-    source = RUNNER.read_text()
-    found = re.search(r"TRIAL_BUILDERS\s*=\s*\{([^}]*)\}", source)
-    if found is None:
-        pytest.skip("static/js/runner.js has no TRIAL_BUILDERS map yet")
-    names = re.findall(r"([A-Za-z_]\w*)\s*:", found.group(1))
+def test_the_browser_names_match_the_trial_builders_the_task_page_registers():
+    # each trial type's browser file registers its builder: HumanlikeTrialTypes.register("<name>", ...)
+    page = (REPO / "templates" / "task.html").read_text()
+    scripts = re.findall(r"filename='(js/[^']+\.js)'", page)
+    assert "js/trial_types.js" in scripts and "js/runner.js" in scripts, scripts
+    names = [name for script in scripts
+             for name in re.findall(r"HumanlikeTrialTypes\.register\(\s*\"(\w+)\"",
+                                    (REPO / "static" / script).read_text())]
     assert sorted(names) == sorted(browser_trial_types())
 
 

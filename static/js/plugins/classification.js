@@ -371,3 +371,37 @@ var jsPsychClassification = (function (jspsych) {
   ClassificationPlugin.mulberry32 = mulberry32;
   return ClassificationPlugin;
 })(jsPsychModule);
+
+/* The task page's "classification" trial (registered with HumanlikeTrialTypes,
+ * static/js/trial_types.js): the timings, mask and categories come from the trial's design; the
+ * true class only on practice trials with feedback. */
+HumanlikeTrialTypes.register("classification", function classificationTrial(entry, ctx) {
+  "use strict";
+  var e = /** @type {any} */ (entry);
+  var allowed = e.categories || null;
+  var categories = ctx.timeline.categories.filter(function (c) {
+    return allowed === null || allowed.indexOf(c.label) >= 0;
+  });
+  return {
+    type: jsPsychClassification,
+    stimulus: ctx.stimulusUrl(entry.stimulus || ""),
+    categories: categories,
+    image_height_px: ctx.timeline.presentation.image_height_px,
+    fixation_ms: e.fixation_ms,
+    duration_ms: e.duration_ms,
+    mask_ms: e.mask_ms,
+    mask: e.mask === "noise" ? "noise" : ctx.stimulusUrl(e.mask),
+    mask_seed: e.mask_seed,
+    response_timeout_ms: e.response_timeout_ms === undefined ? null : e.response_timeout_ms,
+    feedback: Boolean(e.feedback),
+    correct_label: e.feedback ? (e.true_class || null) : null,
+    frame_ms: ctx.frame.frame_ms,
+    prompt: entry.prompt || "<p>Which category was it?</p>",
+    data: { humanlike_index: entry.index },
+    /** @param {any} data */
+    on_finish: function (data) {
+      ctx.send(entry, { choice: data.response, input_modality: data.input_modality,
+                        requested_frames: data.requested_frames }, data);
+    },
+  };
+});

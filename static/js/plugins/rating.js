@@ -570,3 +570,31 @@ var jsPsychRating = (function (jspsych) {
 
   return RatingPlugin;
 })(jsPsychModule);
+
+/* The task page's "rating" trial: a timeline entry of type "rating" as this plugin's parameters
+ * (registered with HumanlikeTrialTypes, static/js/trial_types.js). */
+HumanlikeTrialTypes.register("rating", function ratingTrial(entry, ctx) {
+  "use strict";
+  var p = HumanlikeTrialTypes.presentationParams(ctx);
+  return {
+    type: jsPsychRating,
+    stimulus: ctx.stimulusUrl(entry.stimulus || ""),
+    categories: ctx.timeline.categories,
+    stimulus_height_px: ctx.timeline.presentation.image_height_px,
+    presentation: p.presentation,
+    duration_ms: p.duration_ms,
+    mask: p.mask,
+    frame_ms: p.frame_ms,
+    prompt: entry.prompt || "",
+    data: { humanlike_index: entry.index },
+    /** @param {any} data */
+    on_finish: function (data) {
+      ctx.send(entry, {
+        ratings: data.ratings,
+        n_changes: data.n_changes,
+        input_modality: data.input_modality,
+        requested_frames: data.requested_frames,
+      }, data);
+    },
+  };
+});

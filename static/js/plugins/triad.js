@@ -335,3 +335,38 @@ var jsPsychTriad = (function (jspsych) {
 
   return TriadPlugin;
 })(jsPsychModule);
+
+/* The task page's "triad" trial: a timeline entry of type "triad" as this plugin's parameters
+ * (registered with HumanlikeTrialTypes, static/js/trial_types.js). */
+HumanlikeTrialTypes.register("triad", function triadTrial(entry, ctx) {
+  "use strict";
+  var p = HumanlikeTrialTypes.presentationParams(ctx);
+  var levels = [entry.s1, entry.s2, entry.s3];
+  var keys = entry.stimuli || [];
+  var left = entry.swapped ? 2 : 0;
+  var right = entry.swapped ? 0 : 2;
+  return {
+    type: jsPsychTriad,
+    reference: ctx.stimulusUrl(keys[1]),
+    left: ctx.stimulusUrl(keys[left]),
+    right: ctx.stimulusUrl(keys[right]),
+    image_height_px: Math.min(ctx.timeline.presentation.image_height_px, 200),
+    presentation: p.presentation,
+    duration_ms: p.duration_ms,
+    mask: p.mask,
+    frame_ms: p.frame_ms,
+    prompt: entry.prompt || "",
+    sequence: entry.sequence,
+    s_left: levels[left],
+    s_ref: levels[1],
+    s_right: levels[right],
+    data: { humanlike_index: entry.index },
+    /** @param {any} data */
+    on_finish: function (data) {
+      // Only what the participant did: the server holds the trial's design (which side was which).
+      ctx.send(entry, { choice: data.choice, chosen_level: data.chosen_level,
+                        input_modality: data.input_modality,
+                        requested_frames: data.requested_frames }, data);
+    },
+  };
+});

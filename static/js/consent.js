@@ -1,0 +1,64 @@
+// @ts-check
+/* Consent and instructions: the consent page (a plain page with the estimated duration, the
+ * answer recorded through the API), the page that ends the study when the participant declines,
+ * and the instructions screen that opens the trials on a first visit.
+ */
+var HumanlikeConsent = (function () {
+  "use strict";
+
+  var el = HumanlikeScreens.el;
+
+  /**
+   * Show the consent page; resolves with the participant's new status.
+   * @param {Timeline} tl
+   * @returns {Promise<string>}
+   */
+  function showConsent(tl) {
+    return new Promise(function (resolve) {
+      var root = HumanlikeScreens.taskRoot();
+      var page = el("div", { "class": "consent page" });
+      page.appendChild(el("section", {}, tl.consent_html));
+      if (tl.estimated_minutes) {
+        page.appendChild(el("p", { id: "duration-estimate", "class": "duration-estimate" },
+          "This study takes about " + tl.estimated_minutes + " minutes."));
+      }
+      var agree = /** @type {HTMLButtonElement} */ (el("button", { id: "consent-agree", type: "button" }, "I agree"));
+      var decline = /** @type {HTMLButtonElement} */ (
+        el("button", { id: "consent-decline", type: "button", "class": "secondary" }, "I do not agree"));
+      var row = el("p", { "class": "consent-buttons" });
+      row.appendChild(agree);
+      row.appendChild(decline);
+      page.appendChild(row);
+      root.appendChild(page);
+      agree.focus();
+      /** @param {boolean} yes */
+      var choose = function (yes) {
+        agree.disabled = decline.disabled = true;
+        HumanlikeSession.state.queue.request("/consent", { agree: yes }).then(function (res) {
+          root.removeChild(page);
+          resolve(res.status);
+        });
+      };
+      agree.addEventListener("click", function () { choose(true); });
+      decline.addEventListener("click", function () { choose(false); });
+    });
+  }
+
+  /** The study ends here: the participant did not consent. */
+  function showDeclined() {
+    HumanlikeScreens.taskRoot().innerHTML =
+      "<div class='page'><h2>Thank you</h2><p>You did not consent, so the study has ended. " +
+      "Please return the study on your recruitment platform.</p></div>";
+  }
+
+  /**
+   * @param {Timeline} tl
+   * @returns {object} a jsPsych trial: the spec's instructions, before the first trial of a first visit
+   */
+  function instructionsScreen(tl) {
+    return HumanlikeScreens.buttonScreen("<div class='instructions'>" + tl.instructions_html + "</div>",
+                                         "Start", "instructions");
+  }
+
+  return { showConsent: showConsent, showDeclined: showDeclined, instructionsScreen: instructionsScreen };
+})();

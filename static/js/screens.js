@@ -1,0 +1,243 @@
+// @ts-check
+/* The screens around the trials and the task page's messages: block introductions, "last part"
+ * before the repeats, breaks every N trials, practice feedback and "practice over", fixation cross
+ * and inter-trial interval, "welcome back" on a resume, full screen (the screen that enters it and
+ * the prompt after an exit), and the error messages that replace the task. Reads the participant's
+ * timeline from HumanlikeSession.state.
+ */
+var HumanlikeScreens = (function () {
+  "use strict";
+
+  var state = HumanlikeSession.state;
+
+  /**
+   * @param {string} tag
+   * @param {Record<string, string>} [attrs]
+   * @param {string} [html]
+   * @returns {HTMLElement}
+   */
+  function el(tag, attrs, html) {
+    var node = document.createElement(tag);
+    var given = attrs || {};
+    Object.keys(given).forEach(function (k) { node.setAttribute(k, given[k]); });
+    if (html !== undefined) node.innerHTML = html;
+    return node;
+  }
+
+  /**
+   * @param {string} text
+   * @returns {string}
+   */
+  function escapeHtml(text) {
+    var d = document.createElement("div");
+    d.textContent = text;
+    return d.innerHTML;
+  }
+
+  /** @returns {HTMLElement} the element the study runs in */
+  function taskRoot() {
+    return /** @type {HTMLElement} */ (document.getElementById("task"));
+  }
+
+  /**
+   * Replace the task with a message: a heading and a paragraph `id` holding `text` (as text).
+   * @param {string} title
+   * @param {string} id
+   * @param {string} text
+   */
+  function showMessage(title, id, text) {
+    taskRoot().innerHTML = "<div class='page'><h2>" + title + "</h2><p id='" + id + "'></p></div>";
+    /** @type {HTMLElement} */ (document.getElementById(id)).textContent = text;
+  }
+
+  /**
+   * A "continue when ready" screen; its button has the focus so Enter continues.
+   * @param {string} html
+   * @param {string} label
+   * @param {string} name a data-screen name (intro, break, practice_over, ...)
+   * @param {(() => void)} [onClick]
+   * @returns {object} a jsPsych trial
+   */
+  function buttonScreen(html, label, name, onClick) {
+    return {
+      type: jsPsychHtmlButtonResponse,
+      stimulus: "<div class='hl-screen' data-screen='" + name + "'>" + html + "</div>",
+      choices: [label],
+      data: { screen: name },
+      on_load: function () {
+        /** @type {HTMLElement | null} */
+        var button = document.querySelector("#jspsych-html-button-response-btngroup button");
+        if (button) button.focus();
+      },
+      on_finish: function () { if (onClick) onClick(); },
+    };
+  }
+
+  /**
+   * The keys of a trial type, as the block introduction lists them.
+   * @param {string} type
+   * @returns {string} HTML
+   */
+  function keyHelp(type) {
+    if (type === "rating") {
+      var keys = state.timeline.categories.map(function (c) {
+        return "<kbd>" + escapeHtml(c.key.toUpperCase()) + "</kbd> " + escapeHtml(c.label);
+      }).join(", ");
+      return "<p>Press a category's key to raise its rating, <kbd>Shift</kbd> + key to lower it, " +
+        "<kbd>Enter</kbd> to continue; or click. Keys: " + keys + ".</p>";
+    }
+    if (type === "triad") {
+      return "<p><kbd>F</kbd> or <kbd>&larr;</kbd> for the left image, <kbd>J</kbd> or " +
+        "<kbd>&rarr;</kbd> for the right image; or click it.</p>";
+    }
+    return "<p>The keys are shown on each trial.</p>";
+  }
+
+  /**
+   * @param {TimelineEntry} entry the first trial of the block
+   * @returns {object} a jsPsych trial
+   */
+  function introScreen(entry) {
+    var info = (state.timeline.blocks || {})[entry.block || ""];
+    var text = info && info.intro ? "<p class='hl-intro-text'>" + escapeHtml(info.intro) + "</p>" : "";
+    var practice = entry.practice ? "<p>It starts with a few <strong>practice trials</strong>.</p>" : "";
+    return buttonScreen("<h2>Next part</h2>" + text + "<div class='hl-keys'>" + keyHelp(entry.type) +
+                        "</div>" + practice, "Start", "intro");
+  }
+
+  /**
+   * @param {TimelineEntry[]} entries the repeated trials
+   * @returns {object} a jsPsych trial
+   */
+  function repeatsScreen(entries) {
+    /** @type {Record<string, boolean>} */
+    var types = {};
+    entries.forEach(function (e) { types[e.type] = true; });
+    return buttonScreen("<h2>Last part</h2><p>A few more trials like the ones before.</p>" +
+      "<div class='hl-keys'>" + Object.keys(types).map(keyHelp).join("") + "</div>", "Start", "intro");
+  }
+
+  /**
+   * @param {number} trial the number of the next trial (1-based)
+   * @returns {object} a jsPsych trial
+   */
+  function breakScreen(trial) {
+    return buttonScreen("<h2>Take a break</h2><p>You have done " + (trial - 1) + " of " +
+      HumanlikeSession.taskTotal() + " trials. Rest your eyes for a moment, and continue when you are ready.</p>",
+      "Continue when ready", "break");
+  }
+
+  /** @returns {object} a jsPsych trial */
+  function practiceOverScreen() {
+    return buttonScreen("<h2>Practice over</h2><p>The real trials start now. They work exactly " +
+      "like the practice.</p>", "Start", "practice_over");
+  }
+
+  /** @returns {object} a jsPsych trial: feedback after a practice rating or triad (no right answer) */
+  function practiceFeedbackScreen() {
+    return buttonScreen("<h2>Practice answer recorded</h2><p>There is no right or wrong answer " +
+      "here: answer as the images look to you.</p>", "Continue", "practice_feedback");
+  }
+
+  /**
+   * @param {string} mark "+" or "" (inter-trial interval)
+   * @param {number} duration_ms
+   * @returns {object} a jsPsych trial
+   */
+  function fixationScreen(mark, duration_ms) {
+    return { type: jsPsychFixation, mark: mark, duration_ms: duration_ms,
+             frame_ms: state.frame.frame_ms, data: { screen: mark ? "fixation" : "iti" } };
+  }
+
+  /** @returns {object} a jsPsych trial: "welcome back" on a resume, with where the participant stopped */
+  function welcomeBackScreen() {
+    return buttonScreen("<h2>Welcome back</h2><p>You continue where you stopped: trial " +
+      (HumanlikeSession.countDone() + 1) + " of " + HumanlikeSession.taskTotal() + ".</p>", "Continue", "resume");
+  }
+
+  /**
+   * The trials of `remaining` with the screens the spec puts around them: block introductions,
+   * "last part" before the repeats, breaks every N trials (by trial number, so the same across
+   * reloads), practice feedback and "practice over", fixation before and the inter-trial interval
+   * after each trial.
+   * @param {TimelineEntry[]} remaining
+   * @param {any[]} trials the built trials of `remaining`, in the same order
+   * @param {boolean} resuming a "welcome back" screen is shown instead of a break first
+   * @returns {any[]}
+   */
+  function withScreens(remaining, trials, resuming) {
+    var tl = state.timeline;
+    var p = tl.presentation;
+    var fixation = p.fixation_ms || 0;
+    var iti = p.iti_ms || 0;
+    var every = tl.break_every || 0;
+    var blocks = tl.blocks || {};
+    /** @type {Record<number, TimelineEntry>} */
+    var byIndex = {};
+    tl.trials.forEach(function (t) { byIndex[t.index] = t; });
+    /** @type {any[]} */
+    var out = [];
+    var repeatsShown = false;
+    remaining.forEach(function (entry, k) {
+      var task = entry.type !== "debrief";
+      var before = byIndex[entry.index - 1];
+      var first = k === 0;
+      if (task && entry.is_repeat) {
+        if (!repeatsShown) out.push(repeatsScreen(remaining.filter(function (e) { return e.is_repeat; })));
+        repeatsShown = true;
+      } else if (task && (first || !before || before.block !== entry.block)) {
+        out.push(introScreen(entry));
+      } else if (task && before && before.practice && !entry.practice && before.block === entry.block) {
+        out.push(practiceOverScreen());
+      }
+      if (task && every && entry.index > 0 && entry.index % every === 0 && !(first && resuming)) {
+        out.push(breakScreen(entry.index + 1));
+      }
+      if (task && fixation > 0) out.push(fixationScreen("+", fixation));
+      out.push(trials[k]);
+      if (task && entry.practice && (blocks[entry.block || ""] || {}).practice_feedback) {
+        out.push(practiceFeedbackScreen());
+      }
+      if (task && iti > 0) out.push(fixationScreen("", iti));
+    });
+    return out;
+  }
+
+  /* ---- full screen ---- */
+
+  function enterFullscreen() {
+    var root = document.documentElement;
+    if (root.requestFullscreen && !document.fullscreenElement) {
+      root.requestFullscreen().catch(function () { /* refused: the study goes on in the window */ });
+    }
+  }
+
+  /** @returns {object} a jsPsych trial: the screen whose button enters full screen */
+  function fullscreenScreen() {
+    return buttonScreen("<h2>Full screen</h2><p>This study runs in full screen. " +
+      "Please stay in full screen until the end.</p>", "Enter full screen", "fullscreen",
+      function () { enterFullscreen(); });
+  }
+
+  /** After a full-screen exit mid-task: a prompt (over the page) with a button to go back. */
+  function askFullscreen() {
+    if (document.getElementById("fullscreen-prompt")) return;
+    var box = el("div", { id: "fullscreen-prompt", "class": "fullscreen-prompt", role: "dialog" });
+    var inner = el("div", { "class": "page" }, "<h2>Please return to full screen</h2>" +
+      "<p>The study runs in full screen. Press the button to go back.</p>");
+    var button = /** @type {HTMLButtonElement} */ (el("button", { type: "button", id: "fullscreen-return" },
+      "Return to full screen"));
+    button.addEventListener("click", function () {
+      enterFullscreen();
+      if (box.parentNode) box.parentNode.removeChild(box);
+    });
+    inner.appendChild(button);
+    box.appendChild(inner);
+    document.body.appendChild(box);
+    button.focus();
+  }
+
+  return { el: el, escapeHtml: escapeHtml, taskRoot: taskRoot, showMessage: showMessage,
+           buttonScreen: buttonScreen, welcomeBackScreen: welcomeBackScreen, withScreens: withScreens,
+           fullscreenScreen: fullscreenScreen, askFullscreen: askFullscreen };
+})();
