@@ -54,6 +54,9 @@ class DerivedTable:
     frame: Callable[[pd.DataFrame, ExportInput], pd.DataFrame]
 
 
+# What a type does unless its entry says otherwise (one trial per stimulus)
+
+
 def stimulus_entry(block: Block, rec: StimulusRecord, rng: np.random.Generator,
                    practice: bool = False) -> Entry:
     """One trial on one stimulus (a rating; the catch trials of every block): its type, block,
