@@ -2,7 +2,8 @@
 check, its export table with the columns it adds (and their codebook text), its frame builder,
 whether the browser runner can show it, the timeline entries it builds for a spec block, the checks
 of its manifest rows, the block settings it accepts and its simulated participant's answer. Adding
-a type is one entry here (and one builder in ``static/js/runner.js``'s ``TRIAL_BUILDERS``).
+a type is one entry here (and, in the browser, its file that registers its trial builder with
+``HumanlikeTrialTypes`` in ``static/js/trial_types.js``).
 
 Records another system keeps in its own storage (psiTurk's) are entries of ``STORED_RECORDS``: each
 reads its table from that storage (``StoredRecords.read``), so the export needs no branch for them.
@@ -515,7 +516,8 @@ def internal_types() -> list[str]:
 
 
 def browser_trial_types() -> list[str]:
-    """Names of the types the browser runner can show (its ``TRIAL_BUILDERS`` keys)."""
+    """Names of the types the browser runner can show (the builders registered with
+    ``HumanlikeTrialTypes``)."""
     return [t.name for t in TRIAL_TYPES.values() if t.browser]
 
 
