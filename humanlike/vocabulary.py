@@ -38,3 +38,11 @@ FINISHED_STATUSES: frozenset[str] = frozenset({
 LEFT_STATUSES: frozenset[str] = frozenset({
     ParticipantStatus.RETURNED, ParticipantStatus.QUIT_EARLY, ParticipantStatus.TIMED_OUT})
 """Left before finishing: returned the study on the platform, quit, or timed out."""
+
+
+class AnalysisOverride(StrEnum):
+    """A researcher's decision on a participant (``participant.analysis_override``) that beats QC:
+    exclude from analysis, or include whatever QC says."""
+
+    EXCLUDE = "exclude"
+    INCLUDE = "include"

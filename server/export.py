@@ -2,8 +2,8 @@
 classifications, debrief answers), participants, stimuli and events, as CSV and Parquet with a
 codebook. Each trial's design is read from ``trial.design``.
 
-``write_export`` streams: trials are read through a server-side cursor (``yield_per``) in chunks cut
-on participant boundaries; each chunk's tables are appended to the CSV files and to Parquet writers,
+``write_export`` streams: trials are read by the one trial reader (``trial_store.trial_chunks``: the
+driver's cursor, server-side on PostgreSQL) in chunks cut on participant boundaries; each chunk's tables are appended to the CSV files and to Parquet writers,
 and its participants' QC is computed from the chunk alone (QC is per participant), so memory is
 bounded by the chunk size, not the study's. ``export_frames`` builds the same tables in memory (one
 chunk holding everything)."""
@@ -20,16 +20,16 @@ import sqlalchemy as sa
 
 from humanlike.analysis.exclusions import ExclusionRules
 from humanlike.server import codebook as book
+from humanlike.server import trial_store
 from humanlike.server.experiments import version_hashes
 from humanlike.server.export_sink import TableSink
 from humanlike.server.extensions import db
-from humanlike.server.models import Event, Experiment, Participant, Stimulus, Trial
+from humanlike.server.models import Event, Experiment, Participant, Stimulus
 from humanlike.server.pseudonyms import pseudonymise_codebook, pseudonymise_frame
-from humanlike.server.trial_types import TRIAL_TYPES, ExportInput
+from humanlike.server.trial_types import TRIAL_TYPES, ExportInput, internal_types
 
 TRIAL_COLUMNS = list(book.TRIAL_COLUMNS)
 CHUNK_TRIALS = 8_000  # about 10 participants of an 820-trial study: ~150 MB of frames
-_FLOAT_COLUMNS = ("rt_ms", "first_rt_ms", "presented_ms", "client_time")
 # event types counted per participant in the participants table: column -> (type, value or None)
 EVENT_COUNTS = {"n_blur": ("blur", None), "n_hidden": ("visibility", "hidden"),
                 "n_fullscreen_exit": ("fullscreen_exit", None)}
@@ -43,22 +43,12 @@ def _experiment(slug: str) -> Experiment:
     return exp
 
 
-def _trial_select(exp: Experiment) -> sa.Select:
-    """Every stored trial of ``exp`` with its participant and stimulus, in arrival then trial order."""
-    return (
-        sa.select(
-            Trial.participant_id.label("_participant_id"),
-            Participant.public_id.label("participant"), Participant.platform_id,
-            Participant.condition, Trial.trial_index, Trial.trial_type,
-            Trial.block, Stimulus.key.label("stimulus"), Stimulus.kind.label("stimulus_kind"),
-            Trial.is_repeat, Trial.repeat_of, Trial.rt_ms, Trial.first_rt_ms, Trial.presented_ms,
-            Trial.frames, Trial.client_time, Trial.server_time, Trial.response, Trial.design,
-        )
-        .join(Participant, Trial.participant_id == Participant.id)
-        .outerjoin(Stimulus, Trial.stimulus_id == Stimulus.id)
-        .where(Participant.experiment_id == exp.id)
-        .order_by(Trial.participant_id, Trial.trial_index)
-    )
+EXPORT_FIELDS = ("participant", "platform_id", "condition", "trial_index", "trial_type", "block",
+                 "stimulus", "stimulus_kind", "is_repeat", "repeat_of", "rt_ms", "first_rt_ms",
+                 "presented_ms", "frames", "client_time", "server_time", "practice", "response",
+                 "design")
+"""What the export reads of each trial (``trial_store.FIELDS``): the common columns but the
+experiment's slug, plus the stored response and design."""
 
 
 def _stream(stmt: sa.Select, rows: int) -> sa.CursorResult:
@@ -69,40 +59,41 @@ def _stream(stmt: sa.Select, rows: int) -> sa.CursorResult:
     return db.session.connection().execute(stmt.execution_options(yield_per=max(rows, 1)))
 
 
-def trial_rows_frame(rows: list[Any], keys: list[str], slug: str) -> pd.DataFrame:
-    """Trial rows (from ``_trial_select``) as the common trial columns plus response and design."""
-    if not rows:
-        return pd.DataFrame(columns=[*TRIAL_COLUMNS, "response", "design"])
-    frame = pd.DataFrame.from_records(rows, columns=keys)
-    frame["practice"] = [bool(d.get("practice")) for d in frame["design"]]
-    frame["experiment"] = slug
-    frame["server_time"] = pd.to_datetime(frame["server_time"], utc=True).dt.strftime(
-        "%Y-%m-%dT%H:%M:%S.%fZ"
-    )
-    for col in _FLOAT_COLUMNS:
-        frame[col] = frame[col].astype("float64")
-    frame["repeat_of"] = frame["repeat_of"].astype("Int64")
-    frame["frames"] = frame["frames"].astype("Int64")
+def utc_text(times: pd.Series) -> pd.Series:
+    """UTC times as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` text (numpy's formatter: strftime's output,
+    several times faster)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    times = pd.to_datetime(times, utc=True)
+    if times.isna().any():
+        return times.dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    naive = times.dt.tz_localize(None).to_numpy().astype("datetime64[us]")
+    text = pc.binary_join_element_wise(pa.array(np.datetime_as_string(naive, unit="us")), "Z", "")
+    return pd.Series(text.to_pandas(), index=times.index)
+
+
+def empty_trials() -> pd.DataFrame:
+    """The trial rows of an experiment without trials (every column text, as always)."""
+    return pd.DataFrame(columns=[*TRIAL_COLUMNS, "response", "design"])
+
+
+def trial_rows_frame(chunk: pd.DataFrame, slug: str) -> pd.DataFrame:
+    """A chunk of ``trial_store.trial_chunks(EXPORT_FIELDS)`` as the common trial columns plus
+    response and design (their stored JSON text)."""
+    if chunk.empty:
+        return empty_trials()
+    frame = chunk.assign(experiment=slug, server_time=utc_text(chunk["server_time"]))
     return frame[[*TRIAL_COLUMNS, "response", "design"]]
 
 
-def trial_chunks(exp: Experiment, chunk_trials: int = CHUNK_TRIALS) -> Iterator[pd.DataFrame]:
-    """Stored trials in frames of about ``chunk_trials`` rows, never splitting a participant."""
-    result = _stream(_trial_select(exp), chunk_trials)
-    keys = list(result.keys())
-    pending: list[Any] = []
-    for part in result.partitions():
-        pending.extend(part)
-        if len(pending) < chunk_trials:
-            continue
-        last, cut = pending[-1][0], len(pending)
-        while cut > 0 and pending[cut - 1][0] == last:
-            cut -= 1
-        if cut > 0:
-            yield trial_rows_frame(pending[:cut], keys, exp.slug)
-            pending = pending[cut:]
-    if pending:
-        yield trial_rows_frame(pending, keys, exp.slug)
+def trial_chunks(exp: Experiment, chunk_trials: int | None = CHUNK_TRIALS) -> Iterator[pd.DataFrame]:
+    """Stored trials in frames of about ``chunk_trials`` rows (None: one frame), never splitting a
+    participant, through the one trial reader (``trial_store.trial_chunks``)."""
+    for chunk in trial_store.trial_chunks(EXPORT_FIELDS, experiment_id=exp.id,
+                                          chunk_rows=chunk_trials):
+        yield trial_rows_frame(chunk, exp.slug)
 
 
 def stimulus_frame(exp: Experiment) -> pd.DataFrame:
@@ -117,11 +108,17 @@ def stimulus_frame(exp: Experiment) -> pd.DataFrame:
 
 
 def trial_tables(trials: pd.DataFrame, labels: list[str], stimuli: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """``trials`` and one table per registered trial type, from a frame of trial rows."""
-    internal = [t.name for t in TRIAL_TYPES.values() if t.internal]
+    """``trials`` and one table per registered trial type, from a frame of trial rows.
+
+    Rated types' builders read their responses as stored JSON text (``trial_store.rating_rows``,
+    parsed by Arrow); the other types' responses and designs are parsed into Python objects first."""
+    internal = internal_types()
     tables = {"trials": trials[~trials["trial_type"].isin(internal)][TRIAL_COLUMNS]}
     for t in TRIAL_TYPES.values():
         rows = trials[trials["trial_type"] == t.name]
+        if not t.rated and len(rows):
+            rows = rows.assign(response=trial_store.json_values(rows["response"]),
+                               design=trial_store.json_values(rows["design"]))
         inp = ExportInput(rows, TRIAL_COLUMNS, labels, stimuli)
         tables[t.table] = t.frame(inp)
         for derived in t.derived:
@@ -129,12 +126,17 @@ def trial_tables(trials: pd.DataFrame, labels: list[str], stimuli: pd.DataFrame)
     return tables
 
 
+QC_COLUMNS = ["participant", "trial_index", "stimulus", "stimulus_kind", "is_repeat", "rt_ms",
+              "practice", "category", "rating"]
+"""The columns of the rating long form that the QC reads."""
+
+
 def rating_qc(ratings: pd.DataFrame, stimuli: pd.DataFrame, participants: pd.DataFrame,
               rules: ExclusionRules) -> pd.DataFrame:
     """Per-participant QC and exclusions, computed by the analysis package (one implementation)."""
     from humanlike.analysis.ratings.data import attach_stimuli, clean_ratings, participant_qc
 
-    main = ratings[~ratings["practice"]].drop(columns=["stimulus_kind"])
+    main = ratings.loc[~ratings["practice"], QC_COLUMNS].drop(columns=["stimulus_kind"])
     frame = attach_stimuli(main, stimuli)
     frame = clean_ratings(frame, rules.min_trial_rt_ms)
     qc = participant_qc(frame, participants, rules, respect_export_exclusions=False, validated=True)
@@ -284,8 +286,7 @@ def export_frames(slug: str) -> dict[str, pd.DataFrame]:
     """All export tables of an experiment as DataFrames, in memory (inside an app context)."""
     exp = _experiment(slug)
     run = _Export(exp)
-    result = db.session.execute(_trial_select(exp))
-    trials = trial_rows_frame(list(result), list(result.keys()), slug)
+    trials = next(trial_chunks(exp, chunk_trials=None))
     frames = run.tables(trials)
     frames["participants"] = run.participant_frame()
     frames["stimuli"] = run.stimuli
@@ -316,13 +317,8 @@ def write_export(slug: str, out: Path, chunk_trials: int = CHUNK_TRIALS,
         sinks[name].write(frame)
 
     try:
-        empty = True
         for trials in trial_chunks(exp, chunk_trials):
-            empty = False
             for name, frame in run.tables(trials).items():
-                write(name, frame)
-        if empty:
-            for name, frame in run.tables(trial_rows_frame([], [], slug)).items():
                 write(name, frame)
         write("participants", run.participant_frame())
         write("stimuli", run.stimuli)

@@ -132,12 +132,20 @@ class Participant(db.Model):  # type: ignore[name-defined]  # dynamic base
     trials: Mapped[list[Trial]] = relationship(back_populates="participant")
 
 
+def _practice_of_design(context: Any) -> bool:
+    """An insert that names no ``practice`` gets its design's flag (``bool(design.get('practice'))``,
+    the truthiness the readers used when they parsed it)."""
+    design = context.get_current_parameters().get("design")
+    return bool(design.get("practice")) if isinstance(design, dict) else False
+
+
 class Trial(db.Model):  # type: ignore[name-defined]  # dynamic base
     """One finished trial; (participant, trial_index) is the idempotency key.
 
     ``design`` is the timeline entry the trial answered (type, block, practice, stimuli, triad
-    levels, repeat info ...), stored once; ``block``, ``stimuli``, ``is_repeat`` and ``repeat_of``
-    are copied from it as columns for queries."""
+    levels, repeat info ...), stored once; ``block``, ``stimuli``, ``is_repeat``, ``repeat_of`` and
+    ``practice`` are copied from it as columns for queries. Written and read through
+    ``humanlike.server.trial_store``."""
 
     __tablename__ = "trial"
     __table_args__ = (
@@ -158,6 +166,10 @@ class Trial(db.Model):  # type: ignore[name-defined]  # dynamic base
     frames: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
     is_repeat: Mapped[bool] = mapped_column(sa.Boolean, default=False)
     repeat_of: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
+    practice: Mapped[bool] = mapped_column(sa.Boolean, default=_practice_of_design,
+                                           server_default=sa.false())
+    """A practice trial (out of every analysis): the design's ``practice`` flag, stored as a column
+    so readers need not parse ``design`` (migration 0011 backfilled it)."""
     client_time: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
     server_time: Mapped[dt.datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
 

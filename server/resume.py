@@ -9,6 +9,7 @@ import hmac
 import sqlalchemy as sa
 from flask import current_app
 
+from humanlike.server import auth_cache
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import PRE_TRIAL, ParticipantStatus
 from humanlike.server.models import Experiment, Participant
@@ -52,11 +53,9 @@ def bind(participant: Participant, entry: Entry) -> None:
 
 def reissue_token(participant: Participant) -> str:
     """A fresh write token; only its hash is stored, so the previous token stops working."""
-    from humanlike.server.api import forget_auth
-
     token = new_token()
     participant.token_hash = hash_token(token)
-    forget_auth(participant.public_id)
+    auth_cache.forget(participant.public_id)
     return token
 
 

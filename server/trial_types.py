@@ -163,18 +163,11 @@ def _validate_rating(response: dict[str, Any], labels: list[str]) -> str | None:
 
 
 def rating_frame(inp: ExportInput) -> pd.DataFrame:
-    """Rating trials in long form: one row per (trial, category), categories in spec order."""
-    import numpy as np
-    import pandas as pd
+    """Rating trials in long form: one row per (trial, category), categories in spec order (the
+    one long-form builder, ``trial_store.rating_rows``; responses as stored JSON text or objects)."""
+    from humanlike.server.trial_store import rating_rows
 
-    rt, labels = inp.trials, inp.labels
-    if not labels:
-        return rt.iloc[0:0][inp.columns]
-    base = rt[inp.columns].loc[rt.index.repeat(len(labels))].reset_index(drop=True)
-    base["category"] = np.tile(labels, len(rt))
-    ratings = pd.DataFrame([resp["ratings"] for resp in rt["response"]], columns=labels)
-    base["rating"] = ratings.to_numpy(dtype=float).ravel()  # row-major: trial, then category
-    return base
+    return rating_rows(inp.trials, inp.columns, inp.labels)
 
 
 _SPLITMIX_GAMMA = 0x9E3779B97F4A7C15

@@ -43,6 +43,7 @@ from humanlike.server.admin.qc import refresh_qc
 from humanlike.server.admin.stats import as_utc
 from humanlike.server.extensions import db
 from humanlike.server.models import Experiment, PanelResult, Participant, Trial, utcnow
+from humanlike.server.trial_types import TRIAL_TYPES, rated_types
 
 log = logging.getLogger(__name__)
 LEASE = dt.timedelta(minutes=15)
@@ -175,6 +176,11 @@ SECTION_TABLES = ("triads", "classifications", "participants", "stimuli")
 """The export tables the MLDS and error-consistency sections read."""
 
 
+def section_types() -> set[str]:
+    """The trial types whose export tables the MLDS and error-consistency sections read."""
+    return {t.name for t in TRIAL_TYPES.values() if t.table in SECTION_TABLES}
+
+
 def compute(exp: Experiment) -> dict[str, Any]:
     """The panel of one experiment from its stored trials (no database writes)."""
     # ratings: the rating array read in chunks; triads and classifications: a temporary export of
@@ -188,7 +194,7 @@ def compute(exp: Experiment) -> dict[str, Any]:
     stopping = exp.spec.get("stopping")
     types = stored_trial_types(exp)
     result: dict[str, Any] = {"kind": None, "n_participants": 0}
-    if "rating" in types and exp.spec.get("categories"):
+    if types & set(rated_types()) and exp.spec.get("categories"):
         try:
             result = _ratings_panel(exp, settings, stopping)
         except ValueError as exc:  # e.g. fewer than two participants pass QC
@@ -196,7 +202,7 @@ def compute(exp: Experiment) -> dict[str, Any]:
             result = {"kind": "ratings", "n_participants": 0, "error": str(exc)}
     alpha = float((stopping or {}).get("alpha", 0.05))
     result[MLDS_SECTION] = result["ec"] = None
-    if types & {"triad", "classification"}:
+    if types & section_types():
         with tempfile.TemporaryDirectory(prefix="humanlike-panel-") as tmp:
             write_export(exp.slug, Path(tmp), raw_parquet=False, tables=SECTION_TABLES)
             db.session.rollback()  # end the read transaction: the analysis may take a while

@@ -2,8 +2,8 @@
 
 The panel used to write a temporary export, read its 16.4 M-row ratings table back into pandas and
 build the participants x stimuli x categories array from it (12 GB at 2,000 participants x 820
-trials). Here the rating trials are streamed (server-side cursor) as plain columns, their JSON
-responses parsed by Arrow, and each chunk's first presentations are written into preallocated
+trials). Here the rated trials are streamed by the one trial reader (``trial_store.trial_chunks``:
+the driver's cursor, server-side on PostgreSQL), their JSON responses parsed by Arrow, and each chunk's first presentations are written into preallocated
 per-participant cells that the process keeps: the next pass reads only the participants whose
 stored trial count changed (trials are only ever added). Memory is every participant's cells plus
 the analysed array (each participants x stimuli x categories floats: 131 MB at 2,000 x 820 x 10)
@@ -15,26 +15,25 @@ repeated trials out of the array, ratings of trials faster than ``min_trial_rt_m
 analysis package's stimulus and category order, stimulus metadata normalised by the analysis
 package's own ``attach_stimuli`` / ``validate_ratings`` / ``stimulus_table``. Who is excluded is the
 export's decision, read from the stored QC (``participant_qc``, computed by the same ``rating_qc``
-just before, in ``panel.refresh``) and the researcher's overrides, as ``stats.excluded_clause``."""
+just before, in ``panel.refresh``) and the researcher's overrides (``overrides.decide``, the rule
+``stats.excluded_clause`` states in SQL)."""
 
 from __future__ import annotations
 
-import io
-import json
-import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
+from humanlike.server import overrides, trial_store
 from humanlike.server.admin.stats import experiment_stored_counts
 from humanlike.server.export import stimulus_frame
 from humanlike.server.extensions import db
 from humanlike.server.models import Experiment, Participant, ParticipantQC, Stimulus, Trial
+from humanlike.server.trial_types import rated_types
 
 if TYPE_CHECKING:
     from humanlike.analysis.ratings.data import RatingArray
@@ -59,13 +58,9 @@ class PanelRatings:
     """Participants whose trials this pass read (the others' cells were current)."""
 
 
-def _join(*parts: str) -> str:
-    """The non-empty parts joined by ';'."""
-    return ";".join(p for p in parts if p)
-
-
 def exclusions(exp: Experiment) -> pd.DataFrame:
-    """Per participant (database id): public id and the export's ``excluded`` (QC, overrides)."""
+    """Per participant (database id): public id, the export's ``excluded`` and
+    ``exclusion_reasons`` (stored QC with the researcher's overrides, ``overrides.decide``)."""
     rows = db.session.execute(
         sa.select(Participant.id, Participant.public_id, Participant.analysis_override,
                   Participant.analysis_override_reason, ParticipantQC.qc_failed,
@@ -74,20 +69,9 @@ def exclusions(exp: Experiment) -> pd.DataFrame:
         .where(Participant.experiment_id == exp.id)).all()
     frame = pd.DataFrame(rows, columns=["id", "participant", "override", "override_reason",
                                         "qc_failed", "qc_reasons"]).set_index("id")
-    frame["excluded"] = (frame["override"] == "exclude") | (
-        frame["qc_failed"].eq(True) & (frame["override"] != "include"))
+    frame["excluded"], frame["exclusion_reasons"] = overrides.decide(
+        frame["override"], frame["override_reason"], frame["qc_failed"], frame["qc_reasons"])
     return frame
-
-
-def exclusion_reasons(people: pd.DataFrame) -> list[str]:
-    """The export's ``exclusion_reasons`` of the given rows of :func:`exclusions`."""
-    out = []
-    for decision, why, qc in zip(people["override"], people["override_reason"],
-                                 people["qc_reasons"]):
-        qc, why = str(qc or ""), str(why or "")
-        out.append(_join(f"researcher: {why}", qc) if decision == "exclude"
-                   else _join(f"researcher include: {why}", qc) if decision == "include" else qc)
-    return out
 
 
 def stimulus_metadata(exp: Experiment) -> pd.DataFrame:
@@ -107,80 +91,17 @@ def stimulus_metadata(exp: Experiment) -> pd.DataFrame:
         stimulus=frame["stimulus"].to_numpy())
 
 
-def _rating_select(exp: Experiment) -> sa.Select:
-    """The experiment's rating trials (ids, index, rt, repeat flag, JSON texts), unsorted."""
-    return (
-        sa.select(Trial.participant_id, Trial.trial_index, Trial.stimulus_id, Trial.rt_ms,
-                  Trial.is_repeat, sa.cast(Trial.design, sa.Text), sa.cast(Trial.response, sa.Text))
-        .join(Participant, Trial.participant_id == Participant.id)
-        .where(Participant.experiment_id == exp.id, Trial.trial_type == "rating"))
+RATING_FIELDS = ("participant_id", "trial_index", "stimulus_id", "rt_ms", "is_repeat", "practice",
+                 "response")
+"""What the panel reads of each rated trial (``trial_store.FIELDS``)."""
 
 
-def _raw_chunks(stmt: sa.Select) -> Iterator[Sequence[Any]]:
-    """The rows of ``stmt`` in lists of ``CHUNK_ROWS`` plain DBAPI tuples, read through the
-    driver's own cursor (a server-side one on PostgreSQL) in the session's transaction."""
-    # the driver's values as they come (SQLite: booleans as 0 / 1): SQLAlchemy's per-row
-    # processing would cost more than the rest of the reader. Not through a streaming
-    # SQLAlchemy result: that keeps the first row in its own buffer, and reading its cursor beside
-    # it lost that row. The statement holds only ids and a trial type, rendered as literals.
-    connection = db.session.connection()
-    sql = str(stmt.compile(dialect=connection.dialect, compile_kwargs={"literal_binds": True}))
-    driver = connection.connection  # the DBAPI connection
-    cursor = (driver.cursor(name=f"humanlike_panel_{uuid.uuid4().hex[:12]}")
-              if connection.dialect.name == "postgresql" else driver.cursor())
-    try:
-        cursor.execute(sql)
-        while rows := cursor.fetchmany(CHUNK_ROWS):
-            yield rows
-    finally:
-        cursor.close()
-
-
-def columns_of(rows: Sequence[Any], n: int) -> list[list[Any]]:
-    """The ``n`` columns of ``rows`` as lists."""
-    # itemgetter in C: unlike zip(*rows) it makes no object per row, so a chunk does not set off
-    # the garbage collector over and over
-    return [list(map(itemgetter(i), rows)) for i in range(n)]
-
-
-def _json_lines(texts: Sequence[str], schema: Any, threads: bool = False) -> Any | None:
-    """``texts`` parsed by Arrow as JSON lines of ``schema``, or None where Arrow cannot."""
-    import pyarrow as pa
-    import pyarrow.json as pj
-
-    try:
-        table = pj.read_json(
-            io.BytesIO("\n".join(texts).encode()),
-            read_options=pj.ReadOptions(use_threads=threads, block_size=1 << (20 if threads else 24)),
-            parse_options=pj.ParseOptions(explicit_schema=schema,
-                                          unexpected_field_behavior="ignore"))
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-        return None
-    return table if table.num_rows == len(texts) else None
-
-
-def practice_flags(designs: Sequence[str], threads: bool = False) -> np.ndarray:
-    """Each trial design's ``practice`` flag (truthy = practice, as the export reads it)."""
-    import pyarrow as pa
-
-    table = _json_lines(designs, pa.schema([("practice", pa.bool_())]), threads)
-    if table is None:  # not plain booleans: read each design as the export does
-        return np.array([bool((json.loads(d) or {}).get("practice")) for d in designs], dtype=bool)
-    return table.column("practice").to_numpy(zero_copy_only=False).astype(bool)
-
-
-def rating_values(responses: Sequence[str], labels: list[str], threads: bool = False) -> np.ndarray:
-    """(trials, categories) ratings of the responses in ``labels`` order, as ``rating_frame``."""
-    import pyarrow as pa
-
-    schema = pa.schema([("ratings", pa.struct([(label, pa.float64()) for label in labels]))])
-    table = _json_lines(responses, schema, threads)
-    column = None if table is None else table.column("ratings").combine_chunks()
-    if column is None or column.null_count:  # other types, or a response without ratings
-        return pd.DataFrame([json.loads(r)["ratings"] for r in responses],
-                            columns=labels).to_numpy(dtype=float)
-    return np.column_stack([column.field(label).to_numpy(zero_copy_only=False) for label in labels]
-                           ) if labels else np.empty((len(responses), 0))
+def rating_chunks(exp: Experiment, ids: Sequence[int] | None = None) -> Iterator[pd.DataFrame]:
+    """The experiment's rated trials (of the participants ``ids`` only, when given) from the one
+    trial reader, ``CHUNK_ROWS`` at a time in the order the database reads them (a table scan)."""
+    return trial_store.trial_chunks(RATING_FIELDS, experiment_id=exp.id, participant_ids=ids,
+                                    trial_types=rated_types(), ordered=False,
+                                    chunk_rows=CHUNK_ROWS)
 
 
 def stored_trial_types(exp: Experiment) -> set[str]:
@@ -243,19 +164,17 @@ def _read_cells(exp: Experiment, cells: _Cells, ids: list[int], rows: np.ndarray
     """Read the rating trials of the participants ``ids`` (database ids, in ``rows``) into
     ``cells``: their first presentations' ratings, in the later trial where a stimulus was shown
     twice without being marked a repeat (the export's trial order)."""
-    stmt = _rating_select(exp)
-    statements = [stmt]  # most of them: one table scan; a few: by the participant index
-    if len(ids) <= len(cells.rows) // 2:
-        statements = [stmt.where(Trial.participant_id.in_(ids[i:i + IDS_PER_QUERY]))
-                      for i in range(0, len(ids), IDS_PER_QUERY)]
+    parts: Iterator[pd.DataFrame] = rating_chunks(exp)  # most of them: one table scan
+    if len(ids) <= len(cells.rows) // 2:  # a few: by the participant index
+        parts = (part for i in range(0, len(ids), IDS_PER_QUERY)
+                 for part in rating_chunks(exp, ids[i:i + IDS_PER_QUERY]))
     row_of = pd.Index(np.asarray(ids, dtype=np.int64))
-    for part in (part for statement in statements for part in _raw_chunks(statement)):
-        pid, index, sid, rt, repeat, designs, responses = columns_of(part, 7)
-        found = row_of.get_indexer(pd.Index(np.asarray(pid, dtype=np.int64)))
+    for part in parts:
+        found = row_of.get_indexer(pd.Index(part["participant_id"].to_numpy()))
         if not (found >= 0).any():
             continue
-        main = ~practice_flags(designs, threads) & (found >= 0)
-        stimulus = np.nan_to_num(np.asarray(sid, dtype=float), nan=-1).astype(np.int64)
+        main = ~part["practice"].to_numpy(dtype=bool) & (found >= 0)
+        stimulus = part["stimulus_id"].to_numpy(dtype=np.int64, na_value=-1)
         if (stimulus[main] < 0).any():
             raise ValueError("ratings column 'stimulus' has empty values")
         row = np.where(found >= 0, rows[found], -1)
@@ -263,11 +182,13 @@ def _read_cells(exp: Experiment, cells: _Cells, ids: list[int], rows: np.ndarray
         place = stimulus_ids.get_indexer(stimulus)
         column = np.full(len(place), -1)
         column[place >= 0] = column_of[place[place >= 0]]
-        use = main & ~np.asarray(repeat, dtype=bool) & (column >= 0)
-        ratings = rating_values(responses, labels, threads)[use][:, columns]  # all checked
+        repeat, rt, index = part["is_repeat"], part["rt_ms"], part["trial_index"]
+        use = main & ~repeat.to_numpy(dtype=bool) & (column >= 0)
+        ratings = trial_store.rating_values(part["response"].tolist(), labels,
+                                            threads)[use][:, columns]  # all checked
         if min_trial_rt_ms is not None:
-            ratings[np.asarray(rt, dtype=float)[use] < float(min_trial_rt_ms)] = np.nan
-        trial = np.asarray(index, dtype=np.int64)[use]
+            ratings[rt.to_numpy(dtype=float)[use] < float(min_trial_rt_ms)] = np.nan
+        trial = index.to_numpy(dtype=np.int64)[use]
         by_index = np.argsort(trial, kind="stable")  # within the chunk, later trials last
         row, column, trial, ratings = row[use][by_index], column[use][by_index], trial[by_index], \
             ratings[by_index]
@@ -330,7 +251,7 @@ def panel_ratings(exp: Experiment, min_trial_rt_ms: float | None,
     n_passing = int((rated & ~excluded).sum())
     failing = people.loc[rated & excluded].sort_values("participant")
     if n_passing < 2:
-        reasons = [f"export: {why}" if why else "export" for why in exclusion_reasons(failing)]
+        reasons = [f"export: {why}" if why else "export" for why in failing["exclusion_reasons"]]
         raise ValueError(f"only {n_passing} participant(s) pass QC; the analysis needs at least "
                          f"two (exclusions: {reasons})")
     kept = sorted(people.loc[~people["excluded"], "participant"])

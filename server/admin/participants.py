@@ -13,13 +13,14 @@ import numpy as np
 import sqlalchemy as sa
 from flask import abort, current_app, render_template, request
 
-from humanlike.server import audit, timeouts
+from humanlike.server import audit, timeouts, trial_store
 from humanlike.server.admin import bp, charts, stats
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.extensions import db
-from humanlike.server.models import Event, Participant, ParticipantQC, Payment, Stimulus, Trial
+from humanlike.server.models import Event, Participant, ParticipantQC, Payment, Stimulus
 from humanlike.server.pseudonyms import key_from_secret, pseudonym
+from humanlike.server.trial_types import internal_types, rated_types
 
 PAGE_SIZE = 50
 SORTS: dict[str, Any] = {
@@ -159,11 +160,12 @@ def experiment_rows_fragment(slug: str):
 def repeat_pairs(trials: Sequence[Any]) -> list[tuple[float, float]]:
     """(first, repeat) rating of each category of each repeated stimulus (the reliability scatter;
     the same pairing as the analysis package's ``repeat_pairs``: repeat_of names the first trial)."""
+    rated = set(rated_types())
     first = {t.trial_index: t.response.get("ratings") for t in trials
-             if t.trial_type == "rating" and not t.is_repeat and isinstance(t.response, dict)}
+             if t.trial_type in rated and not t.is_repeat and isinstance(t.response, dict)}
     pairs: list[tuple[float, float]] = []
     for t in trials:
-        if t.trial_type != "rating" or not t.is_repeat or not isinstance(t.response, dict):
+        if t.trial_type not in rated or not t.is_repeat or not isinstance(t.response, dict):
             continue
         before, again = first.get(t.repeat_of if t.repeat_of is not None else -1), t.response.get(
             "ratings")
@@ -174,9 +176,12 @@ def repeat_pairs(trials: Sequence[Any]) -> list[tuple[float, float]]:
 
 
 def _debrief(trials: Sequence[Any]) -> list[tuple[str, str]]:
+    """The answers of the trials the timeline adds itself (the registry's internal types: the
+    debrief)."""
+    internal = set(internal_types())
     answers: list[tuple[str, str]] = []
     for t in trials:
-        if t.trial_type == "debrief" and isinstance(t.response, dict):
+        if t.trial_type in internal and isinstance(t.response, dict):
             raw = t.response.get("answers", t.response)
             if isinstance(raw, dict):
                 answers.extend((str(k), str(v)) for k, v in raw.items())
@@ -200,16 +205,13 @@ class TrialRow(NamedTuple):
 
 
 def _trial_rows(participant_id: int) -> list[TrialRow]:
-    """The participant's trials in order as plain tuples (practice flags parsed by Arrow)."""
-    from humanlike.server.admin.panel_ratings import practice_flags
-
-    rows = db.session.execute(
-        sa.select(Trial.trial_index, Trial.trial_type, Trial.block, Trial.stimulus_id,
-                  Trial.response, Trial.rt_ms, Trial.presented_ms, Trial.frames, Trial.is_repeat,
-                  Trial.repeat_of, sa.cast(Trial.design, sa.Text))
-        .where(Trial.participant_id == participant_id).order_by(Trial.trial_index)).all()
-    practice = practice_flags([r[-1] for r in rows]) if rows else np.zeros(0, dtype=bool)
-    return [TrialRow._make((*r[:-1], bool(flag))) for r, flag in zip(rows, practice)]
+    """The participant's trials in order as plain tuples (Python values, None where missing),
+    from the one trial reader (``trial_store.trial_chunks``)."""
+    frame = next(trial_store.trial_chunks(TrialRow._fields, participant_ids=[participant_id],
+                                          chunk_rows=None))
+    frame = frame.assign(response=trial_store.json_values(frame["response"])).astype(object)
+    frame = frame.where(frame.notna(), None)
+    return [TrialRow._make(row) for row in frame.itertuples(index=False, name=None)]
 
 
 @bp.app_template_filter("response_summary")
@@ -247,8 +249,9 @@ def participant(public_id: str):
     stimuli = dict(db.session.execute(sa.select(Stimulus.id, Stimulus.key)
                                       .where(Stimulus.experiment_id == exp.id)).all())
     qc = db.session.get(ParticipantQC, p.id)  # computed in the background by the same QC code
-    rts = np.array([t.rt_ms for t in trials if t.rt_ms is not None and t.trial_type != "debrief"
-                    and not t.practice], dtype=float)
+    internal = set(internal_types())
+    rts = np.array([t.rt_ms for t in trials if t.rt_ms is not None
+                    and t.trial_type not in internal and not t.practice], dtype=float)
     key = key_from_secret(current_app.config["SECRET_KEY"])
     reveal = request.args.get("reveal") == "1"
     if reveal:

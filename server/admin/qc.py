@@ -2,8 +2,9 @@
 implementation, ``humanlike.server.export.rating_qc`` over the analysis package) recomputed only for
 participants whose stored trial count changed since the last pass, so sorting and filtering by QC
 columns is an indexed join at any study size rather than a computation per page view. A batch's
-trials are read as plain rows (no ORM objects), their JSON designs and responses parsed by Arrow, and
-only the ratings table the QC reads is built (in the export's long form), not every export table.
+trials come from the one trial reader (``trial_store.trial_chunks``: plain driver rows, no ORM
+objects), their responses parsed by Arrow, and only the ratings table the QC reads is built (the
+export's long form, ``trial_store.rating_rows``), not every export table.
 
 The live panel's background pass (``humanlike.server.admin.panel.refresh``) calls ``refresh_qc``."""
 
@@ -16,17 +17,18 @@ import pandas as pd
 import sqlalchemy as sa
 
 from humanlike.analysis.exclusions import ExclusionRules
+from humanlike.server import trial_store
 from humanlike.server.admin.stats import as_utc
-from humanlike.server.export import event_counts, participant_table, rating_qc, stimulus_frame
-from humanlike.server.extensions import db
-from humanlike.server.models import (
-    Experiment,
-    Participant,
-    ParticipantQC,
-    Stimulus,
-    Trial,
-    utcnow,
+from humanlike.server.export import (
+    QC_COLUMNS,
+    event_counts,
+    participant_table,
+    rating_qc,
+    stimulus_frame,
 )
+from humanlike.server.extensions import db
+from humanlike.server.models import Experiment, Participant, ParticipantQC, Trial, utcnow
+from humanlike.server.trial_types import rated_types
 
 DEFAULT_TOO_FAST_MS = 100.0
 """Trials faster than this count as too fast when the spec sets no ``exclusion.min_trial_rt_ms``."""
@@ -44,41 +46,24 @@ def too_fast_ms(exp: Experiment) -> float:
     return float(value) if value is not None else DEFAULT_TOO_FAST_MS
 
 
-def _trials(exp: Experiment, ids: list[int]) -> pd.DataFrame:
-    """The stored trials of the participants ``ids``: what the QC reads, one row per trial."""
-    from humanlike.server.admin.panel_ratings import columns_of, practice_flags
+TRIAL_FIELDS = ("participant", "trial_index", "trial_type", "stimulus", "stimulus_kind",
+                "is_repeat", "rt_ms", "server_time", "practice", "response")
+"""What the QC reads of each trial (``trial_store.FIELDS``)."""
 
-    stmt = (sa.select(Participant.public_id, Trial.trial_index, Trial.trial_type,
-                      Stimulus.key, Stimulus.kind, Trial.is_repeat, Trial.rt_ms, Trial.server_time,
-                      sa.cast(Trial.design, sa.Text), sa.cast(Trial.response, sa.Text))
-            .join(Participant, Trial.participant_id == Participant.id)
-            .outerjoin(Stimulus, Trial.stimulus_id == Stimulus.id)
-            .where(Participant.experiment_id == exp.id, Trial.participant_id.in_(ids))
-            .order_by(Trial.participant_id, Trial.trial_index))
-    names = ["participant", "trial_index", "trial_type", "stimulus", "stimulus_kind", "is_repeat",
-             "rt_ms", "server_time", "design", "response"]
-    rows = db.session.connection().execute(stmt).all()  # Core rows: no ORM loading
-    frame = pd.DataFrame(dict(zip(names, columns_of(rows, len(names)))))  # no per-row pandas checks
-    frame["rt_ms"] = frame["rt_ms"].astype("float64")
-    frame["is_repeat"] = frame["is_repeat"].astype(bool)
-    frame["server_time"] = pd.to_datetime(frame["server_time"], utc=True)
-    frame["practice"] = practice_flags(frame["design"].tolist()) if len(frame) else []
-    return frame.drop(columns="design")
+
+def _trials(exp: Experiment, ids: list[int]) -> pd.DataFrame:
+    """The stored trials of the participants ``ids``: what the QC reads, one row per trial, in one
+    frame (a batch is small) from the one trial reader."""
+    return next(trial_store.trial_chunks(TRIAL_FIELDS, experiment_id=exp.id, participant_ids=ids,
+                                         chunk_rows=None))
 
 
 def rating_rows(trials: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
-    """The rating trials in the export's long form (``rating_frame``), the QC's columns only."""
-    from humanlike.server.admin.panel_ratings import rating_values
-
-    columns = ["participant", "trial_index", "stimulus", "stimulus_kind", "is_repeat", "rt_ms",
-               "practice"]
-    rated = trials[trials["trial_type"] == "rating"]
-    if not labels or rated.empty:
-        return pd.DataFrame(columns=[*columns, "category", "rating"])
-    base = rated[columns].loc[rated.index.repeat(len(labels))].reset_index(drop=True)
-    base["category"] = np.tile(labels, len(rated))
-    base["rating"] = rating_values(rated["response"].tolist(), labels).ravel()  # trial, category
-    return base
+    """The rated trials in the export's long form (``trial_store.rating_rows``), the QC's
+    columns only."""
+    columns = [c for c in QC_COLUMNS if c not in ("category", "rating")]
+    rated = trials[trials["trial_type"].isin(rated_types())]
+    return trial_store.rating_rows(rated, columns, labels)
 
 
 def _finite(value: Any) -> float | None:

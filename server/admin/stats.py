@@ -13,6 +13,7 @@ from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
 
+from humanlike.server import overrides
 from humanlike.server.admin.charts import Chart, cumulative
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import DONE, ParticipantStatus
@@ -51,14 +52,9 @@ def as_utc(value: dt.datetime | None) -> dt.datetime | None:
 
 
 def excluded_clause() -> sa.ColumnElement[bool]:
-    """Excluded from analysis: the researcher said so, or QC failed and the researcher did not
-    include the participant anyway (needs ``ParticipantQC`` outer-joined)."""
-    override = sa.func.coalesce(Participant.analysis_override, "")  # no NULLs: ~clause must work
-    return sa.or_(
-        override == "exclude",
-        sa.and_(sa.func.coalesce(ParticipantQC.qc_failed, sa.false()),
-                override != "include"),
-    )
+    """Excluded from analysis (``overrides.excluded_clause``: the researcher's decision beats QC)
+    of a participant row with its ``ParticipantQC`` outer-joined."""
+    return overrides.excluded_clause(Participant.analysis_override, ParticipantQC.qc_failed)
 
 
 @dataclass

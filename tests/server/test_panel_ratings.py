@@ -251,7 +251,7 @@ def test_a_pass_reads_only_the_participants_whose_trials_changed(lean_app, tmp_p
         # kept each query's first row in its own buffer, and the reader lost it)
         stored = db.session.execute(sa.select(sa.func.count()).select_from(Trial).where(
             Trial.trial_type == "rating")).scalar_one()
-        chunks = list(panel_ratings._raw_chunks(panel_ratings._rating_select(exp)))
+        chunks = list(panel_ratings.rating_chunks(exp))
         assert sum(map(len, chunks)) == stored and len(chunks) == -(-stored // 7)
         refresh_qc(exp)
         first = panel_ratings.panel_ratings(exp, 150.0)
