@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
 from pathlib import Path
 
@@ -14,10 +16,21 @@ from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: F401 - re-exported f
 
 @pytest.fixture(scope="session")
 def demo_spec(tmp_path_factory) -> Path:
-    """The demo experiment exactly as `make demo` builds it."""
+    """The demo experiment exactly as `make demo` builds it (~20 s: its models are trained), built
+    once per test run: under pytest-xdist the first worker to need it builds it in the run's shared
+    temporary folder while the others wait, then all read it."""
     from humanlike.server.demo import build_demo
 
-    return build_demo(tmp_path_factory.mktemp("demo") / "demo")
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return build_demo(tmp_path_factory.mktemp("demo") / "demo")
+    shared = tmp_path_factory.getbasetemp().parent / "shared-demo"
+    shared.mkdir(exist_ok=True)
+    done = shared / "spec-path"
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            done.write_text(str(build_demo(shared / "demo")))
+    return Path(done.read_text())
 
 
 class LiveServer:

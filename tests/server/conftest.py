@@ -99,3 +99,10 @@ def enter(client, query: str = "PROLIFIC_PID=abc123&STUDY_ID=s1&SESSION_ID=x1"):
 
 def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
+def built_study(app, study_snapshots):
+    """``built_study(name, build)``: ``build(app)``'s result with the database as it left it, built
+    once per session and backend (tests/conftest.py StudySnapshots); a test may write to its copy."""
+    return lambda name, build: study_snapshots.get(app, name, build)

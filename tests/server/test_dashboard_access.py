@@ -82,8 +82,8 @@ def test_a_closed_experiment_shows_new_arrivals_a_polite_page(app, client):
     assert resp.status_code == 410 and "not taking participants" in resp.get_data(as_text=True)
 
 
-@pytest.mark.parametrize("page", ["experiment", "participant", "audit"])
-def test_participant_typed_text_is_escaped_on_every_page(app, client, page):
+def evil_participant(app) -> str:
+    """A participant whose debrief answer, user agent and platform id are a script tag."""
     evil = "<script>alert(1)</script>"
     participant = app.test_client()
     pid = run_participant(participant, "PROLIFIC_PID=evil1&STUDY_ID=s1&SESSION_ID=x1",
@@ -93,6 +93,18 @@ def test_participant_typed_text_is_escaped_on_every_page(app, client, page):
                                  ).scalar_one()
         row.platform_id = evil
         db.session.commit()
+    return pid
+
+
+@pytest.fixture
+def evil_pid(app, built_study) -> str:
+    """``evil_participant``, built once per session and backend (each page reads a copy)."""
+    return built_study("evil_participant", evil_participant)
+
+
+@pytest.mark.parametrize("page", ["experiment", "participant", "audit"])
+def test_participant_typed_text_is_escaped_on_every_page(app, client, page, evil_pid):
+    pid = evil_pid
     login(app, client)
     urls = {"experiment": "/admin/experiments/small?reveal=1",
             "participant": f"/admin/participants/{pid}?reveal=1", "audit": "/admin/audit"}

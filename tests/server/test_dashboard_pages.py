@@ -9,6 +9,7 @@ import io
 import zipfile
 
 import pandas as pd
+import pytest
 import sqlalchemy as sa
 
 from humanlike.server import actions
@@ -29,14 +30,19 @@ def three_participants(app) -> tuple[str, str, str]:
     return good, bad, partial
 
 
+@pytest.fixture
+def three(app, built_study) -> tuple[str, str, str]:
+    """The three participants of ``three_participants``, built once per session and backend."""
+    return built_study("three_participants", three_participants)
+
+
 def rows_of(html: str) -> list[str]:
     import re
 
     return re.findall(r'<tr data-participant="([0-9a-f]+)"', html)
 
 
-def test_experiments_numbers_and_json(app, client):
-    three_participants(app)
+def test_experiments_numbers_and_json(app, client, three):
     login(app, client)
     data = {row["slug"]: row for row in client.get("/admin/experiments.json").get_json()}
     small = data["small"]
@@ -47,8 +53,8 @@ def test_experiments_numbers_and_json(app, client):
     assert 'data-col="excluded">1<' in html
 
 
-def test_the_participant_page_shows_the_stored_qc_with_reasons(app, client):
-    good, bad, _ = three_participants(app)
+def test_the_participant_page_shows_the_stored_qc_with_reasons(app, client, three):
+    good, bad, _ = three
     login(app, client)
     failing = client.get(f"/admin/participants/{bad}").get_data(as_text=True)
     assert "Fails QC" in failing and "catch_accuracy 0 &lt; 0.5" in failing
@@ -73,8 +79,8 @@ def test_the_participant_page_reads_each_response_at_a_glance(app, client):
     assert all('<code>{"input_modality"' not in cell and '"ratings"' in cell for cell in cells)
 
 
-def test_filters_and_qc_sort_are_done_by_the_server(app, client):
-    good, bad, partial = three_participants(app)
+def test_filters_and_qc_sort_are_done_by_the_server(app, client, three):
+    good, bad, partial = three
     login(app, client)
     base = "/admin/experiments/small/rows"
     assert rows_of(client.get(f"{base}?qc=failed").get_data(as_text=True)) == [bad]
@@ -104,8 +110,7 @@ def test_silent_participants_are_marked_timed_out_by_the_experiment_page(app, cl
     assert "status-timed_out" in html
 
 
-def test_the_export_zip_is_the_export(app, client):
-    three_participants(app)
+def test_the_export_zip_is_the_export(app, client, three):
     login(app, client)
     resp = client.get("/admin/experiments/small/export.zip?pseudonymise=1")
     assert resp.status_code == 200 and resp.mimetype == "application/zip"
@@ -123,8 +128,8 @@ def test_the_export_zip_is_the_export(app, client):
             AuditEntry.action == "download_export")).scalar_one().detail == {"pseudonymised": True}
 
 
-def test_researcher_decisions_override_qc_in_the_export(app, client):
-    good, bad, _ = three_participants(app)
+def test_researcher_decisions_override_qc_in_the_export(app, client, three):
+    good, bad, _ = three
     with app.app_context():
         people = export_frames("small")["participants"].set_index("participant")
         assert not people.loc[good, "excluded"] and people.loc[bad, "excluded"]
@@ -141,8 +146,8 @@ def test_researcher_decisions_override_qc_in_the_export(app, client):
     assert people.loc[bad, "exclusion_reasons"] == f"researcher include: checked by hand;{qc_reason}"
 
 
-def test_a_rejection_needs_a_long_message_and_changes_nothing_otherwise(app, client):
-    good, _, _ = three_participants(app)
+def test_a_rejection_needs_a_long_message_and_changes_nothing_otherwise(app, client, three):
+    good, _, _ = three
     login(app, client)
     token = csrf_from(client.get(f"/admin/participants/{good}").get_data(as_text=True))
     short = client.post("/admin/experiments/small/actions/apply", data={
