@@ -22,7 +22,7 @@ from humanlike.analysis.exclusions import ExclusionRules
 from humanlike.server import codebook as book
 from humanlike.server import trial_store
 from humanlike.server.experiments import version_hashes
-from humanlike.server.export_sink import TableSink
+from humanlike.server.export_sink import SinkWriter, TableSink
 from humanlike.server.extensions import db
 from humanlike.server.models import Event, Experiment, Participant, Stimulus
 from humanlike.server.pseudonyms import pseudonymise_codebook, pseudonymise_frame
@@ -131,12 +131,22 @@ QC_COLUMNS = ["participant", "trial_index", "stimulus", "stimulus_kind", "is_rep
 """The columns of the rating long form that the QC reads."""
 
 
+def qc_input(ratings: pd.DataFrame) -> pd.DataFrame:
+    """The rows and columns of the rating long form that the QC reads (practice trials out)."""
+    return ratings.loc[~ratings["practice"], QC_COLUMNS].drop(columns=["stimulus_kind", "practice"])
+
+
 def rating_qc(ratings: pd.DataFrame, stimuli: pd.DataFrame, participants: pd.DataFrame,
               rules: ExclusionRules) -> pd.DataFrame:
     """Per-participant QC and exclusions, computed by the analysis package (one implementation)."""
+    return qc_of(qc_input(ratings), stimuli, participants, rules)
+
+
+def qc_of(main: pd.DataFrame, stimuli: pd.DataFrame, participants: pd.DataFrame,
+          rules: ExclusionRules) -> pd.DataFrame:
+    """``rating_qc`` of the ``qc_input`` rows."""
     from humanlike.analysis.ratings.data import attach_stimuli, clean_ratings, participant_qc
 
-    main = ratings.loc[~ratings["practice"], QC_COLUMNS].drop(columns=["stimulus_kind"])
     frame = attach_stimuli(main, stimuli)
     frame = clean_ratings(frame, rules.min_trial_rt_ms)
     qc = participant_qc(frame, participants, rules, respect_export_exclusions=False, validated=True)
@@ -246,33 +256,114 @@ def event_chunks(exp: Experiment, chunk_rows: int = CHUNK_TRIALS) -> Iterator[pd
         yield event_rows_frame([], exp.slug)
 
 
-class _Export:
-    """One pass over an experiment's trials: each chunk's tables go to ``emit``; QC is collected."""
+QC_PROCESS_TRIALS = 200_000
+"""From this many stored trials on, ``write_export`` computes the QC in a worker process, in
+parallel with reading and writing the next chunks (pandas holds the GIL, so a thread would not do);
+below, in this process. Either way the same function on the same rows: the same numbers."""
+QC_IN_FLIGHT = 4
+"""Chunks whose QC the worker process may be behind by (their rating rows wait in memory)."""
 
-    def __init__(self, exp: Experiment) -> None:
+_WORKER_INPUT: tuple[pd.DataFrame, pd.DataFrame, ExclusionRules] | None = None
+
+
+def _start_qc_worker(stimuli: pd.DataFrame, participants: pd.DataFrame,
+                     rules: ExclusionRules) -> None:
+    global _WORKER_INPUT
+    _WORKER_INPUT = (stimuli, participants, rules)
+
+
+def _qc_in_worker(main: pd.DataFrame) -> pd.DataFrame:
+    assert _WORKER_INPUT is not None
+    return qc_of(main, *_WORKER_INPUT)
+
+
+class _Export:
+    """One pass over an experiment's trials: each chunk's tables go to ``emit``; QC is collected
+    (computed here, or by a worker process when ``qc_process``)."""
+
+    def __init__(self, exp: Experiment, qc_process: bool = False) -> None:
         self.exp = exp
         self.labels = [c["label"] for c in exp.spec.get("categories", [])]
         self.rules = ExclusionRules.from_mapping(exp.spec.get("exclusion", {}))
         self.stimuli = stimulus_frame(exp)
         self.participants = participant_table(exp)
         self.stored: dict[str, int] = {}
-        self.qc: list[pd.DataFrame] = []
+        self.qc: list[Any] = []  # frames, or futures of frames
+        self.pool: Any = None
+        if qc_process and not self.participants.empty:
+            self.pool = _qc_pool(self.stimuli, self.participants, self.rules)
 
     def tables(self, trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
         """The per-trial tables of one chunk (whole participants); records its QC and counts."""
         tables = trial_tables(trials, self.labels, self.stimuli)
         self.stored.update({str(k): int(n) for k, n in trials.groupby("participant").size().items()})
-        ratings = tables.get("ratings")
-        if ratings is not None and not ratings.empty and not self.participants.empty:
-            self.qc.append(rating_qc(ratings, self.stimuli, self.participants, self.rules))
+        rated = [tables[t.table] for t in TRIAL_TYPES.values() if t.rated]  # what QC reads
+        ratings = rated[0] if len(rated) == 1 else pd.concat(rated, ignore_index=True) \
+            if rated else pd.DataFrame()
+        if not ratings.empty and not self.participants.empty:
+            if self.pool is None:
+                self.qc.append(rating_qc(ratings, self.stimuli, self.participants, self.rules))
+            else:
+                self._wait(QC_IN_FLIGHT)
+                self.qc.append(self.pool.submit(_qc_in_worker, qc_input(ratings)))
         return tables
+
+    def _wait(self, in_flight: int) -> None:
+        """Until at most ``in_flight`` QC computations are pending."""
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        while (pending := [f for f in self.qc if not isinstance(f, pd.DataFrame) and not f.done()]) \
+                and len(pending) > in_flight:
+            wait(pending, return_when=FIRST_COMPLETED)
 
     def participant_frame(self) -> pd.DataFrame:
         """The participants table, once every chunk has been seen (researcher overrides applied)."""
         from humanlike.server.overrides import apply_overrides, overrides
 
-        frame = finish_participants(self.participants, pd.Series(self.stored, dtype=int), self.qc)
+        qc = [q if isinstance(q, pd.DataFrame) else q.result() for q in self.qc]
+        frame = finish_participants(self.participants, pd.Series(self.stored, dtype=int), qc)
         return apply_overrides(frame, overrides(self.exp.id))
+
+    def close(self) -> None:
+        """Stop the QC worker process, if any."""
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+            self.pool = None
+
+
+def _qc_pool(stimuli: pd.DataFrame, participants: pd.DataFrame, rules: ExclusionRules) -> Any:
+    """One worker process for the QC, or None where this process should not start one.
+
+    The worker is forked at once, while this process runs one thread (before the writer thread and
+    the trial cursor exist), so it inherits no lock another thread holds; a process running other
+    threads (a web server's) or a daemonic one computes its QC itself. The worker only computes:
+    it never touches the database connections it inherits, and leaves through ``os._exit``."""
+    import gc
+    import multiprocessing
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+
+    if multiprocessing.current_process().daemon or threading.active_count() > 1:
+        return None
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"),
+                               initializer=_start_qc_worker,
+                               initargs=(stimuli, participants, rules))
+    gc.freeze()  # the worker's garbage collector leaves the inherited objects (and their pages) be
+    try:
+        pool.submit(int).result()  # fork now
+    finally:
+        gc.unfreeze()
+    return pool
+
+
+def stored_trials(exp: Experiment) -> int:
+    """How many trials the experiment has stored (an index-only count)."""
+    from humanlike.server.models import Trial
+
+    return int(db.session.execute(
+        sa.select(sa.func.count()).select_from(Trial)
+        .join(Participant, Trial.participant_id == Participant.id)
+        .where(Participant.experiment_id == exp.id)).scalar_one())
 
 
 def _table_order() -> list[str]:
@@ -305,16 +396,17 @@ def write_export(slug: str, out: Path, chunk_trials: int = CHUNK_TRIALS,
     are written (the participants table's QC still comes from every trial)."""
     out.mkdir(parents=True, exist_ok=True)
     exp = _experiment(slug)
-    run = _Export(exp)
+    run = _Export(exp, qc_process=stored_trials(exp) >= QC_PROCESS_TRIALS)
     sinks = {name: TableSink(out, name, raw_parquet) for name in _table_order()
              if tables is None or name in tables}
+    writer = SinkWriter()  # the files are written on a thread while the next chunk is read
 
     def write(name: str, frame: pd.DataFrame) -> None:
         if name not in sinks:
             return
         if pseudonym_key is not None:
             frame = pseudonymise_frame(frame, pseudonym_key, slug)
-        sinks[name].write(frame)
+        writer.write(sinks[name], frame)
 
     try:
         for trials in trial_chunks(exp, chunk_trials):
@@ -330,9 +422,14 @@ def write_export(slug: str, out: Path, chunk_trials: int = CHUNK_TRIALS,
 
             sinks["psiturk_trials"] = TableSink(out, "psiturk_trials", raw_parquet)
             write("psiturk_trials", tidy_trials(slug))
+        writer.close()
     finally:
-        for sink in sinks.values():
-            sink.close()
+        run.close()
+        try:
+            writer.close()
+        finally:
+            for sink in sinks.values():
+                sink.close()
     codebook = book.codebook()
     if pseudonym_key is not None:
         codebook = pseudonymise_codebook(codebook)

@@ -3,9 +3,12 @@ Parquet file, both appended chunk by chunk through Arrow."""
 
 from __future__ import annotations
 
+import queue
 import re
+import threading
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,14 +28,43 @@ def is_formula_like(value: object) -> bool:
             and _NUMBER.fullmatch(value) is None)
 
 
+_FORMULA_BYTES = np.frombuffer("".join(FORMULA_START).encode(), dtype=np.uint8)
+
+
+def _formula_start(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Where the text cells of ``column`` start as ``_FORMULA`` matches (False where missing),
+    from each cell's first byte read off Arrow's offsets and data buffers (every prefix is one
+    ASCII byte)."""
+    parts = []
+    for chunk in column.chunks:
+        _, offsets_buffer, data_buffer = chunk.buffers()[:3]
+        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        offsets = np.frombuffer(offsets_buffer, dtype=width)[chunk.offset:chunk.offset + len(chunk) + 1] \
+            if len(chunk) else np.zeros(1, dtype=width)
+        data = (np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None
+                else np.zeros(0, dtype=np.uint8))
+        starts = offsets[:-1]
+        filled = offsets[1:] > starts
+        first = np.zeros(len(chunk), dtype=np.uint8)
+        first[filled] = data[starts[filled]]
+        hit = np.isin(first, _FORMULA_BYTES) & filled
+        if chunk.null_count:
+            hit &= chunk.is_valid().to_numpy(zero_copy_only=False)
+        parts.append(pa.array(hit, type=pa.bool_()))
+    return pa.chunked_array(parts, type=pa.bool_())
+
+
 def neutralise_csv_cells(table: pa.Table) -> pa.Table:
-    """``table`` with formula-like text cells prefixed by ``'`` (vectorised, RE2 via Arrow)."""
+    """``table`` with formula-like text cells prefixed by ``'`` (vectorised, RE2 via Arrow; the
+    number pattern only runs on columns where some cell starts like a formula)."""
     for i, field in enumerate(table.schema):
         if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
             continue
         column = table.column(i)
-        risky = pc.and_(pc.match_substring_regex(column, _FORMULA.pattern),
-                        pc.invert(pc.match_substring_regex(column, _NUMBER_FULL.pattern)))
+        start = _formula_start(column)
+        if not pc.any(start).as_py():
+            continue
+        risky = pc.and_(start, pc.invert(pc.match_substring_regex(column, _NUMBER_FULL.pattern)))
         if pc.any(risky).as_py():
             quoted = pc.binary_join_element_wise(pa.scalar("'", field.type), column, pa.scalar("", field.type))
             table = table.set_column(i, field, pc.if_else(risky, quoted, column))
@@ -62,12 +94,12 @@ class TableSink:
 
     def _table(self, frame: pd.DataFrame) -> pa.Table:
         if self._schema is None:
-            table = pa.Table.from_pandas(frame, preserve_index=False)
+            table = pa.Table.from_pandas(frame, preserve_index=False, nthreads=1)
             # a column with no value yet is text (the writers need one schema for every chunk)
             self._schema = pa.schema(
                 [f.with_type(pa.large_string()) if pa.types.is_null(f.type) else f for f in table.schema],
                 metadata=table.schema.metadata)
-        return pa.Table.from_pandas(frame, schema=self._schema, preserve_index=False)
+        return pa.Table.from_pandas(frame, schema=self._schema, preserve_index=False, nthreads=1)
 
     def write(self, frame: pd.DataFrame) -> None:
         """Append one chunk; the first chunk (even an empty one) fixes the columns and their types."""
@@ -91,3 +123,43 @@ class TableSink:
             self._csv.close()
         if self._parquet is not None:
             self._parquet.close()
+
+
+class SinkWriter:
+    """The sinks' writes on one background thread, in the order they were handed over and at most
+    ``depth`` behind: Arrow's conversions and writers release the GIL, so the export reads and
+    builds its next chunk meanwhile. A write that failed is raised by the next ``write`` or by
+    ``close``."""
+
+    def __init__(self, depth: int = 2) -> None:
+        self._queue: queue.Queue[tuple[TableSink, pd.DataFrame] | None] = queue.Queue(maxsize=depth)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="humanlike-export-writer",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            sink, frame = item
+            if self._error is None:
+                try:
+                    sink.write(frame)
+                except BaseException as exc:  # handed to the exporting thread
+                    self._error = exc
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def write(self, sink: TableSink, frame: pd.DataFrame) -> None:
+        """Hand ``frame`` over to be appended to ``sink``."""
+        self._raise()
+        self._queue.put((sink, frame))
+
+    def close(self) -> None:
+        """Wait for every write handed over; raise the first that failed."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        self._raise()

@@ -273,8 +273,10 @@ def _times(values: list[Any]) -> pd.Series:
     import pandas as pd
 
     if values and isinstance(values[0], str):
-        return pd.Series(pd.to_datetime(values, utc=True, format="ISO8601"))
-    return pd.Series(pd.to_datetime(values, utc=True))
+        times = pd.to_datetime(values, utc=True, format="ISO8601")
+    else:
+        times = pd.to_datetime(values, utc=True)
+    return pd.Series(times).astype("datetime64[us, UTC]")  # what the database stores
 
 
 def _column(values: list[Any], kind: int) -> Any:
@@ -293,7 +295,19 @@ def _column(values: list[Any], kind: int) -> Any:
         return _times(values)
     if kind == _JSON:
         return pd.Series(values, dtype=object)
-    return pd.Series(values)  # text: pandas infers its string dtype, as for any text column
+    return _text(values)
+
+
+def _text(values: list[Any]) -> pd.Series:
+    """A text column as pandas infers it (its string dtype, NaN where missing), built from the
+    distinct values: a column repeats a few of them (participants, blocks, stimuli)."""
+    import numpy as np
+    import pandas as pd
+
+    codes, uniques = pd.factorize(np.fromiter(values, dtype=object, count=len(values)))
+    if not len(uniques) or not all(isinstance(u, str) for u in uniques):
+        return pd.Series(values)  # nothing but NULL, or not text after all: as inferred
+    return pd.Series(pd.array(uniques, dtype="str").take(codes, allow_fill=True))
 
 
 def _frame(rows: Sequence[Any], names: Sequence[str]) -> pd.DataFrame:
@@ -317,8 +331,8 @@ def trial_chunks(fields: Sequence[str], *, experiment_id: int | None = None,
 
     Which trials: those of ``experiment_id``, of the participants ``participant_ids`` (database
     ids) and of the ``trial_types``, where given. ``ordered``: by participant, then trial index,
-    and a frame holds whole participants: about ``chunk_rows`` rows (more when one participant has
-    more, fewer for the last); unordered: as the database reads them, ``chunk_rows`` at a time,
+    and a frame holds whole participants: once ``chunk_rows`` rows are read, those up to the last
+    participant begun (fewer than twice ``chunk_rows``, unless one participant has more); unordered: as the database reads them, ``chunk_rows`` at a time,
     however participants fall (the live panel's table scan). ``chunk_rows`` None: everything in
     one frame. At least one frame comes, empty (and typed) when no trial matches."""
     names = list(dict.fromkeys(["participant_id", *fields]))
