@@ -3,10 +3,12 @@
     python bench/export.py --participants 2000 --trials 820 [--database-url URL]
 
 Builds a rating experiment with 10 categories, fills the database directly (executemany on
-SQLite, COPY on PostgreSQL; without --database-url a temporary SQLite file, with a PostgreSQL URL a
-private schema that is dropped afterwards), then runs ``humanlike export`` in a subprocess and
-prints one JSON line: participants, trials, seconds (wall time of the export), peak_mb (peak
-resident memory of the export process).
+SQLite, COPY on PostgreSQL; every column of a stored trial, ``practice`` included; without
+--database-url a temporary SQLite file, with a PostgreSQL URL a private schema that is dropped
+afterwards), then runs ``humanlike export`` in a subprocess and prints one JSON line:
+participants, trials, seconds (wall time of the export), peak_mb (peak resident memory of the
+largest export process) and tree_peak_mb (peak proportional set size of the export process and its
+QC worker together, sampled every 0.2 s: the memory the export takes).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 N_STIMULI = 200
 TRIAL_COLUMNS = ("participant_id", "trial_index", "trial_type", "design", "block", "stimulus_id",
                  "response", "rt_ms", "first_rt_ms", "presented_ms", "frames", "is_repeat",
-                 "client_time", "server_time")
+                 "practice", "client_time", "server_time")
 
 
 
@@ -50,7 +52,7 @@ def trial_rows(participant_ids: list[int], stimuli: list[tuple[int, str]], n_tri
                       "stimulus": key, "stimulus_id": sid, "kind": "natural", "is_repeat": False}
             response = {"ratings": {lab: LEVELS[v] for lab, v in zip(LABELS, levels[i])}}
             yield (pid, i, "rating", json.dumps(design), "ratings", sid, json.dumps(response),
-                   float(rts[i]), float(rts[i]) * 0.6, 1000.0, 60, False,
+                   float(rts[i]), float(rts[i]) * 0.6, 1000.0, 60, False, design["practice"],
                    1.767e12 + i * 3000.0, start + dt.timedelta(seconds=pid * 3000 + i * 3))
 
 
@@ -107,14 +109,36 @@ def fill_database(url: str, spec: Path, n_participants: int, n_trials: int) -> N
     database.dispose(app)
 
 
-def run_export(url: str, out: Path, instance: Path) -> float:
-    """``humanlike export bench`` in a subprocess (this venv's interpreter); wall seconds."""
+def _tree_pss_kb(pid: int) -> int:
+    """Proportional set size (kB) of ``pid`` and its descendants (shared pages counted once)."""
+    total = 0
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                total += int(line.split()[1])
+                break
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:  # gone, or not Linux
+        return total
+    return total + sum(_tree_pss_kb(int(child)) for child in children)
+
+
+def run_export(url: str, out: Path, instance: Path) -> tuple[float, float]:
+    """``humanlike export bench`` in a subprocess (this venv's interpreter); (wall seconds, peak
+    MB of the process tree's proportional set size)."""
     code = "import sys; from humanlike.cli import main; sys.exit(main())"
     env = dict(os.environ, HUMANLIKE_INSTANCE=str(instance))
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code, "export", "bench", "--out", str(out),
-                    "--database-url", url], check=True, env=env, stdout=sys.stderr)
-    return time.perf_counter() - t0
+    proc = subprocess.Popen([sys.executable, "-c", code, "export", "bench", "--out", str(out),
+                             "--database-url", url], env=env, stdout=sys.stderr)
+    peak_kb = 0
+    while proc.poll() is None:
+        peak_kb = max(peak_kb, _tree_pss_kb(proc.pid))
+        time.sleep(0.2)
+    seconds = time.perf_counter() - t0
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, proc.args)
+    return seconds, peak_kb / 1024
 
 
 def private_schema(url: str) -> tuple[str, str]:
@@ -157,14 +181,15 @@ def main() -> None:
             t0 = time.perf_counter()
             fill_database(url, spec, args.participants, args.trials)
             print(f"database filled in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-            seconds = run_export(url, folder / "out", folder / "instance")
+            seconds, tree_peak_mb = run_export(url, folder / "out", folder / "instance")
         finally:
             if schema is not None:
                 drop_schema(url, schema)
         peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         print(json.dumps({"participants": args.participants,
                           "trials": args.participants * args.trials,
-                          "seconds": round(seconds, 1), "peak_mb": round(peak_mb)}))
+                          "seconds": round(seconds, 1), "peak_mb": round(peak_mb),
+                          "tree_peak_mb": round(tree_peak_mb)}))
 
 
 if __name__ == "__main__":

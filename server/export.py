@@ -261,7 +261,9 @@ QC_PROCESS_TRIALS = 200_000
 parallel with reading and writing the next chunks (pandas holds the GIL, so a thread would not do);
 below, in this process. Either way the same function on the same rows: the same numbers."""
 QC_IN_FLIGHT = 4
-"""Chunks whose QC the worker process may be behind by (their rating rows wait in memory)."""
+"""Chunks the worker process may be behind by (their rating rows wait in memory). Each chunk's
+QC is its own call, as in this process: the participants table's column types depend on how the
+QC frames are split, so a batch of several chunks would change the Parquet schema."""
 
 _WORKER_INPUT: tuple[pd.DataFrame, pd.DataFrame, ExclusionRules] | None = None
 
@@ -399,7 +401,7 @@ def write_export(slug: str, out: Path, chunk_trials: int = CHUNK_TRIALS,
     run = _Export(exp, qc_process=stored_trials(exp) >= QC_PROCESS_TRIALS)
     sinks = {name: TableSink(out, name, raw_parquet) for name in _table_order()
              if tables is None or name in tables}
-    writer = SinkWriter()  # the files are written on a thread while the next chunk is read
+    writer = SinkWriter()  # the files are written on threads while the next chunks are built
 
     def write(name: str, frame: pd.DataFrame) -> None:
         if name not in sinks:

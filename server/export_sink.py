@@ -101,21 +101,35 @@ class TableSink:
                 metadata=table.schema.metadata)
         return pa.Table.from_pandas(frame, schema=self._schema, preserve_index=False, nthreads=1)
 
-    def write(self, frame: pd.DataFrame) -> None:
-        """Append one chunk; the first chunk (even an empty one) fixes the columns and their types."""
+    def prepare(self, frame: pd.DataFrame) -> tuple[pa.Table, pa.Table] | None:
+        """One chunk as the CSV's table and the Parquet's (None: nothing to append); the first
+        chunk (even an empty one) fixes the columns and their types."""
         if self._schema is not None and not len(frame):
-            return
+            return None
         raw_table = self._table(frame.reset_index(drop=True))
         safe_table = neutralise_csv_cells(raw_table)
-        csv_table = _csv_table(safe_table)
+        return _csv_table(safe_table), (raw_table if self.raw_parquet else safe_table)
+
+    def write_csv(self, table: pa.Table) -> None:
+        """Append a prepared chunk to the CSV file."""
         if self._csv is None:
-            self._csv = pa_csv.CSVWriter(str(self.csv_path), csv_table.schema,
+            self._csv = pa_csv.CSVWriter(str(self.csv_path), table.schema,
                                          write_options=pa_csv.WriteOptions(quoting_style="needed"))
+        self._csv.write_table(table)
+        self.rows += table.num_rows
+
+    def write_parquet(self, table: pa.Table) -> None:
+        """Append a prepared chunk to the Parquet file."""
+        if self._parquet is None:
             self._parquet = pq.ParquetWriter(str(self.parquet_path), self._schema)
-        assert self._parquet is not None
-        self._csv.write_table(csv_table)
-        self._parquet.write_table(raw_table if self.raw_parquet else safe_table)
-        self.rows += len(frame)
+        self._parquet.write_table(table)
+
+    def write(self, frame: pd.DataFrame) -> None:
+        """Append one chunk to both files (see ``prepare``)."""
+        prepared = self.prepare(frame)
+        if prepared is not None:
+            self.write_csv(prepared[0])
+            self.write_parquet(prepared[1])
 
     def close(self) -> None:
         """Finish both files."""
@@ -126,24 +140,45 @@ class TableSink:
 
 
 class SinkWriter:
-    """The sinks' writes on one background thread, in the order they were handed over and at most
-    ``depth`` behind: Arrow's conversions and writers release the GIL, so the export reads and
-    builds its next chunk meanwhile. A write that failed is raised by the next ``write`` or by
-    ``close``."""
+    """The sinks' writes on two background threads, in the order they were handed over and at
+    most ``depth`` chunks behind each: one prepares each chunk and appends it to its CSV file, the
+    other appends it to its Parquet file. Arrow's conversions and writers release the GIL, so the
+    export reads and builds its next chunks meanwhile. A write that failed is raised by the next
+    ``write`` or by ``close``."""
 
-    def __init__(self, depth: int = 2) -> None:
-        self._queue: queue.Queue[tuple[TableSink, pd.DataFrame] | None] = queue.Queue(maxsize=depth)
+    def __init__(self, depth: int = 16) -> None:
+        self._csv: queue.Queue[tuple[TableSink, pd.DataFrame] | None] = queue.Queue(maxsize=depth)
+        self._parquet: queue.Queue[tuple[TableSink, pa.Table] | None] = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="humanlike-export-writer",
-                                        daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._run_csv, name="humanlike-export-csv", daemon=True),
+            threading.Thread(target=self._run_parquet, name="humanlike-export-parquet",
+                             daemon=True)]
+        for thread in self._threads:
+            thread.start()
 
-    def _run(self) -> None:
-        while (item := self._queue.get()) is not None:
-            sink, frame = item
+    def _run_csv(self) -> None:
+        try:
+            while (item := self._csv.get()) is not None:
+                sink, frame = item
+                if self._error is not None:
+                    continue
+                try:
+                    prepared = sink.prepare(frame)
+                    if prepared is not None:
+                        sink.write_csv(prepared[0])
+                        self._parquet.put((sink, prepared[1]))
+                except BaseException as exc:  # handed to the exporting thread
+                    self._error = exc
+        finally:
+            self._parquet.put(None)
+
+    def _run_parquet(self) -> None:
+        while (item := self._parquet.get()) is not None:
+            sink, table = item
             if self._error is None:
                 try:
-                    sink.write(frame)
+                    sink.write_parquet(table)
                 except BaseException as exc:  # handed to the exporting thread
                     self._error = exc
 
@@ -155,11 +190,12 @@ class SinkWriter:
     def write(self, sink: TableSink, frame: pd.DataFrame) -> None:
         """Hand ``frame`` over to be appended to ``sink``."""
         self._raise()
-        self._queue.put((sink, frame))
+        self._csv.put((sink, frame))
 
     def close(self) -> None:
         """Wait for every write handed over; raise the first that failed."""
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
+        if self._threads[0].is_alive():
+            self._csv.put(None)
+        for thread in self._threads:
+            thread.join()
         self._raise()
