@@ -26,7 +26,12 @@ from humanlike.server.export_sink import SinkWriter, TableSink
 from humanlike.server.extensions import db
 from humanlike.server.models import Event, Experiment, Participant, Stimulus
 from humanlike.server.pseudonyms import pseudonymise_codebook, pseudonymise_frame
-from humanlike.server.trial_types import TRIAL_TYPES, ExportInput, internal_types
+from humanlike.server.trial_types import (
+    TRIAL_TYPES,
+    ExportInput,
+    internal_types,
+    stored_record_tables,
+)
 
 TRIAL_COLUMNS = list(book.TRIAL_COLUMNS)
 CHUNK_TRIALS = 8_000  # about 10 participants of an 820-trial study: ~150 MB of frames
@@ -418,12 +423,9 @@ def write_export(slug: str, out: Path, chunk_trials: int = CHUNK_TRIALS,
         write("stimuli", run.stimuli)
         for events in event_chunks(exp, chunk_trials):
             write("events", events)
-        if exp.spec.get("kind") == "psiturk" and (tables is None or "psiturk_trials" in tables):
-            # psiTurk's trial records, one column per key
-            from humanlike.server.psiturk.transfer import tidy_trials
-
-            sinks["psiturk_trials"] = TableSink(out, "psiturk_trials", raw_parquet)
-            write("psiturk_trials", tidy_trials(slug))
+        for name, frame in stored_record_tables(exp, tables).items():  # e.g. psiTurk's records
+            sinks[name] = TableSink(out, name, raw_parquet)
+            write(name, frame)
         writer.close()
     finally:
         run.close()

@@ -410,6 +410,10 @@ def rating_values(responses: Sequence[Any], labels: Sequence[str],
     return np.column_stack([column.field(label).to_numpy(zero_copy_only=False) for label in labels])
 
 
+RATING_LONG_COLUMNS = ("category", "rating")
+"""The two columns ``rating_rows`` adds to each (trial, category) row."""
+
+
 def rating_rows(trials: pd.DataFrame, columns: Sequence[str],
                 labels: Sequence[str]) -> pd.DataFrame:
     """Rated trials in long form: one row per (trial, category), categories in ``labels`` order,

@@ -61,7 +61,7 @@ def _trials(exp: Experiment, ids: list[int]) -> pd.DataFrame:
 def rating_rows(trials: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
     """The rated trials in the export's long form (``trial_store.rating_rows``), the QC's
     columns only."""
-    columns = [c for c in QC_COLUMNS if c not in ("category", "rating")]
+    columns = [c for c in QC_COLUMNS if c not in trial_store.RATING_LONG_COLUMNS]
     rated = trials[trials["trial_type"].isin(rated_types())]
     return trial_store.rating_rows(rated, columns, labels)
 
