@@ -39,8 +39,8 @@ def _formula_start(column: pa.ChunkedArray) -> pa.ChunkedArray:
     for chunk in column.chunks:
         _, offsets_buffer, data_buffer = chunk.buffers()[:3]
         width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
-        offsets = np.frombuffer(offsets_buffer, dtype=width)[chunk.offset:chunk.offset + len(chunk) + 1] \
-            if len(chunk) else np.zeros(1, dtype=width)
+        offsets = (np.frombuffer(offsets_buffer, dtype=width)[chunk.offset:chunk.offset + len(chunk) + 1]
+                   if len(chunk) else np.zeros(1)).astype(np.int64)
         data = (np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None
                 else np.zeros(0, dtype=np.uint8))
         starts = offsets[:-1]

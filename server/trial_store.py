@@ -22,7 +22,7 @@ import functools
 import io
 import json
 import uuid
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -365,7 +365,7 @@ def trial_chunks(fields: Sequence[str], *, experiment_id: int | None = None,
         yield _frame(pending, names)[keep]
 
 
-def json_values(texts: Sequence[Any]) -> list[Any]:
+def json_values(texts: Iterable[Any]) -> list[Any]:
     """Stored JSON texts as Python objects (values that are objects already stay as they are)."""
     return [json.loads(t) if isinstance(t, str) else t for t in texts]
 
@@ -386,7 +386,7 @@ def _json_lines(texts: Sequence[str], schema: Any, threads: bool = False) -> Any
     return table if table.num_rows == len(texts) else None
 
 
-def rating_values(responses: Sequence[Any], labels: Sequence[str],
+def rating_values(responses: Iterable[Any], labels: Sequence[str],
                   threads: bool = False) -> np.ndarray:
     """(trials, categories) float ratings of rated responses (``response.ratings``) in ``labels``
     order, NaN where a label is missing; a response is its stored JSON text (parsed by Arrow, all

@@ -179,7 +179,7 @@ def _read_cells(exp: Experiment, cells: _Cells, ids: list[int], rows: np.ndarray
             raise ValueError("ratings column 'stimulus' has empty values")
         row = np.where(found >= 0, rows[found], -1)
         cells.rated[row[main]] = True
-        place = stimulus_ids.get_indexer(stimulus)
+        place = stimulus_ids.get_indexer(pd.Index(stimulus))
         column = np.full(len(place), -1)
         column[place >= 0] = column_of[place[place >= 0]]
         repeat, rt, index = part["is_repeat"], part["rt_ms"], part["trial_index"]
