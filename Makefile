@@ -7,7 +7,9 @@ HUMANLIKE := $(VENV)/bin/humanlike
 VENDOR := static/vendor
 # the official jsPsych plugins a page loads (templates/task.html, the plugin test harness)
 JSPSYCH_PLUGINS := plugin-preload plugin-html-button-response plugin-survey-html-form
-PYTEST_ARGS ?=
+# two (or more) pytest-xdist workers, one test file per unit (module fixtures built once), the
+# longest files first (tests/conftest.py LONGEST_FIRST). `make test PYTEST_ARGS=` runs serially.
+PYTEST_ARGS ?= -n auto --dist loadfile --no-loadscope-reorder
 
 .PHONY: demo test js-test setup venv npm chromium caddy demo-data lint bench clean psiturk-example
 
@@ -50,9 +52,11 @@ demo-data: setup
 demo: setup
 	$(HUMANLIKE) demo
 
+# pytest with bytecode caching back on (this environment sets PYTHONDONTWRITEBYTECODE=1): each
+# xdist worker and each server process the tests start would otherwise compile every module again
 test: setup chromium caddy js-test psiturk-example
 	$(VENV)/bin/ruff check humanlike analysis server stimuli deploy tests bench
-	$(PY) -m pytest $(PYTEST_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest $(PYTEST_ARGS)
 
 # psiTurk 3.3.1's wheel (its example Stroop project; tests/psiturk/), downloaded, never committed
 PSITURK_WHEEL := build/psiturk/PsiTurk-3.3.1-py3-none-any.whl
