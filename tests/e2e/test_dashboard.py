@@ -16,8 +16,8 @@ from humanlike.server.extensions import db
 from humanlike.server.models import AuditEntry, Participant, Payment
 from tests.e2e.conftest import LiveServer
 from tests.e2e.participant_driver import Played, play
+from tests.server.admin.dashboard_helpers import add_admin, run_participant
 from tests.server.conftest import write_small_experiment
-from tests.server.dashboard_helpers import add_admin, run_participant
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"

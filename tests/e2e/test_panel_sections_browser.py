@@ -11,8 +11,8 @@ import pytest
 from humanlike.server.admin.panel import refresh_all
 from humanlike.server.extensions import db
 from tests.e2e.conftest import LiveServer
-from tests.server.dashboard_helpers import add_admin
-from tests.server.test_dashboard_panel import demo_app, demo_study, simulate
+from tests.server.admin.dashboard_helpers import add_admin
+from tests.server.admin.test_dashboard_panel import demo_app, demo_study, simulate
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"

@@ -365,7 +365,7 @@ def test_a_psiturk_experiments_table_is_read_from_psiturk_storage(database_url, 
     from humanlike.server import database
     from humanlike.server.extensions import db
     from humanlike.server.models import Experiment
-    from tests.psiturk_compat.conftest import WHEEL, make_app, setup_example
+    from tests.server.psiturk.conftest import WHEEL, make_app, setup_example
 
     if not WHEEL.is_file():
         pytest.fail(f"{WHEEL} is missing: run `make psiturk-example` (make test does)")

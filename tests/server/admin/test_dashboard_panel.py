@@ -17,7 +17,7 @@ from humanlike.server import create_app, database, experiments
 from humanlike.server.admin import panel
 from humanlike.server.extensions import db
 from humanlike.server.models import Experiment, PanelResult, Participant, Stimulus, Trial
-from tests.server.dashboard_helpers import login
+from tests.server.admin.dashboard_helpers import login
 
 LABELS = [str(d) for d in range(10)]
 P_STEP = 0.3  # a rating is its entry's base level, or one level (0.25) below / above, each w.p. 0.3

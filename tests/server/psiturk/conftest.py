@@ -11,7 +11,7 @@ import pytest
 
 from humanlike.server import create_app, database
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 WHEEL = REPO / "build" / "psiturk" / "PsiTurk-3.3.1-py3-none-any.whl"
 
 

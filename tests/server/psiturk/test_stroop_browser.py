@@ -18,11 +18,11 @@ from humanlike.server.extensions import db
 from humanlike.server.models import Participant
 from humanlike.server.psiturk.models import PsiturkAssignment, PsiturkTrial
 from tests.e2e.conftest import LiveServer
-from tests.psiturk_compat.conftest import make_app
+from tests.server.psiturk.conftest import make_app
 
 pytestmark = pytest.mark.browser
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "psiturk"
+ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "psiturk"
 KEYS = {"red": "r", "green": "g", "blue": "b"}
 #: records psiTurk's example writes: instructions Begin + 4 page turns, 9 trials, questionnaire 2
 N_RECORDS = 1 + 4 + 9 + 2

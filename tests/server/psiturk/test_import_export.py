@@ -148,7 +148,7 @@ def test_import_names_what_is_wrong(database_url, tmp_path):
 
 def test_tidy_table_of_mixed_trialdata_exports(database_url, stroop_project, tmp_path):
     """Real psiTurk keys hold numbers in one record and text in another: the export still writes."""
-    from tests.psiturk_compat.conftest import make_app
+    from tests.server.psiturk.conftest import make_app
 
     app = make_app(database_url, stroop_project)
     client = app.test_client()

@@ -14,7 +14,7 @@ from humanlike.server import database
 from humanlike.server.extensions import db
 from humanlike.server.models import Participant
 from humanlike.server.psiturk.models import PsiturkAssignment, PsiturkQuestion, PsiturkTrial
-from tests.psiturk_compat.conftest import make_app
+from tests.server.psiturk.conftest import make_app
 
 IDS = "hitId=H1&assignmentId=A1&workerId=W1"
 

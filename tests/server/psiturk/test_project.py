@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from humanlike.cli import main
 from humanlike.server import database
 from humanlike.server.psiturk.project import PsiturkProjectError, load_project
-from tests.psiturk_compat.conftest import make_app
+from tests.server.psiturk.conftest import make_app
 
 
 def test_the_example_project_loads_with_psiturks_defaults(stroop_project):

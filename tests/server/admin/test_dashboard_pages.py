@@ -17,7 +17,7 @@ from humanlike.server.admin.panel import refresh_all
 from humanlike.server.export import export_frames
 from humanlike.server.extensions import db
 from humanlike.server.models import AuditEntry, Participant
-from tests.server.dashboard_helpers import csrf_from, login, run_participant
+from tests.server.admin.dashboard_helpers import csrf_from, login, run_participant
 
 
 def three_participants(app) -> tuple[str, str, str]:

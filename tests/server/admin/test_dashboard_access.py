@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from humanlike.server.admin.auth import PUBLIC_ENDPOINTS
 from humanlike.server.extensions import db
 from humanlike.server.models import Participant
-from tests.server.dashboard_helpers import add_admin, csrf_from, login, run_participant
+from tests.server.admin.dashboard_helpers import add_admin, csrf_from, login, run_participant
 
 SAMPLE_ARGS = {"slug": "small", "public_id": "0123456789abcdef"}
 
