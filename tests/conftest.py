@@ -81,28 +81,29 @@ def pytest_generate_tests(metafunc):
         pytest.mark.parametrize("database_url", [BROWSER_BACKEND], indirect=True))
 
 
-#: the files that take longest (tens of seconds each on the 2-core development machine, measured
-#: November 2025). Under pytest-xdist (`make test`: --dist loadfile --no-loadscope-reorder) they are
-#: handed out first, so that no long file is left running alone at the end while the other workers
-#: idle. A scheduling hint only: a stale entry costs nothing, a missing one a little time.
+#: the test files that take longest (tens of seconds each on the 2-core development machine,
+#: measured November 2025), by name so that a move between folders keeps them. Under pytest-xdist
+#: (`make test`: --dist loadfile --no-loadscope-reorder) they are handed out first, so that no long
+#: file is left running alone at the end while the other workers idle. A scheduling hint only: a
+#: stale entry costs nothing, a missing one a little time.
 LONGEST_FIRST = (
-    "tests/test_types.py",
-    "tests/e2e/test_demo_experiment.py",
-    "tests/server/admin/test_dashboard_panel.py",
-    "tests/e2e/test_classification.py",
-    "tests/e2e/test_participant_experience.py",
-    "tests/server/test_allocation.py",
-    "tests/server/test_faults.py",
-    "tests/stimuli/test_controversial_synthesis.py",
-    "tests/e2e/test_report.py",
-    "tests/e2e/test_demo_command.py",
-    "tests/server/psiturk/test_protocol.py",
-    "tests/server/test_scale_out.py",
-    "tests/server/psiturk/test_stroop_browser.py",
-    "tests/stimuli/test_controversial_colour.py",
-    "tests/stimuli/test_controversial_manifest.py",
-    "tests/stimuli/test_controversial_cli.py",
-    "tests/test_packaging.py",
+    "test_types.py",
+    "test_demo_experiment.py",
+    "test_dashboard_panel.py",
+    "test_classification.py",
+    "test_participant_experience.py",
+    "test_allocation.py",
+    "test_faults.py",
+    "test_controversial_synthesis.py",
+    "test_report.py",
+    "test_demo_command.py",
+    "test_protocol.py",
+    "test_scale_out.py",
+    "test_stroop_browser.py",
+    "test_controversial_colour.py",
+    "test_controversial_manifest.py",
+    "test_controversial_cli.py",
+    "test_packaging.py",
 )
 
 
@@ -111,8 +112,8 @@ def pytest_collection_modifyitems(config, items):
     order; the other files keep theirs). A plain `pytest` run keeps the collection order."""
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
         return
-    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 # --- PostgreSQL: one database per session (per xdist worker) --------------------------------------
@@ -152,7 +153,7 @@ class _PgSession:
         try:
             with psycopg.connect(_dsn(PG_URL), autocommit=True) as conn:
                 _drop_abandoned_session_databases(conn)
-                conn.execute(f'CREATE DATABASE "{name}"')
+                conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
         except psycopg.Error:
             return  # no CREATEDB right: schemas in PG_URL's database, dropped per test
         self.name = name
