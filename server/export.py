@@ -117,10 +117,12 @@ def trial_tables(trials: pd.DataFrame, labels: list[str], stimuli: pd.DataFrame)
 
     Rated types' builders read their responses as stored JSON text (``trial_store.rating_rows``,
     parsed by Arrow); the other types' responses and designs are parsed into Python objects first."""
-    internal = internal_types()
-    tables = {"trials": trials[~trials["trial_type"].isin(internal)][TRIAL_COLUMNS]}
+    def where(mask: pd.Series) -> pd.DataFrame:  # no copy of a chunk all of whose rows match
+        return trials if mask.all() else trials[mask]
+
+    tables = {"trials": where(~trials["trial_type"].isin(internal_types()))[TRIAL_COLUMNS]}
     for t in TRIAL_TYPES.values():
-        rows = trials[trials["trial_type"] == t.name]
+        rows = where(trials["trial_type"] == t.name)
         if not t.rated and len(rows):
             rows = rows.assign(response=trial_store.json_values(rows["response"]),
                                design=trial_store.json_values(rows["design"]))

@@ -295,19 +295,7 @@ def _column(values: list[Any], kind: int) -> Any:
         return _times(values)
     if kind == _JSON:
         return pd.Series(values, dtype=object)
-    return _text(values)
-
-
-def _text(values: list[Any]) -> pd.Series:
-    """A text column as pandas infers it (its string dtype, NaN where missing), built from the
-    distinct values: a column repeats a few of them (participants, blocks, stimuli)."""
-    import numpy as np
-    import pandas as pd
-
-    codes, uniques = pd.factorize(np.fromiter(values, dtype=object, count=len(values)))
-    if not len(uniques) or not all(isinstance(u, str) for u in uniques):
-        return pd.Series(values)  # nothing but NULL, or not text after all: as inferred
-    return pd.Series(pd.array(uniques, dtype="str").take(codes, allow_fill=True))
+    return pd.Series(values)  # text: pandas infers its string dtype, as for any text column
 
 
 def _frame(rows: Sequence[Any], names: Sequence[str]) -> pd.DataFrame:
