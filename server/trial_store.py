@@ -320,9 +320,10 @@ def trial_chunks(fields: Sequence[str], *, experiment_id: int | None = None,
     Which trials: those of ``experiment_id``, of the participants ``participant_ids`` (database
     ids) and of the ``trial_types``, where given. ``ordered``: by participant, then trial index,
     and a frame holds whole participants: once ``chunk_rows`` rows are read, those up to the last
-    participant begun (fewer than twice ``chunk_rows``, unless one participant has more); unordered: as the database reads them, ``chunk_rows`` at a time,
-    however participants fall (the live panel's table scan). ``chunk_rows`` None: everything in
-    one frame. At least one frame comes, empty (and typed) when no trial matches."""
+    participant begun (fewer than twice ``chunk_rows``, unless one participant has more).
+    Unordered: as the database reads them, ``chunk_rows`` at a time, however participants fall
+    (the live panel's table scan). ``chunk_rows`` None: everything in one frame. At least one
+    frame comes, empty (and typed) when no trial matches."""
     names = list(dict.fromkeys(["participant_id", *fields]))
     keep = list(dict.fromkeys(fields))
     if participant_ids is not None and not len(participant_ids):
