@@ -166,6 +166,21 @@ def test_the_reader_returns_every_row_in_whole_participants(stored, chunk_rows):
         assert len(chunks) == 1
 
 
+@pytest.mark.parametrize("chunk_rows", [1, 3, 7, None])
+def test_the_reader_cuts_the_same_chunks_however_many_participants_a_query_reads(
+        stored, chunk_rows, monkeypatch):
+    """An ordered reader reads a few participants per query; its chunks are those of one query
+    over the whole study (the export's Parquet row groups follow them)."""
+    def chunks(per_query: int) -> list[list[tuple[str, int]]]:
+        monkeypatch.setattr(trial_store, "IDS_PER_QUERY", per_query)
+        with stored.app_context():
+            exp = db.session.execute(sa.select(Experiment)).scalar_one()
+            return [list(zip(c["participant"], c["trial_index"])) for c in trial_store.trial_chunks(
+                ("participant", "trial_index"), experiment_id=exp.id, chunk_rows=chunk_rows)]
+
+    assert chunks(1) == chunks(2) == chunks(10_000)
+
+
 def test_the_readers_columns_are_typed_and_hold_the_stored_values(stored):
     with stored.app_context():
         exp = db.session.execute(sa.select(Experiment)).scalar_one()
