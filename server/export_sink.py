@@ -28,7 +28,8 @@ def is_formula_like(value: object) -> bool:
             and _NUMBER.fullmatch(value) is None)
 
 
-_FORMULA_BYTES = np.frombuffer("".join(FORMULA_START).encode(), dtype=np.uint8)
+_FORMULA_BYTE = np.zeros(256, dtype=bool)
+_FORMULA_BYTE[np.frombuffer("".join(FORMULA_START).encode(), dtype=np.uint8)] = True
 
 
 def _formula_start(column: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -47,7 +48,7 @@ def _formula_start(column: pa.ChunkedArray) -> pa.ChunkedArray:
         filled = offsets[1:] > starts
         first = np.zeros(len(chunk), dtype=np.uint8)
         first[filled] = data[starts[filled]]
-        hit = np.isin(first, _FORMULA_BYTES) & filled
+        hit = _FORMULA_BYTE[first] & filled
         if chunk.null_count:
             hit &= chunk.is_valid().to_numpy(zero_copy_only=False)
         parts.append(pa.array(hit, type=pa.bool_()))
