@@ -343,9 +343,9 @@ def trial_chunks(fields: Sequence[str], *, experiment_id: int | None = None,
         return
     if not ordered:
         empty = True
-        for rows in parts:
+        for part in parts:
             empty = False
-            yield _frame(rows, names)[keep]
+            yield _frame(part, names)[keep]
         if empty:
             yield _frame([], names)[keep]
         return
