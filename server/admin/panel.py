@@ -29,6 +29,7 @@ import os
 import tempfile
 import threading
 import time
+import traceback
 import uuid
 from pathlib import Path
 from typing import Any
@@ -46,12 +47,18 @@ from humanlike.server.models import Experiment, PanelResult, Participant, Trial,
 from humanlike.server.trial_types import TRIAL_TYPES, rated_types
 
 log = logging.getLogger(__name__)
-LEASE = dt.timedelta(minutes=15)
-"""A lease older than this is taken to belong to a worker that died mid-computation."""
+LEASE = dt.timedelta(seconds=45)
+"""A lease not renewed for this long is taken to belong to a worker that died mid-computation
+(a killed or redeployed server's panel is computed again within a minute)."""
+RENEW_EVERY = 10.0
+"""Seconds between renewals of the lease by the computing worker (``LeaseKeeper``)."""
 REFERENCE_MODEL = "__reference__"
+"""Placeholder model scored when the spec names none (the analysis needs one); never shown."""
 MLDS_SECTION = "mlds_scales"
 """The panel result's key for the triad section (MLDS scales per sequence)."""
-"""Placeholder model scored when the spec names none (the analysis needs one); never shown."""
+SECTIONS = ("qc", "ratings", MLDS_SECTION, "ec", "stopping")
+"""The parts of a pass that fail alone: each one's error is stored in the result's ``errors``
+(shown on the dashboard) while the others compute."""
 
 
 def data_version(exp: Experiment) -> str:
@@ -87,6 +94,42 @@ def claim(exp: Experiment, version: str, owner: str, force: bool = False) -> boo
         .execution_options(synchronize_session=False))
     db.session.commit()
     return bool(getattr(result, "rowcount", 0) == 1)
+
+
+class LeaseKeeper(threading.Thread):
+    """Renews ``owner``'s lease every ``RENEW_EVERY`` seconds while the pass computes, on a
+    connection of its own (the pass's session may be inside a long read)."""
+
+    def __init__(self, engine: sa.Engine, experiment_id: int, owner: str) -> None:
+        super().__init__(name="humanlike-panel-lease", daemon=True)
+        self.engine, self.experiment_id, self.owner = engine, experiment_id, owner
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(RENEW_EVERY):
+            try:
+                with self.engine.begin() as conn:
+                    conn.execute(sa.update(PanelResult).where(
+                        PanelResult.experiment_id == self.experiment_id,
+                        PanelResult.lease_owner == self.owner).values(
+                        lease_until=utcnow() + LEASE))
+            except Exception as exc:  # the database away for a moment: the next renewal retries
+                log.debug("live panel lease renewal failed: %s", exc)
+
+    def __enter__(self) -> LeaseKeeper:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.join()
+
+
+def failure(exc: BaseException) -> str:
+    """One line for a section's error: the exception and where it was raised."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
 
 
 def _finite(value: Any) -> float | None:
@@ -181,15 +224,18 @@ def section_types() -> set[str]:
     return {t.name for t in TRIAL_TYPES.values() if t.table in SECTION_TABLES}
 
 
-def compute(exp: Experiment) -> dict[str, Any]:
-    """The panel of one experiment from its stored trials (no database writes)."""
+def compute(exp: Experiment, errors: dict[str, str] | None = None) -> dict[str, Any]:
+    """The panel of one experiment from its stored trials (no database writes). A section that
+    fails is stored as its error (in ``result["errors"]`` and the section's place) and the others
+    still compute."""
     # ratings: the rating array read in chunks; triads and classifications: a temporary export of
     # the tables they read, written only when the experiment has such trials
     from humanlike.analysis.io.export import read_export
-    from humanlike.server.admin.panel_sections import ec_section, mlds_section, n_participants
+    from humanlike.server.admin import panel_sections
     from humanlike.server.admin.stopping import evaluate
     from humanlike.server.export import write_export
 
+    errors = dict(errors or {})
     settings = exp.spec.get("panel") or {}
     stopping = exp.spec.get("stopping")
     types = stored_trial_types(exp)
@@ -197,47 +243,83 @@ def compute(exp: Experiment) -> dict[str, Any]:
     if types & set(rated_types()) and exp.spec.get("categories"):
         try:
             result = _ratings_panel(exp, settings, stopping)
-        except ValueError as exc:  # e.g. fewer than two participants pass QC
+        except ValueError as exc:  # e.g. fewer than two participants pass QC: a state, not a fault
             db.session.rollback()
             result = {"kind": "ratings", "n_participants": 0, "error": str(exc)}
+        except Exception as exc:
+            db.session.rollback()
+            errors["ratings"] = failure(exc)
+            result = {"kind": "ratings", "n_participants": 0, "error": errors["ratings"]}
     alpha = float((stopping or {}).get("alpha", 0.05))
     result[MLDS_SECTION] = result["ec"] = None
     if types & section_types():
         with tempfile.TemporaryDirectory(prefix="humanlike-panel-") as tmp:
-            write_export(exp.slug, Path(tmp), raw_parquet=False, tables=SECTION_TABLES)
-            db.session.rollback()  # end the read transaction: the analysis may take a while
-            data = read_export(tmp)
-            result[MLDS_SECTION] = mlds_section(data, settings)
-            result["ec"] = ec_section(data, settings, alpha)
+            try:
+                write_export(exp.slug, Path(tmp), raw_parquet=False, tables=SECTION_TABLES)
+                db.session.rollback()  # end the read transaction: the analysis may take a while
+                data = read_export(tmp)
+            except Exception as exc:  # both sections read this export
+                db.session.rollback()
+                data, errors[MLDS_SECTION] = None, failure(exc)
+                errors["ec"] = errors[MLDS_SECTION]
+            if data is not None:
+                for name, section in ((MLDS_SECTION, lambda: panel_sections.mlds_section(
+                        data, settings)), ("ec", lambda: panel_sections.ec_section(
+                        data, settings, alpha))):
+                    try:
+                        result[name] = section()
+                    except Exception as exc:
+                        errors[name] = failure(exc)
+        for name in (MLDS_SECTION, "ec"):
+            if name in errors:
+                result[name] = {"n_participants": 0, "error": f"Failed: {errors[name]}"}
+    result["sample"] = panel_sections.sample_summary(exp)  # the analysed set (analysis.sample)
     result["n_participants"] = max(int(result.get("n_participants") or 0),
-                                   n_participants(result[MLDS_SECTION], result["ec"]))
-    result["stopping"] = evaluate(stopping, result) if stopping else None
+                                   panel_sections.n_participants(result[MLDS_SECTION],
+                                                                 result["ec"]))
+    result["stopping"] = None
+    if stopping:
+        try:
+            result["stopping"] = evaluate(stopping, result)
+        except Exception as exc:
+            errors["stopping"] = failure(exc)
+    result["errors"] = errors
     return result
 
 
 def refresh(exp: Experiment, owner: str | None = None, force: bool = False) -> bool:
     """Recompute the experiment's QC and panel if its data changed and this worker wins the lease;
-    True when it computed."""
+    True when it computed. A section that fails is stored as its error with the data version (so
+    the same data is not retried every cycle) and logged in one line when its error is new."""
     owner = owner or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
     version = data_version(exp)
-    previous = db.session.execute(sa.select(PanelResult.data_version).where(
-        PanelResult.experiment_id == exp.id)).scalar_one_or_none()
+    previous = db.session.execute(sa.select(PanelResult.data_version, PanelResult.result).where(
+        PanelResult.experiment_id == exp.id)).one_or_none()
     if not claim(exp, version, owner, force):
         return False
     started = time.perf_counter()
-    try:
+    errors: dict[str, str] = {}
+    with LeaseKeeper(db.engine, exp.id, owner):
         # the stored QC is the panel's exclusions: under a changed spec (rules, categories) it is
         # recomputed for everyone, as a fresh export would compute it
-        spec_changed = previous is not None and previous.split(":")[0] != version.split(":")[0]
-        refresh_qc(exp, everyone=spec_changed)
-        result = compute(exp)
-    except Exception:
-        db.session.rollback()
-        db.session.execute(sa.update(PanelResult).where(
-            PanelResult.experiment_id == exp.id, PanelResult.lease_owner == owner)
-            .values(lease_owner=None, lease_until=None))
-        db.session.commit()
-        raise
+        spec_changed = (previous is not None and previous[0] is not None
+                        and previous[0].split(":")[0] != version.split(":")[0])
+        try:
+            refresh_qc(exp, everyone=spec_changed)
+        except Exception as exc:  # the panel then excludes by the QC stored before
+            db.session.rollback()
+            errors["qc"] = failure(exc)
+        try:
+            result = compute(exp, errors)
+        except Exception as exc:  # outside every section: stored as the panel's one error
+            db.session.rollback()
+            errors["panel"] = failure(exc)
+            result = {"kind": None, "n_participants": 0, "error": errors["panel"],
+                      MLDS_SECTION: None, "ec": None, "stopping": None, "errors": errors}
+    before = ((previous[1] or {}).get("errors") or {}) if previous is not None else {}
+    for name, message in result["errors"].items():
+        if before.get(name) != message:
+            log.error("live panel of %s: %s failed: %s", exp.slug, name, message)
     db.session.execute(sa.update(PanelResult).where(
         PanelResult.experiment_id == exp.id, PanelResult.lease_owner == owner).values(
         data_version=version, computed_at=utcnow(), seconds=time.perf_counter() - started,
@@ -253,8 +335,8 @@ def refresh_all(owner: str | None = None) -> dict[str, bool]:
     for exp in db.session.execute(sa.select(Experiment).order_by(Experiment.id)).scalars().all():
         try:
             done[exp.slug] = refresh(exp, owner)
-        except Exception:  # one experiment's failure must not stop the others
-            log.exception("live panel of %s failed", exp.slug)
+        except Exception as exc:  # one experiment's failure must not stop the others
+            log.error("live panel of %s failed: %s", exp.slug, failure(exc))
             db.session.rollback()
             done[exp.slug] = False
     return done

@@ -74,6 +74,21 @@ def _finite(value: Any) -> float | None:
     return number if np.isfinite(number) else None
 
 
+def timing(trials: pd.DataFrame, threshold: float) -> tuple[dict[Any, float], dict[Any, float]]:
+    """Median RT and share of RTs below ``threshold`` per participant, over the non-practice
+    trials with an RT (a row mask, whatever the ``practice`` column's dtype: an empty batch's is
+    object-typed and would select columns)."""
+    scoring = ~trials["practice"].fillna(False).astype(bool).to_numpy()
+    rt = pd.to_numeric(trials["rt_ms"], errors="coerce").to_numpy(dtype=float)
+    keep = scoring & np.isfinite(rt)
+    people, rts = trials["participant"].to_numpy()[keep], rt[keep]
+    if not len(rts):
+        return {}, {}
+    frame = pd.DataFrame({"participant": people, "rt": rts, "fast": rts < threshold})
+    grouped = frame.groupby("participant")
+    return grouped["rt"].median().to_dict(), grouped["fast"].mean().to_dict()
+
+
 def _compute(exp: Experiment, ids: list[int], people: pd.DataFrame,
              stimuli: pd.DataFrame) -> list[dict[str, Any]]:
     """QC rows for the participants ``ids`` (database ids)."""
@@ -84,11 +99,7 @@ def _compute(exp: Experiment, ids: list[int], people: pd.DataFrame,
     qc = pd.DataFrame()
     if not ratings.empty and not people.empty:
         qc = rating_qc(ratings, stimuli, people, _rules(exp)).set_index("participant")
-    threshold = too_fast_ms(exp)
-    timed = trials[~trials["practice"]].dropna(subset=["rt_ms"])
-    by_person = timed.groupby("participant")["rt_ms"]
-    median_rt = by_person.median().to_dict()
-    too_fast = (timed["rt_ms"] < threshold).groupby(timed["participant"]).mean().to_dict()
+    median_rt, too_fast = timing(trials, too_fast_ms(exp))
     stored = trials.groupby("participant").size().to_dict()
     last = trials.groupby("participant")["server_time"].max().to_dict()
     qc_rows = qc.to_dict("index")
