@@ -6,8 +6,9 @@ The API token is read from ``PROLIFIC_TOKEN`` only (never stored in the database
 dry-run output shows ``Token ***``); the base URL from ``PROLIFIC_API_URL`` (default Prolific's own)
 so that staging and tests can point elsewhere. Rate limits (429) and 5xx are retried a bounded number
 of times with exponential backoff, except the bonus pay step on a 5xx (Prolific documents it as not
-idempotent: an ambiguous failure is reported, never retried blindly); a 4xx becomes a
-``ProlificError`` naming the field Prolific rejected."""
+idempotent: an ambiguous failure is reported as ``unknown``, never retried blindly; before a bonus is
+sent again the submission's ``bonus_payments`` are read); a 4xx becomes a ``ProlificError`` naming
+the field Prolific rejected. Approve and reject read the submission's status first."""
 
 from __future__ import annotations
 
@@ -21,8 +22,10 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import sqlalchemy as sa
 
-from humanlike.server.actions import PlatformError, validate_rejection
+from humanlike.server.actions import PaymentStatus, PlatformError, validate_rejection
+from humanlike.server.extensions import db
 from humanlike.server.lifecycle import APPROVE, REJECT, RETURN, SUBMIT, TIME_OUT, Transition
 
 if TYPE_CHECKING:
@@ -49,8 +52,8 @@ class ProlificError(PlatformError):
     """Prolific refused or failed a request; ``fields`` names what it rejected (4xx)."""
 
     def __init__(self, message: str, reply: dict[str, Any] | None = None,
-                 status: int | None = None, fields: tuple[str, ...] = ()):
-        super().__init__(message, reply)
+                 status: int | None = None, fields: tuple[str, ...] = (), unknown: bool = False):
+        super().__init__(message, reply, unknown=unknown or (status is not None and status >= 500))
         self.status = status
         self.fields = fields
 
@@ -141,8 +144,8 @@ class ProlificClient:
             except httpx.TransportError as exc:
                 if not idempotent or last:
                     raise ProlificError(f"{method} {path}: no answer from Prolific "
-                                        f"({type(exc).__name__}); it may or may not have acted"
-                                        ) from exc
+                                        f"({type(exc).__name__}); it may or may not have acted",
+                                        unknown=True) from exc
                 self.sleep(self._delay(attempt, None))
                 continue
             status = response.status_code
@@ -216,6 +219,10 @@ class ProlificClient:
             if not results or (links and not following) or (not links and len(results) < page_size):
                 return
             page += 1
+
+    def get_submission(self, submission_id: str) -> dict[str, Any]:
+        """One submission: its ``status`` and ``bonus_payments`` (amounts paid, minor units)."""
+        return self.request("GET", f"/api/v1/submissions/{submission_id}/") or {}
 
     def approve_submission(self, submission_id: str) -> dict[str, Any]:
         return self.request("POST", f"/api/v1/submissions/{submission_id}/transition/",
@@ -310,12 +317,44 @@ class ProlificRecruiter:
     def __init__(self, client: ProlificClient, experiment: Experiment):
         self.client, self.experiment = client, experiment
 
+    def _unless_already(self, participant: Participant, target: str) -> dict[str, Any] | None:
+        """Read the submission first: Prolific's reply to an earlier call may have been lost. Its
+        status if already ``target``; a refusal if it was decided the other way; else None."""
+        if self.client.dry_run:
+            return None
+        submission = self.client.get_submission(_submission_id(participant))
+        status = submission.get("status")
+        if status == target:
+            return {"already": status, "checked": "submission read first; nothing sent"}
+        if status in ("APPROVED", "REJECTED"):
+            raise PlatformError(f"the submission is already {status} on Prolific: nothing sent",
+                                {"status": status})
+        return None
+
     def approve(self, participant: Participant) -> dict[str, Any]:
-        return self.client.approve_submission(_submission_id(participant))
+        return (self._unless_already(participant, "APPROVED")
+                or self.client.approve_submission(_submission_id(participant)))
 
     def reject(self, participant: Participant, message: str,
                category: str | None) -> dict[str, Any]:
-        return self.client.reject_submission(_submission_id(participant), message, category)
+        validate_rejection(message, category, "prolific")
+        return (self._unless_already(participant, "REJECTED")
+                or self.client.reject_submission(_submission_id(participant), message, category))
+
+    def bonus_paid(self, participant: Participant, payment: Payment) -> bool:
+        """Whether Prolific shows ``payment`` paid: the submission's ``bonus_payments`` (minor units)
+        hold more of its amount than the bonuses of that amount recorded paid here before it."""
+        from humanlike.server.models import Payment as PaymentRow
+
+        submission = self.client.get_submission(_submission_id(participant))
+        cents = int((Decimal(str(payment.amount)) * 100).to_integral_value())
+        there = sum(1 for amount in submission.get("bonus_payments") or []
+                    if round(float(amount)) == cents)
+        here = db.session.execute(sa.select(sa.func.count()).select_from(PaymentRow).where(
+            PaymentRow.participant_id == participant.id, PaymentRow.id != payment.id,
+            PaymentRow.amount == payment.amount, PaymentRow.status == PaymentStatus.PAID)
+        ).scalar_one()
+        return there > here
 
     def pay_bonus(self, participant: Participant, payment: Payment,
                   save: Callable[[], None]) -> dict[str, Any]:

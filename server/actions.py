@@ -5,7 +5,10 @@ participant's state, calls the experiment's recruitment platform when one is reg
 (``register_recruiter``; without one the action changes local state only and says so), then moves
 the participant along ``lifecycle`` and writes one audit row (who, what, result, platform reply).
 Bonuses are written to ``payment`` before any money moves and claimed atomically, so a double click,
-a retry after a time-out or a crash between a platform's steps never pays twice."""
+a retry after a time-out or a crash between a platform's steps never pays twice. A pay call that ends
+without an answer (a 5xx, a time-out, a dropped connection) leaves the bonus ``unknown``: before it is
+sent again the platform is asked whether it was paid (``Recruiter.bonus_paid``) and the local record
+is settled from the answer. The participant's bonus total is added to in SQL, never read-modify-write."""
 
 from __future__ import annotations
 
@@ -32,25 +35,32 @@ PROLIFIC_REJECTION_CATEGORIES = (
     "LOW_EFFORT", "MALINGERING", "NO_CODE", "BAD_CODE", "NO_DATA", "UNSUPP_DEVICE", "OTHER",
 )
 """The ``rejection_category`` values Prolific's submission transition accepts."""
-CLAIM_TIMEOUT = dt.timedelta(minutes=5)
+CLAIM_TIMEOUT = dt.timedelta(minutes=10)
 """A payment claimed longer ago than this is taken to have died mid-call and may be claimed again
-(the platform call is idempotent on the payment's key or its stored platform reference)."""
+(it is then treated as ``unknown``: the platform is asked before anything is sent again)."""
+SETTLE_WAIT = CLAIM_TIMEOUT
+"""Prolific pays a bonus asynchronously, "in the following minutes"
+(https://docs.prolific.com/api-reference/bonuses/pay-bonus-payments): an unknown pay attempt that
+Prolific does not yet show as paid is not sent again until this long after it."""
 
 
 class PaymentStatus:
     """Where a bonus stands: written (pending), being paid (paying), created on the platform but not
-    yet paid (created, Prolific's first step), paid, failed (may be retried), or recorded locally
-    only (no platform client: nothing moved)."""
+    yet paid (created, Prolific's first step; its pay step was refused), sent without an answer
+    (unknown: it may have been paid), paid, failed (nothing paid; may be retried), or recorded
+    locally only (no platform client: nothing moved)."""
 
     PENDING = "pending"
     PAYING = "paying"
     CREATED = "created"
+    UNKNOWN = "unknown"
     PAID = "paid"
     FAILED = "failed"
     RECORDED = "recorded"
 
 
-RETRYABLE = (PaymentStatus.PENDING, PaymentStatus.CREATED, PaymentStatus.FAILED)
+RETRYABLE = (PaymentStatus.PENDING, PaymentStatus.CREATED, PaymentStatus.FAILED,
+             PaymentStatus.UNKNOWN)
 SETTLED = (PaymentStatus.PAID, PaymentStatus.RECORDED)
 
 
@@ -64,11 +74,13 @@ class ActionError(ValueError):
 
 
 class PlatformError(RuntimeError):
-    """The platform refused or failed a call; ``reply`` holds what it answered."""
+    """The platform refused or failed a call; ``reply`` holds what it answered. ``unknown``: the
+    call may have been carried out (a 5xx, a time-out or a dropped connection after sending)."""
 
-    def __init__(self, message: str, reply: dict[str, Any] | None = None):
+    def __init__(self, message: str, reply: dict[str, Any] | None = None, unknown: bool = False):
         super().__init__(message)
         self.reply = reply or {}
+        self.unknown = unknown
 
 
 class Recruiter(Protocol):
@@ -85,6 +97,15 @@ class Recruiter(Protocol):
         """Pay ``payment`` (amount, reason, ``idempotency_key``). A two-step platform stores its
         bonus id in ``payment.platform_ref`` and calls ``save()`` between the steps, so a retry
         after a crash pays the bonus already created instead of creating another."""
+        ...
+
+
+class CheckingRecruiter(Recruiter, Protocol):
+    """A platform whose pay step is not idempotent (Prolific) says whether a bonus it was sent was
+    paid, so an ``unknown`` one is settled instead of paid again."""
+
+    def bonus_paid(self, participant: Participant, payment: Payment) -> bool:
+        """True when the platform shows ``payment`` as paid to ``participant``."""
         ...
 
 
@@ -151,9 +172,14 @@ def _transition(participant: Participant, actor: str, transition: Transition,
         try:
             reply = call(recruiter)
         except PlatformError as exc:
+            message = str(exc)
+            if exc.unknown:
+                message = (f"state unknown: {participant.platform} did not answer ({exc}); it may "
+                           f"have acted. Run {transition.name} again: the submission's status is "
+                           "read first")
             return _finish(actor, participant, ActionResult(
-                participant.public_id, transition.name, False, str(exc), participant.status,
-                reply=exc.reply, detail=detail))
+                participant.public_id, transition.name, False, message, participant.status,
+                reply=exc.reply, detail={**detail, "unknown": exc.unknown}))
     transition.apply(participant, utcnow())
     message = "done" if recruiter is not None else _local_note(participant)
     return _finish(actor, participant, ActionResult(
@@ -230,6 +256,20 @@ def _payment_row(participant: Participant, amount: Decimal, reason: str, actor: 
     return payment
 
 
+def _add_bonus(participant: Participant, value: Decimal) -> None:
+    """Add ``value`` to the participant's bonus total in one SQL statement (concurrent bonuses for
+    one participant each add theirs; a Python read-modify-write lost updates on PostgreSQL)."""
+    db.session.execute(
+        sa.update(Participant).where(Participant.id == participant.id)
+        .values(bonus=sa.func.coalesce(Participant.bonus, 0) + value)
+        .execution_options(synchronize_session=False))
+    db.session.expire(participant, ["bonus"])
+
+
+def _aware(when: dt.datetime | None) -> dt.datetime | None:
+    return when.replace(tzinfo=dt.UTC) if when is not None and when.tzinfo is None else when
+
+
 def _claim(payment: Payment) -> bool:
     """Atomically take the right to pay ``payment`` (one request at a time, across processes)."""
     now = utcnow()
@@ -263,6 +303,7 @@ def pay_bonus(participant: Participant, actor: str, amount: Any, reason: str) ->
             participant.public_id, "bonus", True, f"already {payment.status}: nothing paid again",
             participant.status, local_only=payment.status == PaymentStatus.RECORDED,
             reply=payment.reply, detail={**detail, "duplicate": True}))
+    previous, attempted = payment.status, _aware(payment.claimed_at)
     if not _claim(payment):
         return _finish(actor, participant, ActionResult(
             participant.public_id, "bonus", False, "this bonus is being paid by another request",
@@ -270,24 +311,105 @@ def pay_bonus(participant: Participant, actor: str, amount: Any, reason: str) ->
     recruiter = recruiter_for(participant.experiment)
     if recruiter is None:
         payment.status, payment.paid_at = PaymentStatus.RECORDED, utcnow()
-        participant.bonus = (Decimal(str(participant.bonus or 0)) + value)  # type: ignore[assignment]
+        _add_bonus(participant, value)
         return _finish(actor, participant, ActionResult(
             participant.public_id, "bonus", True,
             _local_note(participant) + "; recorded, no money moved", participant.status,
             local_only=True, detail=detail))
+    checked = ""
+    if payment.platform_ref and previous != PaymentStatus.PENDING and hasattr(recruiter,
+                                                                              "bonus_paid"):
+        settled = _settle(participant, payment, recruiter, actor, detail, previous, attempted)
+        if settled is not None:
+            return settled
+        checked = f"checked {participant.platform.capitalize()}: not paid; "
     try:
         reply = recruiter.pay_bonus(participant, payment, db.session.commit)
     except PlatformError as exc:
-        payment.status = (PaymentStatus.CREATED if payment.platform_ref else PaymentStatus.FAILED)
         payment.reply = exc.reply
+        if exc.unknown and payment.platform_ref:
+            payment.status = PaymentStatus.UNKNOWN  # claimed_at stays: when it was sent
+            message = (f"state unknown: {exc}. It may have been paid: run the same bonus again "
+                       f"and {participant.platform} is asked first; it is paid only if it was not")
+        else:
+            payment.status = (PaymentStatus.CREATED if payment.platform_ref
+                              else PaymentStatus.FAILED)
+            message = f"not paid: {exc}"
         return _finish(actor, participant, ActionResult(
-            participant.public_id, "bonus", False, f"not paid: {exc}", participant.status,
-            reply=exc.reply, detail=detail))
+            participant.public_id, "bonus", False, checked + message, participant.status,
+            reply=exc.reply, detail={**detail, "unknown": payment.status == PaymentStatus.UNKNOWN}))
     payment.status, payment.paid_at, payment.reply = PaymentStatus.PAID, utcnow(), reply
-    participant.bonus = (Decimal(str(participant.bonus or 0)) + value)  # type: ignore[assignment]
+    _add_bonus(participant, value)
     return _finish(actor, participant, ActionResult(
-        participant.public_id, "bonus", True, "paid", participant.status, reply=reply,
-        detail=detail))
+        participant.public_id, "bonus", True, checked + "paid", participant.status, reply=reply,
+        detail={**detail, **({"checked": "not paid"} if checked else {})}))
+
+
+def _settle(participant: Participant, payment: Payment, recruiter: Any, actor: str,
+            detail: dict[str, Any], previous: str,
+            attempted: dt.datetime | None) -> ActionResult | None:
+    """Ask the platform whether a bonus already sent (unknown, created, or claimed by a request that
+    died) was paid, and settle the local record: paid -> ``paid`` (nothing sent again); not paid
+    but sent too recently to tell -> left ``unknown``; not paid -> None (the caller pays it)."""
+    platform = participant.platform.capitalize()
+    sent = previous in (PaymentStatus.UNKNOWN, PaymentStatus.PAYING)
+
+    def keep(message: str, reply: dict[str, Any] | None = None,
+             **more: Any) -> ActionResult:
+        payment.status = PaymentStatus.UNKNOWN if sent else previous
+        payment.claimed_at = attempted
+        return _finish(actor, participant, ActionResult(
+            participant.public_id, "bonus", False, message, participant.status, reply=reply,
+            detail={**detail, "unknown": sent, **more}))
+
+    try:
+        paid = recruiter.bonus_paid(participant, payment)
+    except PlatformError as exc:
+        return keep(f"state unknown: could not check {platform}: {exc}; nothing sent again",
+                    exc.reply, checked="failed")
+    if paid:
+        payment.status, payment.paid_at = PaymentStatus.PAID, utcnow()
+        _add_bonus(participant, Decimal(str(payment.amount)))
+        return _finish(actor, participant, ActionResult(
+            participant.public_id, "bonus", True,
+            f"state unknown: checked {platform}: paid; recorded as paid, nothing paid again",
+            participant.status, detail={**detail, "checked": "paid"}))
+    if sent and attempted is not None and attempted > utcnow() - SETTLE_WAIT:
+        again = (attempted + SETTLE_WAIT).strftime("%H:%M UTC")
+        return keep(f"state unknown: checked {platform}: not paid yet. {platform} pays bonuses "
+                    f"asynchronously, so it is not sent again before {again}; run it again then, "
+                    "or mark it paid after checking the submission on "
+                    f"{platform}", checked="not paid yet")
+    return None
+
+
+def mark_bonus_paid(participant: Participant, actor: str, reason: str) -> ActionResult:
+    """Record a bonus whose state is unknown as paid after the researcher checked the platform
+    (Prolific's submissions page shows the bonuses paid); audited, nothing sent."""
+    reason = (reason or "").strip()
+    payment = db.session.execute(sa.select(Payment).where(
+        Payment.participant_id == participant.id, Payment.reason == reason)).scalar_one_or_none()
+    if payment is None:
+        raise ActionError(f"no bonus for {reason!r} for this participant", "reason", 404)
+    if payment.status not in (PaymentStatus.UNKNOWN, PaymentStatus.CREATED,
+                              PaymentStatus.FAILED, PaymentStatus.PAYING):
+        raise ActionError(f"the bonus for {reason!r} is {payment.status}: only a bonus whose state "
+                          "is unknown can be marked paid", "reason", 409)
+    before = payment.status
+    done = db.session.execute(
+        sa.update(Payment).where(Payment.id == payment.id, Payment.status == before)
+        .values(status=PaymentStatus.PAID, paid_at=utcnow())
+        .execution_options(synchronize_session=False))
+    if getattr(done, "rowcount", 0) != 1:
+        db.session.rollback()
+        raise ActionError("the bonus changed meanwhile: look again", "reason", 409)
+    _add_bonus(participant, Decimal(str(payment.amount)))
+    db.session.expire(payment)
+    return _finish(actor, participant, ActionResult(
+        participant.public_id, "mark_paid_after_checking", True,
+        f"marked paid after checking (was {before}); nothing sent", participant.status,
+        detail={"amount": str(payment.amount), "reason": reason, "was": before,
+                "payment": payment.idempotency_key}))
 
 
 def bulk(participants: Iterable[Participant],

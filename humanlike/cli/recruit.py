@@ -360,10 +360,14 @@ def _platform_group(platform: str) -> click.Group:
                   help="What the bonus is for; one bonus per participant and reason.")
     @click.option("--csv", "csv_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                   default=None, help="Many at once: a file of 'participant,amount' lines.")
+    @click.option("--mark-paid", is_flag=True,
+                  help="Record a bonus whose state is unknown as paid, after checking the "
+                       "submission on the platform (audited; nothing is sent).")
     def bonus(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool,
               participant: str | None, amount: str | None, reason: str,
-              csv_path: Path | None) -> None:
-        """Pay PARTICIPANT a bonus, at most once per reason (safe to re-run after a failure)."""
+              csv_path: Path | None, mark_paid: bool) -> None:
+        """Pay PARTICIPANT a bonus, at most once per reason. Safe to re-run after a failure: a
+        bonus whose state is unknown is checked on the platform first and never paid twice."""
         ctx = make(slug, spec_path, database_url, dry_run)
 
         def body() -> None:
@@ -375,6 +379,12 @@ def _platform_group(platform: str) -> click.Group:
                 with csv_path.open(newline="") as fh:
                     wanted = [(r[0].strip(), r[1].strip()) for r in csv.reader(fh)
                               if r and r[0].strip() and not r[0].startswith("#")]
+            if mark_paid:
+                if participant is None:
+                    raise click.ClickException("--mark-paid needs the participant")
+                _echo_results(actions.bulk(_participants(exp, (participant,)),
+                                           lambda p: actions.mark_bonus_paid(p, ctx.actor, reason)))
+                return
             if participant is not None:
                 if amount is None:
                     raise click.ClickException("--amount is required with a participant")

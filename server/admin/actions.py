@@ -22,7 +22,8 @@ from humanlike.server.models import AuditEntry, Experiment, Participant, Partici
 
 ACTIONS = {"approve": "Approve", "reject": "Reject", "bonus": "Pay a bonus",
            "exclude": "Exclude from analysis", "include": "Include in analysis",
-           "clear": "Clear the analysis override"}
+           "clear": "Clear the analysis override",
+           "mark_paid": "Mark a bonus paid after checking Prolific"}
 PRESETS = {"completed_passing_qc": "every completed participant who passes QC"}
 MAX_BULK = 5000
 
@@ -65,6 +66,8 @@ def _check(action: str, inputs: dict[str, str], exp: Experiment) -> str | None:
                 raise actions.ActionError("say what the bonus is for (a reason is required)")
         elif action in ("exclude", "include") and not inputs["reason"]:
             raise actions.ActionError("say why (a reason is required)")
+        elif action == "mark_paid" and not inputs["reason"]:
+            raise actions.ActionError("name the bonus (its reason) whose state is unknown")
     except actions.ActionError as exc:
         return str(exc)
     return None
@@ -78,6 +81,8 @@ def _runner(action: str, inputs: dict[str, str]):
         return lambda p: actions.reject(p, who, inputs["message"], inputs["category"] or None)
     if action == "bonus":
         return lambda p: actions.pay_bonus(p, who, inputs["amount"], inputs["reason"])
+    if action == "mark_paid":
+        return lambda p: actions.mark_bonus_paid(p, who, inputs["reason"])
     decision = None if action == "clear" else action
     return lambda p: actions.set_analysis_override(p, who, decision, inputs["reason"])
 

@@ -28,8 +28,12 @@ Rules and where they are documented:
 - POST /api/v1/submissions/bonus-payments/ {"study_id", "csv_bonuses": "<participant_id>,<amount>\\n"}
   amounts decimal in the study currency, ids must have taken part (else 400)
   (https://docs.prolific.com/api-reference/bonuses/create-bonus-payments)
-- POST /api/v1/bulk-bonus-payments/{id}/pay/ -> 202; NOT idempotent: paying twice pays twice
+- POST /api/v1/bulk-bonus-payments/{id}/pay/ -> 202; NOT idempotent: paying twice pays twice;
+  payments are made asynchronously "in the following minutes"
   (https://docs.prolific.com/api-reference/bonuses/pay-bonus-payments)
+- GET /api/v1/submissions/{id}/ -> the submission object, whose ``bonus_payments`` lists the bonuses
+  paid on it (amounts in minor units) (https://docs.prolific.com/api-reference/submissions/get-submission,
+  https://docs.prolific.com/api-reference/submissions/submission-object)
 Undocumented here, so chosen: the error body shape ``{"error": {"status", "title", "detail":
 {field: [messages]}}}`` and the list's ``_links.next.href`` paging links.
 """
@@ -72,7 +76,10 @@ def _field_error(field: str, message: str) -> Refused:
 
 class FakeProlific:
     """State + WSGI app. ``fail_next``: status codes answered (and nothing done) for the next
-    requests; ``fail_pay``: how many pay calls answer 503 without paying."""
+    requests; ``fail_pay``: how many pay calls answer 503 without paying; ``lose_pay_reply``: how
+    many pay calls pay and then answer 503 (the reply lost after the change was applied, as a
+    gateway time-out in front of Prolific does); ``fail_transition``: how many submission
+    transitions answer 503 without acting."""
 
     def __init__(self, token: str):
         self.token = token
@@ -83,6 +90,8 @@ class FakeProlific:
         self.log: list[tuple[str, str, Any]] = []
         self.fail_next: list[int] = []
         self.fail_pay = 0
+        self.lose_pay_reply = 0
+        self.fail_transition = 0
         self._ids = itertools.count(1)
         self.lock = threading.Lock()
 
@@ -161,6 +170,8 @@ class FakeProlific:
             return self.transition_study(self.study(m[1]), body), 200
         if (method, path) == ("GET", "/api/v1/submissions/"):
             return self.list_submissions(request), 200
+        if (m := re.fullmatch(r"/api/v1/submissions/(\w+)/", path)) and method == "GET":
+            return self.get_submission(m[1]), 200
         if (m := re.fullmatch(r"/api/v1/submissions/(\w+)/transition/", path)) and method == "POST":
             return self.transition_submission(m[1], body), 200
         if (method, path) == ("POST", "/api/v1/submissions/bulk-approve/"):
@@ -267,10 +278,21 @@ class FakeProlific:
                             for s in chunk],
                 "_links": {"next": {"href": nxt}}, "meta": {"count": len(rows)}}
 
+    def get_submission(self, sid: str) -> dict[str, Any]:
+        sub = self.submissions.get(sid)
+        if sub is None:
+            raise Refused(404, f"submission {sid} not found")
+        return {"id": sid, "participant_id": sub["participant_id"], "status": sub["status"],
+                "study_id": sub["study_id"], "study_code": sub.get("study_code"),
+                "bonus_payments": list(sub.get("bonus_payments", []))}
+
     def transition_submission(self, sid: str, body: Any) -> dict[str, Any]:
         sub = self.submissions.get(sid)
         if sub is None:
             raise Refused(404, f"submission {sid} not found")
+        if self.fail_transition:
+            self.fail_transition -= 1
+            raise Refused(503, "temporarily unavailable")
         action = (body or {}).get("action")
         if action not in ("APPROVE", "REJECT"):
             raise _field_error("action", "APPROVE or REJECT.")
@@ -338,6 +360,9 @@ class FakeProlific:
             for s in self.submissions.values():
                 if who in (s["participant_id"], s["id"]):
                     s["bonus_payments"].append(float(value * 100))
+        if self.lose_pay_reply:
+            self.lose_pay_reply -= 1
+            raise Refused(503, "upstream timed out")  # paid, but the answer never arrives
         return f"Bulk bonus payment with ID {bid} is being processed asynchronously."
 
 

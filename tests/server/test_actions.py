@@ -152,6 +152,35 @@ def test_concurrent_double_clicks_pay_one_bonus(app, client, recruiter):
         assert float(load(pid).bonus) == 0.25
 
 
+def test_twenty_concurrent_bonuses_leave_the_total_equal_to_the_paid_rows(app, client, recruiter):
+    """Ten concurrent bonuses once left participant.bonus at 4.00-7.00 of 10.00 paid (a Python
+    read-modify-write); the total must be the sum of the paid payment rows."""
+    pid = completed_participant(app, client)
+    barrier = threading.Barrier(20)
+    errors: list[BaseException] = []
+
+    def pay(i):
+        with app.app_context():
+            try:
+                barrier.wait()
+                assert actions.pay_bonus(load(pid), "admin:alice", "1.00", f"round {i}").ok
+            except BaseException as exc:  # reported below: a thread's assert is not the test's
+                errors.append(exc)
+            finally:
+                db.session.remove()
+
+    threads = [threading.Thread(target=pay, args=(i,)) for i in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == [] and len(recruiter.paid) == 20
+    with app.app_context():
+        paid = db.session.execute(sa.select(sa.func.sum(Payment.amount)).where(
+            Payment.status == "paid")).scalar_one()
+        assert float(paid) == 20.0 and float(load(pid).bonus) == 20.0
+
+
 def test_a_different_amount_for_the_same_reason_is_refused(app, client):
     pid = completed_participant(app, client)
     with app.app_context():

@@ -158,6 +158,7 @@ def test_create_publish_take_part_sync_and_approve(rapp, fake, database_url, rec
         ("POST", "/api/v1/studies/"),
         ("POST", f"/api/v1/studies/{study['id']}/transition/"),
         ("GET", "/api/v1/submissions/"), ("GET", "/api/v1/submissions/"),
+        ("GET", f"/api/v1/submissions/{sid}/"),  # approve reads the submission's status first
         ("POST", f"/api/v1/submissions/{sid}/transition/"),
         ("GET", "/api/v1/submissions/"),
     ]
@@ -214,35 +215,155 @@ def test_a_short_rejection_is_refused_before_any_request(rapp, fake, database_ur
                                "rejection_category": "FAILED_CHECK"}
 
 
-def test_a_bonus_whose_pay_step_fails_once_is_paid_exactly_once_after_retry(rapp, fake,
-                                                                            database_url,
-                                                                            recruit_spec):
+def pay_requests(fake):
+    return [p for m, p, _ in fake.log if m == "POST" and p.endswith("/pay/")]
+
+
+def payment_row():
+    [payment] = db.session.execute(sa.select(Payment)).scalars()
+    return payment
+
+
+def age_attempt(rapp):
+    """Move the unknown pay attempt past the settle wait (Prolific pays asynchronously)."""
+    by = actions.SETTLE_WAIT
+    with rapp.app_context():
+        payment = payment_row()
+        payment.claimed_at = payment.claimed_at - by - dt.timedelta(seconds=1)
+        db.session.commit()
+
+
+def test_a_bonus_whose_pay_step_fails_without_paying_is_paid_once_after_checking(
+        rapp, fake, database_url, recruit_spec):
     assert recruit(database_url, recruit_spec, "create").exit_code == 0
     assert recruit(database_url, recruit_spec, "publish").exit_code == 0
     [study] = fake.studies.values()
-    pid, _ = take_part(rapp, fake, study["id"], "PPP0003")
-    fake.fail_pay = 1
+    pid, sid = take_part(rapp, fake, study["id"], "PPP0003")
+    fake.fail_pay = 1  # a 503: Prolific may or may not have paid
     out = recruit(database_url, recruit_spec, "bonus", pid, "--amount", "0.75",
                   "--reason", "accuracy")
-    assert out.exit_code == 1 and "not paid" in out.output
+    assert out.exit_code == 1 and "state unknown" in out.output
     [bonus] = fake.bonuses.values()
     assert fake.paid == []
     assert bonus["rows"][0][0] == "PPP0003" and str(bonus["rows"][0][1]) == "0.75"
     with rapp.app_context():
-        [payment] = db.session.execute(sa.select(Payment)).scalars()
-        assert (payment.status, payment.platform_ref) == ("created", bonus["id"])
+        assert (payment_row().status, payment_row().platform_ref) == ("unknown", bonus["id"])
+    # at once: Prolific is asked (not paid yet), and nothing is sent while it may still be paying
+    out = recruit(database_url, recruit_spec, "bonus", pid, "--amount", "0.75",
+                  "--reason", "accuracy")
+    assert out.exit_code == 1 and "checked Prolific: not paid yet" in out.output
+    assert ("GET", f"/api/v1/submissions/{sid}/", None) in fake.log
+    assert len(pay_requests(fake)) == 1
+    age_attempt(rapp)
     out = recruit(database_url, recruit_spec, "bonus", pid, "--amount", "0.75",
                   "--reason", "accuracy")
     assert out.exit_code == 0, out.output
+    assert "checked Prolific: not paid" in out.output
     assert fake.paid == [bonus["id"]] and len(fake.bonuses) == 1  # the same bonus, paid once
     out = recruit(database_url, recruit_spec, "bonus", pid, "--amount", "0.75",
                   "--reason", "accuracy")
     assert out.exit_code == 0 and "nothing paid again" in out.output
-    assert fake.paid == [bonus["id"]]
+    assert fake.paid == [bonus["id"]] and len(pay_requests(fake)) == 2
     with rapp.app_context():
         assert float(row(pid).bonus) == 0.75
-        [payment] = db.session.execute(sa.select(Payment)).scalars()
-        assert payment.status == "paid"
+        assert payment_row().status == "paid"
+
+
+def test_a_pay_reply_lost_after_paying_is_settled_as_paid_without_a_second_pay_cli(
+        rapp, fake, database_url, recruit_spec):
+    assert recruit(database_url, recruit_spec, "create").exit_code == 0
+    assert recruit(database_url, recruit_spec, "publish").exit_code == 0
+    [study] = fake.studies.values()
+    pid, sid = take_part(rapp, fake, study["id"], "PPP0005")
+    fake.lose_pay_reply = 1  # Prolific pays, then the answer is lost (503)
+    out = recruit(database_url, recruit_spec, "bonus", pid, "--amount", "0.75",
+                  "--reason", "accuracy")
+    assert out.exit_code == 1 and "state unknown" in out.output and "not paid:" not in out.output
+    [bonus] = fake.bonuses.values()
+    assert fake.paid == [bonus["id"]] and fake.submissions[sid]["bonus_payments"] == [75.0]
+    with rapp.app_context():
+        assert payment_row().status == "unknown" and row(pid).bonus is None
+    for _ in range(2):  # the re-run the docs advise, and once more after the settle wait
+        out = recruit(database_url, recruit_spec, "bonus", pid, "--amount", "0.75",
+                      "--reason", "accuracy")
+        assert out.exit_code == 0, out.output
+        age_attempt(rapp)
+    assert "state unknown: checked Prolific: paid" in out.output or "nothing paid again" in out.output
+    assert len(pay_requests(fake)) == 1 and fake.paid == [bonus["id"]]  # no second pay request
+    assert fake.submissions[sid]["bonus_payments"] == [75.0]
+    with rapp.app_context():
+        assert payment_row().status == "paid" and float(row(pid).bonus) == 0.75
+        details = [a.detail for a in db.session.execute(
+            sa.select(AuditEntry).where(AuditEntry.action == "bonus")).scalars()]
+        assert [d.get("checked") for d in details][:2] == [None, "paid"]
+
+
+def test_a_pay_reply_lost_after_paying_is_settled_as_paid_from_the_dashboard(
+        rapp, fake, database_url, recruit_spec):
+    from tests.server.admin.dashboard_helpers import csrf_from, login
+
+    assert recruit(database_url, recruit_spec, "create").exit_code == 0
+    assert recruit(database_url, recruit_spec, "publish").exit_code == 0
+    [study] = fake.studies.values()
+    pid, sid = take_part(rapp, fake, study["id"], "PPP0006")
+    admin = rapp.test_client()
+    login(rapp, admin)
+    token = csrf_from(admin.get("/admin/experiments/small").get_data(as_text=True))
+    form = {"csrf_token": token, "action": "bonus", "confirmed": "yes", "participant": pid,
+            "amount": "1.25", "reason": "speed"}
+    fake.lose_pay_reply = 1
+    first = admin.post("/admin/experiments/small/actions/apply", data=form)
+    assert first.status_code == 200 and "state unknown" in first.get_data(as_text=True)
+    again = admin.post("/admin/experiments/small/actions/apply", data=form)
+    page = again.get_data(as_text=True)
+    assert again.status_code == 200 and "state unknown: checked Prolific: paid" in page
+    assert len(pay_requests(fake)) == 1 and fake.submissions[sid]["bonus_payments"] == [125.0]
+    with rapp.app_context():
+        assert payment_row().status == "paid" and float(row(pid).bonus) == 1.25
+
+
+def test_mark_as_paid_after_checking_settles_an_unknown_bonus_and_is_audited(
+        rapp, fake, database_url, recruit_spec):
+    assert recruit(database_url, recruit_spec, "create").exit_code == 0
+    assert recruit(database_url, recruit_spec, "publish").exit_code == 0
+    [study] = fake.studies.values()
+    pid, _ = take_part(rapp, fake, study["id"], "PPP0007")
+    fake.fail_pay = 1
+    assert recruit(database_url, recruit_spec, "bonus", pid, "--amount", "0.40",
+                   "--reason", "extra").exit_code == 1
+    sent = len(fake.log)
+    out = recruit(database_url, recruit_spec, "bonus", pid, "--amount", "0.40", "--reason",
+                  "extra", "--mark-paid")
+    assert out.exit_code == 0, out.output
+    assert len(fake.log) == sent  # nothing asked of Prolific: the researcher checked
+    with rapp.app_context():
+        assert payment_row().status == "paid" and float(row(pid).bonus) == 0.40
+        [entry] = db.session.execute(sa.select(AuditEntry).where(
+            AuditEntry.action == "mark_paid_after_checking")).scalars()
+        assert entry.target == pid and entry.detail["reason"] == "extra"
+    out = recruit(database_url, recruit_spec, "bonus", pid, "--amount", "0.40", "--reason", "extra")
+    assert out.exit_code == 0 and "nothing paid again" in out.output
+    assert len(pay_requests(fake)) == 1
+
+
+def test_approve_reads_the_submission_first_and_a_5xx_leaves_it_unknown(
+        rapp, fake, database_url, recruit_spec):
+    assert recruit(database_url, recruit_spec, "create").exit_code == 0
+    assert recruit(database_url, recruit_spec, "publish").exit_code == 0
+    [study] = fake.studies.values()
+    pid, sid = take_part(rapp, fake, study["id"], "PPP0008")
+    fake.fail_transition = 5  # the read passes; every transition attempt answers 503
+    out = recruit(database_url, recruit_spec, "approve", pid)
+    assert out.exit_code == 1 and "state unknown" in out.output
+    with rapp.app_context():
+        assert row(pid).status == "completed"
+    fake.set_status(sid, "APPROVED")  # it had gone through after all
+    sent = len(fake.log)
+    out = recruit(database_url, recruit_spec, "approve", pid)
+    assert out.exit_code == 0, out.output
+    assert [(m, p) for m, p, _ in fake.log[sent:]] == [("GET", f"/api/v1/submissions/{sid}/")]
+    with rapp.app_context():
+        assert row(pid).status == "approved"
 
 
 def test_a_crash_between_create_and_pay_pays_the_created_bonus_once(rapp, fake, database_url,
