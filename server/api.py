@@ -11,7 +11,7 @@ from flask import Blueprint, current_app, jsonify, request, url_for
 from pydantic import ValidationError
 from werkzeug.exceptions import MethodNotAllowed, NotFound, RequestEntityTooLarge
 
-from humanlike.server import auth_cache, experiments, trial_store
+from humanlike.server import auth_cache, experiments, sona, trial_store
 from humanlike.server.auth_cache import ParticipantAuth
 from humanlike.server.errors import api_abort, json_errors
 from humanlike.server.extensions import csrf, db
@@ -292,7 +292,9 @@ def complete(pid: str):
         api_abort(409, "trials_missing", {"missing": missing[:100], "n_missing": len(missing)})
     if COMPLETE.apply(participant, utcnow()):
         participant.completion_code = completion_code(participant)
+        sona.record_pending(participant)  # a SONA server-side grant, committed with the completion
         db.session.commit()
+    sona.send_for(participant)
     return jsonify(status=participant.status, next=completion_target(participant))
 
 

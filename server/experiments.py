@@ -271,13 +271,13 @@ def _sync_once(loaded: LoadedExperiment, allow_change: bool) -> LoadedExperiment
             spec_hash=digest,
             root=str(loaded.root),
             status=ExperimentStatus.LIVE.value,
-            platform=loaded.spec.platform,
+            platform=loaded.spec.platform_name,
         )
         db.session.add(exp)
         db.session.flush()
     else:
         exp.title, exp.spec, exp.spec_hash = loaded.spec.title, spec_json, digest
-        exp.root, exp.platform = str(loaded.root), loaded.spec.platform
+        exp.root, exp.platform = str(loaded.root), loaded.spec.platform_name
     version = db.session.execute(sa.select(SpecVersion).where(
         SpecVersion.experiment_id == exp.id, SpecVersion.hash == digest)).scalar_one_or_none()
     if version is None:

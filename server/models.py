@@ -285,3 +285,4 @@ class PanelResult(db.Model):  # type: ignore[name-defined]  # dynamic base
 
 # psiTurk's tables live beside these (server/psiturk/models.py); imported here so the metadata is whole
 from humanlike.server.psiturk import models as _psiturk_models  # noqa: E402,F401
+from humanlike.server import sona_models as _sona_models  # noqa: E402,F401

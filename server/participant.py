@@ -1,4 +1,5 @@
-"""Participant pages: entry from Prolific/MTurk/local links, the task page, completion, stimulus files."""
+"""Participant pages: entry from a study link (any source in server/platforms.py), the task page,
+completion, stimulus files."""
 
 from __future__ import annotations
 
@@ -20,7 +21,13 @@ from humanlike.server import allocation, experiments, resume
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import DONE, ExperimentStatus, ParticipantStatus
 from humanlike.server.models import Event, Experiment, Participant, utcnow
-from humanlike.server.platforms import EntryError, Platform, completion_target, parse_entry
+from humanlike.server.platforms import (
+    Entry,
+    EntryError,
+    Platform,
+    completion_target,
+    parse_entry,
+)
 
 bp = Blueprint("participant", __name__)
 
@@ -34,22 +41,37 @@ def _owned() -> dict[str, str]:
     return session.setdefault("participants", {})
 
 
-@bp.get("/start/<slug>")
-def start(slug: str):
-    """Entry point of a study link: check eligibility, allocate (or resume), go to the task."""
+def live_experiment(slug: str):
+    """(loaded, row) of a live experiment, or the page to show instead."""
     loaded = experiments.get(slug)
     exp = db.session.execute(sa.select(Experiment).where(Experiment.slug == slug)).scalar_one_or_none()
     if loaded is None or exp is None:
-        return _message("Study not found", "This study link is not valid.", 404)
+        return None, _message("Study not found", "This study link is not valid.", 404)
     if exp.status != ExperimentStatus.LIVE:
-        return _message("Study closed", "This study is not taking participants at the moment.", 410)
+        return None, _message("Study closed", "This study is not taking participants at the moment.",
+                              410)
+    return (loaded, exp), None
+
+
+@bp.get("/start/<slug>")
+def start(slug: str):
+    """Entry point of a study link: check eligibility, allocate (or resume), go to the task."""
+    found, page = live_experiment(slug)
+    if found is None:
+        return page
+    loaded, exp = found
     try:
-        entry = parse_entry(request)
+        entry = parse_entry(request, exp.spec.get("platform"))
     except EntryError as exc:
         return _message("Invalid study link", str(exc), 400)
     if entry.preview:
         return render_template("preview.html", spec=loaded.spec,
                                instructions=loaded.markdown_html("instructions"))
+    return admit(loaded, exp, entry)
+
+
+def admit(loaded, exp: Experiment, entry: Entry):
+    """Let an arrival in: resume the same person, refuse a second participation, or allocate."""
     user_agent = request.headers.get("User-Agent")
     if not loaded.spec.allow_mobile and allocation.is_mobile(user_agent):
         return _message("Please use a computer",
@@ -118,7 +140,7 @@ def _task_page(participant: Participant, token: str | None):
         "slug": participant.experiment.slug,
         "resume_code": (resume.resume_code(participant)
                         if participant.platform == Platform.LOCAL else None),
-        "reopen": "Please open your original study link again (from Prolific, MTurk or the "
+        "reopen": "Please open your original study link again (from the recruitment site or the "
                   "researcher's message): it brings you back to where you stopped.",
     }
     return render_template("task.html", config=config, title=participant.experiment.title)

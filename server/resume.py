@@ -13,7 +13,7 @@ from humanlike.server import auth_cache
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import PRE_TRIAL, ParticipantStatus
 from humanlike.server.models import Experiment, Participant
-from humanlike.server.platforms import Entry, Platform
+from humanlike.server.platforms import Entry, Platform, preset_for
 from humanlike.server.tokens import hash_token, new_token
 
 RESUMABLE = PRE_TRIAL | {ParticipantStatus.STARTED}
@@ -27,14 +27,19 @@ def resumable(participant: Participant) -> bool:
 
 
 def same_identity(participant: Participant, entry: Entry) -> bool:
-    """Prolific: the same SESSION_ID; MTurk: the same assignmentId. A reset lock (the stored id
-    cleared by ``reset_lock``) accepts the next id once. Local links carry no identity."""
-    if entry.platform == Platform.PROLIFIC:
-        stored, given = participant.session_id, entry.session_id
-    elif entry.platform == Platform.MTURK:
-        stored, given = participant.assignment_id, entry.assignment_id
-    else:
+    """The source's resume rule (server/platforms.py): ``same_session`` (Prolific's SESSION_ID,
+    MTurk's assignmentId, a panel's session parameter; a reset lock, the stored id cleared by
+    ``reset_lock``, accepts the next id once), ``same_participant`` (a SONA survey code, a typed
+    lab id), or none. Local links carry no identity."""
+    if entry.platform == Platform.LOCAL:
         return False
+    preset = preset_for(participant)
+    if preset.resume == "same_participant":
+        return True
+    if preset.resume != "same_session":
+        return False
+    stored = getattr(participant, preset.session_column)
+    given = getattr(entry, preset.session_column)
     if given is None:
         return False
     return stored is None or hmac.compare_digest(stored, given)
@@ -42,12 +47,12 @@ def same_identity(participant: Participant, entry: Entry) -> bool:
 
 def bind(participant: Participant, entry: Entry) -> None:
     """Record the session / assignment the participant resumes with (after a reset it is new)."""
-    if entry.platform == Platform.PROLIFIC:
-        participant.session_id = entry.session_id
-        participant.study_id = entry.study_id or participant.study_id
-    elif entry.platform == Platform.MTURK:
-        participant.assignment_id = entry.assignment_id
-        participant.hit_id = entry.hit_id or participant.hit_id
+    if entry.platform == Platform.LOCAL:
+        return
+    preset = preset_for(participant)
+    for column in (preset.session_column, preset.study_column):
+        setattr(participant, column, getattr(entry, column) or getattr(participant, column))
+    if entry.platform == Platform.MTURK:
         participant.turk_submit_to = entry.turk_submit_to or participant.turk_submit_to
 
 
@@ -90,8 +95,6 @@ def reset_lock(participant: Participant) -> dict[str, str | None]:
     """Let the next entry with this platform id resume: clear the bound session / assignment id.
     Returns what was cleared (for the audit log); the status and the stored trials are kept."""
     cleared = {"session_id": participant.session_id, "assignment_id": participant.assignment_id}
-    if participant.platform == Platform.PROLIFIC:
-        participant.session_id = None
-    elif participant.platform == Platform.MTURK:
-        participant.assignment_id = None
+    if participant.platform != Platform.LOCAL:
+        setattr(participant, preset_for(participant).session_column, None)
     return cleared

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,7 +22,7 @@ from pydantic import (
 
 from humanlike.analysis.exclusions import ExclusionRules
 from humanlike.server.panel_spec import PanelSettings, Stopping
-from humanlike.server.platforms import Platform
+from humanlike.server.platforms import PRESETS, Platform, resolve
 from humanlike.server.trial_types import TRIAL_TYPES, block_settings, check_block_trial_type
 from humanlike.vocabulary import StimulusKind
 
@@ -101,6 +102,75 @@ class Completion(_Strict):
 
     prolific_code: str | None = Field(default=None, pattern=r"^[A-Za-z0-9]{4,32}$")
     mturk_sandbox: bool = True
+
+
+_PARAM = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
+_URL_TEMPLATE = (r"^(https://[^\s/?#{}]+|http://(127\.0\.0\.1|localhost)(:\d+)?)"
+                 r"(/[^\s#]*)?$")
+_PLACEHOLDERS = {"code", "participant_id", "session_id", "study_id"}
+
+
+def _check_template(value: str | None) -> str | None:
+    """A completion URL template: https (http only to this machine), known ``{placeholders}``."""
+    if value is None:
+        return None
+    names = set(re.findall(r"{([^{}]*)}", value))
+    if names - _PLACEHOLDERS:
+        raise ValueError(f"unknown placeholder(s) {sorted(names - _PLACEHOLDERS)}; use "
+                         + ", ".join("{" + n + "}" for n in sorted(_PLACEHOLDERS)))
+    return value
+
+
+def _check_pattern(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from exc
+    return value
+
+
+class PlatformSettings(_Strict):
+    """The ``[platform]`` table: a built-in ``preset`` and any of its rules overridden (see
+    docs/participant-sources.md); ``platform = "name"`` is the preset unchanged."""
+
+    preset: Platform
+    participant_param: str | None = Field(default=None, pattern=_PARAM)
+    session_param: str | None = Field(default=None, pattern=_PARAM)
+    study_param: str | None = Field(default=None, pattern=_PARAM)
+    completion: Literal["redirect", "page"] | None = None
+    completion_url: Annotated[str | None, AfterValidator(_check_template)] = Field(
+        default=None, max_length=2000, pattern=_URL_TEMPLATE)
+    server_completion_url: Annotated[str | None, AfterValidator(_check_template)] = Field(
+        default=None, max_length=2000, pattern=_URL_TEMPLATE)
+    completion_code: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{4,64}$")
+    resume: Literal["same_session", "same_participant", "none"] | None = None
+    sessions: Annotated[int, Field(ge=1, le=100)] | None = None
+    id_pattern: Annotated[str | None, AfterValidator(_check_pattern)] = Field(
+        default=None, max_length=200)
+
+    @model_validator(mode="after")
+    def _coherent(self) -> PlatformSettings:
+        rules = resolve(self.model_dump(mode="json"))
+        if self.preset in (Platform.PROLIFIC, Platform.MTURK, Platform.LOCAL):
+            given = sorted(k for k, v in self.model_dump().items() if v is not None and k != "preset")
+            if given:
+                raise ValueError(f"preset {self.preset.value!r} takes no overrides ({given}): "
+                                 f"write platform = {self.preset.value!r}")
+        if rules.platform != Platform.LAB and rules.participant_param is None:
+            raise ValueError(f"preset {self.preset.value!r} needs participant_param")
+        if rules.completion == "redirect" and not rules.completion_url and not (
+                rules.server_completion_url):
+            raise ValueError(f"preset {self.preset.value!r} needs completion_url (or "
+                             "completion = 'page')")
+        if rules.server_completion_url and rules.platform != Platform.SONA:
+            raise ValueError("server_completion_url is SONA's (preset = 'sona')")
+        if rules.sessions > 1 and rules.platform != Platform.LAB:
+            raise ValueError("sessions > 1 needs the lab page's session number (preset = 'lab')")
+        if rules.resume == "same_session" and rules.platform != Platform.LAB and (
+                rules.session_param is None):
+            raise ValueError("resume = 'same_session' needs session_param")
+        return self
 
 
 class DebriefQuestion(_Strict):
@@ -229,7 +299,8 @@ class ExperimentSpec(_Strict):
 
     slug: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")
     title: str = Field(min_length=1, max_length=200)
-    platform: Platform = Platform.LOCAL
+    platform: Platform | PlatformSettings = Platform.LOCAL
+    """A preset name, or a ``[platform]`` table (a preset with overrides)."""
     consent: str
     instructions: str
     manifest: str
@@ -251,6 +322,22 @@ class ExperimentSpec(_Strict):
     """Platform listings (``humanlike recruit``); excluded from dumps and the spec hash."""
     panel: PanelSettings | None = None
     stopping: Stopping | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_defaults(cls, data: Any) -> Any:
+        """A preset that runs full screen (lab) makes ``fullscreen`` default to true."""
+        if isinstance(data, dict) and "fullscreen" not in data:
+            declared = data.get("platform")
+            name = declared.get("preset") if isinstance(declared, dict) else declared
+            if name in set(Platform) and PRESETS[Platform(name)].fullscreen:
+                data = {**data, "fullscreen": True}
+        return data
+
+    @property
+    def platform_name(self) -> Platform:
+        """The source's name (the preset's, for a ``[platform]`` table)."""
+        return self.platform.preset if isinstance(self.platform, PlatformSettings) else self.platform
 
     @field_validator("categories")
     @classmethod
@@ -292,7 +379,7 @@ class ExperimentSpec(_Strict):
                 raise ValueError(
                     f"conditions[{cond.name}].block_order must list each block once: {names}"
                 )
-        if self.platform == Platform.PROLIFIC and not self.completion.prolific_code:
+        if self.platform_name == Platform.PROLIFIC and not self.completion.prolific_code:
             raise ValueError("platform 'prolific' needs completion.prolific_code")
         return self
 

@@ -59,12 +59,13 @@ def zip_stream(folder: Path, prefix: str) -> Iterator[bytes]:
     yield pipe.take()
 
 
-@bp.get("/experiments/<slug>/export.zip")
+@bp.post("/experiments/<slug>/export.zip")
 def download_export(slug: str):
-    """The experiment's export as a zip (``?pseudonymise=1`` replaces platform ids by pseudonyms)."""
+    """The experiment's export as a zip (``pseudonymise=1`` replaces platform ids by pseudonyms). A
+    POST with CSRF: it writes an audit row, so no other site can make the admin's browser fetch it."""
     exp = experiment_or_404(slug)
     key = (key_from_secret(current_app.config["SECRET_KEY"])
-           if request.args.get("pseudonymise") == "1" else None)
+           if request.form.get("pseudonymise") == "1" else None)
     audit.record(actor(), "download_export", experiment=exp.slug, target=exp.slug,
                  detail={"pseudonymised": key is not None})
     db.session.commit()

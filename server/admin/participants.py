@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import sqlalchemy as sa
-from flask import abort, current_app, render_template, request
+from flask import abort, current_app, redirect, render_template, request, session, url_for
 
 from humanlike.server import audit, timeouts, trial_store
 from humanlike.server.admin import bp, charts, stats
@@ -37,7 +37,8 @@ SORTS: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class TableQuery:
-    """The participants table's filters, sort and page, read from the query string."""
+    """The participants table's filters, sort and page, read from the query string; ``reveal``
+    comes from the login session (set by a POST, never by a link)."""
 
     status: str = ""
     condition: str = ""
@@ -49,7 +50,7 @@ class TableQuery:
     reveal: bool = False
 
     @classmethod
-    def from_args(cls, args: Any) -> TableQuery:
+    def from_args(cls, args: Any, reveal: bool = False) -> TableQuery:
         """Read and check the query string; unknown values fall back to the defaults."""
         sort = args.get("sort", "id")
         try:
@@ -62,13 +63,13 @@ class TableQuery:
                    qc=args.get("qc", "") if args.get("qc") in ("failed", "passed") else "",
                    sort=sort if sort in SORTS else "id",
                    order="desc" if args.get("order") == "desc" else "asc", page=page,
-                   reveal=args.get("reveal") == "1")
+                   reveal=reveal)
 
     def args(self, **change: Any) -> dict[str, Any]:
         """The query string of this view with ``change`` applied (links for sort and paging)."""
         values = {"status": self.status, "condition": self.condition, "excluded": self.excluded,
                   "qc": self.qc, "sort": self.sort, "order": self.order, "page": self.page,
-                  "reveal": "1" if self.reveal else "", **change}
+                  **change}
         return {k: v for k, v in values.items() if v not in ("", None)}
 
 
@@ -122,9 +123,49 @@ def _page(exp: Any, q: TableQuery) -> tuple[list[dict[str, Any]], int]:
     return out, total
 
 
+REVEALED = "revealed"
+"""Session key: the experiments (slug) and participants (``p:<public id>``) whose platform ids this
+login has revealed (each reveal a CSRF-protected, audited POST)."""
+
+
+def revealed(name: str) -> bool:
+    return name in session.get(REVEALED, [])
+
+
+def _set_revealed(name: str, on: bool) -> None:
+    names = [n for n in session.get(REVEALED, []) if n != name]
+    session[REVEALED] = [*names, name] if on else names
+
+
+@bp.post("/experiments/<slug>/reveal")
+def reveal_experiment(slug: str):
+    """Show the experiment's platform ids for this login (audited), or hide them (``hide=1``)."""
+    exp = experiment_or_404(slug)
+    hide = request.form.get("hide") == "1"
+    if not hide:
+        audit.record(actor(), "reveal_ids", experiment=exp.slug, target=exp.slug)
+        db.session.commit()
+    _set_revealed(exp.slug, not hide)
+    return redirect(url_for("admin.experiment", slug=exp.slug, **TableQuery.from_args(
+        request.form).args()))
+
+
+@bp.post("/participants/<public_id>/reveal")
+def reveal_participant(public_id: str):
+    """Show one participant's platform id for this login (audited)."""
+    p = db.session.execute(sa.select(Participant).where(Participant.public_id == public_id)
+                           ).scalar_one_or_none()
+    if p is None:
+        abort(404)
+    audit.record(actor(), "reveal_ids", experiment=p.experiment.slug, target=p.public_id)
+    db.session.commit()
+    _set_revealed(f"p:{p.public_id}", True)
+    return redirect(url_for("admin.participant", public_id=p.public_id))
+
+
 def _table_context(slug: str) -> dict[str, Any]:
     exp = experiment_or_404(slug)
-    q = TableQuery.from_args(request.args)
+    q = TableQuery.from_args(request.args, reveal=revealed(exp.slug))
     rows, total = _page(exp, q)
     return {"exp": exp, "q": q, "rows": rows, "total": total,
             "pages": max(1, math.ceil(total / PAGE_SIZE)), "sorts": list(SORTS)}
@@ -138,9 +179,6 @@ def experiment(slug: str):
     if timeouts.sweep_experiment(exp):  # silent participants become timed_out (undone on return)
         db.session.commit()
     context = _table_context(slug)
-    if context["q"].reveal:
-        audit.record(actor(), "reveal_ids", experiment=exp.slug, target=exp.slug)
-        db.session.commit()
     from humanlike.server.admin.panel import panel_view
 
     return render_template(
@@ -253,10 +291,7 @@ def participant(public_id: str):
     rts = np.array([t.rt_ms for t in trials if t.rt_ms is not None
                     and t.trial_type not in internal and not t.practice], dtype=float)
     key = key_from_secret(current_app.config["SECRET_KEY"])
-    reveal = request.args.get("reveal") == "1"
-    if reveal:
-        audit.record(actor(), "reveal_ids", experiment=exp.slug, target=p.public_id)
-        db.session.commit()
+    reveal = revealed(exp.slug) or revealed(f"p:{p.public_id}")
     return render_template(
         "admin/participant.html", p=p, exp=exp, trials=trials, events=events, payments=payments,
         stimuli=stimuli, debrief=_debrief(trials), qc=qc,

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from humanlike.server.admin.auth import PUBLIC_ENDPOINTS
 from humanlike.server.extensions import db
-from humanlike.server.models import Participant
+from humanlike.server.models import AuditEntry, Participant
 from tests.server.admin.dashboard_helpers import add_admin, csrf_from, login, run_participant
 
 SAMPLE_ARGS = {"slug": "small", "public_id": "0123456789abcdef"}
@@ -106,8 +106,11 @@ def evil_pid(app, built_study) -> str:
 def test_participant_typed_text_is_escaped_on_every_page(app, client, page, evil_pid):
     pid = evil_pid
     login(app, client)
-    urls = {"experiment": "/admin/experiments/small?reveal=1",
-            "participant": f"/admin/participants/{pid}?reveal=1", "audit": "/admin/audit"}
+    token = csrf_from(client.get("/admin/").get_data(as_text=True))
+    assert client.post("/admin/experiments/small/reveal", data={"csrf_token": token}
+                       ).status_code == 302
+    urls = {"experiment": "/admin/experiments/small",
+            "participant": f"/admin/participants/{pid}", "audit": "/admin/audit"}
     html = client.get(urls[page]).get_data(as_text=True)
     assert "<script>alert(1)" not in html
     if page == "participant":  # the platform id, user agent and debrief answer are all shown
@@ -122,3 +125,57 @@ def test_a_wrong_password_does_not_log_in(app, client):
     resp = client.post("/admin/login", data={"username": "alice", "password": "wrong",
                                              "csrf_token": token})
     assert resp.status_code == 401 and client.get("/admin/").status_code == 302
+
+
+def audit_count() -> int:
+    return db.session.execute(sa.select(sa.func.count()).select_from(AuditEntry)).scalar_one()
+
+
+def test_no_admin_get_writes_the_audit_log(app, client, evil_pid):
+    """A page the admin visits elsewhere can make their browser GET any admin URL (an <img>): no
+    GET may write an audit row in their name (``?reveal=1`` and ``export.zip`` once did)."""
+    login(app, client)
+    args = {**SAMPLE_ARGS, "public_id": evil_pid}
+    with app.app_context():
+        before = audit_count()
+    for rule in admin_rules(app):
+        if "GET" not in rule.methods or rule.endpoint in PUBLIC_ENDPOINTS:
+            continue
+        url = rule.rule
+        for name in rule.arguments:
+            url = url.replace(f"<{name}>", args[name])
+        resp = client.get(url + "?reveal=1&pseudonymise=1")
+        assert resp.status_code in (200, 302, 404), (url, resp.status_code)
+        resp.close()
+    with app.app_context():
+        assert audit_count() == before
+    page = client.get("/admin/experiments/small?reveal=1").get_data(as_text=True)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" not in page  # a GET reveals nothing
+
+
+def test_revealing_ids_and_downloading_are_posts_with_csrf_and_audited(app, client, evil_pid):
+    login(app, client)
+    with app.app_context():
+        before = audit_count()
+    for url in ("/admin/experiments/small/reveal", f"/admin/participants/{evil_pid}/reveal",
+                "/admin/experiments/small/export.zip"):
+        assert client.post(url).status_code == 400  # no CSRF token: refused
+    assert client.get("/admin/experiments/small/export.zip").status_code == 405
+    with app.app_context():
+        assert audit_count() == before
+    token = csrf_from(client.get("/admin/").get_data(as_text=True))
+    resp = client.post(f"/admin/participants/{evil_pid}/reveal", data={"csrf_token": token})
+    assert resp.status_code == 302 and resp.headers["Location"].endswith(evil_pid)
+    html = client.get(f"/admin/participants/{evil_pid}").get_data(as_text=True)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # the platform id, revealed
+    other = client.get("/admin/experiments/small").get_data(as_text=True)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" not in other  # only that participant's
+    resp = client.post("/admin/experiments/small/export.zip", data={"csrf_token": token})
+    assert resp.status_code == 200 and resp.mimetype == "application/zip"
+    resp.get_data()
+    with app.app_context():
+        rows = db.session.execute(sa.select(AuditEntry).order_by(AuditEntry.id)).scalars().all()
+        assert [(r.action, r.target) for r in rows[before:]] == [
+            ("reveal_ids", evil_pid), ("download_export", "small")]
+    resp = client.post("/admin/experiments/small/reveal", data={"csrf_token": token, "hide": "1"})
+    assert resp.status_code == 302

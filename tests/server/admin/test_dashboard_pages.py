@@ -112,7 +112,9 @@ def test_silent_participants_are_marked_timed_out_by_the_experiment_page(app, cl
 
 def test_the_export_zip_is_the_export(app, client, three):
     login(app, client)
-    resp = client.get("/admin/experiments/small/export.zip?pseudonymise=1")
+    token = csrf_from(client.get("/admin/").get_data(as_text=True))
+    resp = client.post("/admin/experiments/small/export.zip",
+                       data={"csrf_token": token, "pseudonymise": "1"})
     assert resp.status_code == 200 and resp.mimetype == "application/zip"
     archive = zipfile.ZipFile(io.BytesIO(resp.get_data()))
     names = {n.split("/", 1)[1] for n in archive.namelist()}
