@@ -47,13 +47,14 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     experiments.init_app(app)
 
-    from humanlike.server import admin, api, errors, health, participant
+    from humanlike.server import admin, api, errors, health, participant, withdraw_pages
 
     errors.init_app(app)
     app.register_blueprint(participant.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(health.bp)
     app.register_blueprint(admin.bp)
+    app.register_blueprint(withdraw_pages.bp)
 
     if app.config.get("PSITURK_PROJECT"):
         from humanlike.server import psiturk

@@ -1,14 +1,16 @@
-"""Deleting a participant on request (privacy): their trials, events and row, audit-logged with a
-keyed hash of the platform id instead of the id itself."""
+"""Deleting a participant (an admin's ``delete-participant`` or the participant's own withdrawal):
+every row that refers to them, in every table, and an audit entry with a keyed hash of the
+platform id instead of the id itself."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import sqlalchemy as sa
 from flask import current_app
 
-from humanlike.server import audit
+from humanlike.server import audit, auth_cache
 from humanlike.server.extensions import db
 from humanlike.server.models import Event, Experiment, Participant, Trial
 from humanlike.server.pseudonyms import key_from_secret, keyed_hash
@@ -23,6 +25,8 @@ class Deletion:
     status: str
     n_trials: int
     n_events: int
+    rows: dict[str, int] = field(default_factory=dict)
+    """Rows deleted per table (the participant's own row included)."""
 
 
 def find_participant(slug: str, ident: str) -> Participant:
@@ -52,20 +56,60 @@ def count_rows(participant: Participant) -> tuple[int, int]:
     return count(Trial), count(Event)
 
 
-def delete_participant(participant: Participant, actor: str, reason: str = "") -> Deletion:
-    """Delete the participant with their trials and events and record it, in one transaction."""
+def referring(table: sa.Table) -> list[tuple[sa.Table, sa.Column[Any]]]:
+    """Every (table, column) of the schema with a foreign key to ``table`` (trials, events, QC,
+    payments, psiTurk's tables ... and whatever is added later)."""
+    found = []
+    for other in reversed(db.metadata.sorted_tables):  # dependants first
+        for fk in other.foreign_keys:
+            if fk.column.table is table and fk.parent.table is other:
+                found.append((other, fk.parent))
+    return found
+
+
+def delete_referring(table: sa.Table, ids: list[Any], counts: dict[str, int]) -> None:
+    """Delete the rows of every table that refer to ``table``'s rows ``ids``, deepest first."""
+    if not ids:
+        return
+    for child, column in referring(table):
+        [key] = list(child.primary_key.columns) or [column]
+        child_ids = list(db.session.execute(sa.select(key).where(column.in_(ids))).scalars())
+        if child is not table:
+            delete_referring(child, child_ids, counts)
+        gone = db.session.execute(sa.delete(child).where(column.in_(ids))).rowcount
+        counts[child.name] = counts.get(child.name, 0) + int(gone or 0)
+
+
+def platform_id_hmac(participant: Participant) -> str:
+    """The keyed hash (HMAC-SHA256 with the server's secret) of the participant's platform id."""
+    key = key_from_secret(current_app.config["SECRET_KEY"])
+    return keyed_hash(key, participant.experiment.slug, participant.platform_id)
+
+
+def erase(participant: Participant, actor: str, action: str,
+          detail: dict[str, Any] | None = None) -> Deletion:
+    """Delete the participant and every row referring to them, audited as ``action`` with the
+    keyed hash of the platform id; one transaction, committed here."""
     slug = participant.experiment.slug
     n_trials, n_events = count_rows(participant)
-    done = Deletion(participant.public_id, participant.platform, participant.status,
-                    n_trials, n_events)
-    key = key_from_secret(current_app.config["SECRET_KEY"])
-    db.session.execute(sa.delete(Event).where(Event.participant_id == participant.id))
-    db.session.execute(sa.delete(Trial).where(Trial.participant_id == participant.id))
-    audit.record(actor, "delete_participant", experiment=slug, target=done.public_id, detail={
-        "reason": reason, "platform": done.platform, "status": done.status,
-        "platform_id_hmac": keyed_hash(key, slug, participant.platform_id),
+    counts: dict[str, int] = {}
+    table = Participant.__table__
+    audit.record(actor, action, experiment=slug, target=participant.public_id, detail={
+        **(detail or {}), "platform": participant.platform, "status": participant.status,
+        "platform_id_hmac": platform_id_hmac(participant),
         "n_trials": n_trials, "n_events": n_events,
     })
-    db.session.delete(participant)
+    public_id, platform, status = participant.public_id, participant.platform, participant.status
+    db.session.flush()
+    delete_referring(table, [participant.id], counts)
+    db.session.expunge(participant)
+    counts["participant"] = int(db.session.execute(
+        sa.delete(table).where(table.c.id == participant.id)).rowcount or 0)
     db.session.commit()
-    return done
+    auth_cache.forget(public_id)
+    return Deletion(public_id, platform, status, n_trials, n_events, counts)
+
+
+def delete_participant(participant: Participant, actor: str, reason: str = "") -> Deletion:
+    """An admin's deletion (``humanlike delete-participant``): everything about the participant."""
+    return erase(participant, actor, "delete_participant", {"reason": reason})

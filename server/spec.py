@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import re
@@ -71,6 +72,44 @@ class ClassificationSettings(_Strict):
     feedback_on_practice: bool = True
 
 
+ResumePolicy = Literal["resume", "restart_block", "refuse"]
+"""What a returning participant gets in a block: continue where they stopped, the block again from
+its first trial, or a polite refusal (docs/participants-rights.md)."""
+
+
+class ResumeSettings(_Strict):
+    """``[resume]``: the default policy of every block and ``max_age_minutes``, the longest absence
+    (since the last stored trial) after which a returning participant is refused whatever the policy."""
+
+    policy: ResumePolicy = "resume"
+    max_age_minutes: Annotated[int, Field(gt=0, le=525_600)] | None = None
+
+
+class Privacy(_Strict):
+    """``[privacy]``: what is stored and for how long (never the IP address)."""
+
+    store_user_agent: bool = False
+    retention_days: Annotated[int, Field(gt=0, le=36_500)] | None = None
+    """Days after a participant's last activity when ``humanlike retention`` replaces their
+    platform ids by keyed hashes; None: kept until deleted."""
+    withdraw_until: dt.date | None = None
+    """The last day a participant may withdraw (when the data are published); None: always."""
+
+
+class BreakerRules(_Strict):
+    """``[breaker]``: the quality circuit breaker, over participants who arrived in the last
+    ``window_minutes``; it never trips on fewer than ``min_participants`` finished ones."""
+
+    window_minutes: Annotated[int, Field(gt=0, le=100_000)] = 60
+    min_participants: Annotated[int, Field(ge=5, le=100_000)] = 20
+    max_qc_fail_share: Annotated[float, Field(gt=0, le=1)] | None = 0.5
+    max_return_share: Annotated[float, Field(gt=0, le=1)] | None = 0.6
+    max_error_rate: Annotated[float, Field(gt=0, le=1)] | None = 0.2
+    min_time_share: Annotated[float, Field(gt=0, le=1)] | None = 0.3
+    """Trips when the median time on task (sum of reaction times) is below this share of the
+    timeline's estimate of the same trials."""
+
+
 class Block(_Strict):
     """A block of trials of one type over stimuli selected by kind (and optionally by sequence)."""
 
@@ -87,6 +126,7 @@ class Block(_Strict):
     intro: str = Field(default="", max_length=5000)
     practice_feedback: bool = False
     cap: bool = False
+    resume: ResumePolicy | None = None  # None: the [resume] table's policy
 
 
 class Condition(_Strict):
@@ -322,6 +362,11 @@ class ExperimentSpec(_Strict):
     """Platform listings (``humanlike recruit``); excluded from dumps and the spec hash."""
     panel: PanelSettings | None = None
     stopping: Stopping | None = None
+    resume: ResumeSettings | None = None
+    privacy: Privacy = Field(default_factory=Privacy, exclude=True)
+    """What is stored and for how long; a deployment setting (excluded from the spec hash)."""
+    breaker: BreakerRules | None = Field(default=None, exclude=True)
+    """The quality circuit breaker (``server/breaker.py``); excluded from the spec hash."""
 
     @model_validator(mode="before")
     @classmethod
@@ -406,10 +451,18 @@ class ExperimentSpec(_Strict):
         """As pydantic's, leaving out the optional dashboard tables when unset (so specs without
         them keep the hash they had before those tables existed)."""
         data = super().model_dump(**kwargs)
-        for name in ("panel", "stopping"):
+        for name in ("panel", "stopping", "resume"):
             if data.get(name) is None:
                 data.pop(name, None)
+        for block in data.get("blocks") or []:
+            if isinstance(block, dict) and block.get("resume") is None:
+                block.pop("resume", None)
         return data
+
+    def resume_policy(self, block: str | None) -> ResumePolicy:
+        """The policy of block ``block`` (its own, else the ``[resume]`` table's, else resume)."""
+        own = next((b.resume for b in self.blocks if b.name == block), None)
+        return own or (self.resume.policy if self.resume else "resume")
 
     def canonical_json(self) -> str:
         """The spec as canonical JSON (sorted keys), the input of ``spec_hash``."""

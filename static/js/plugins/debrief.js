@@ -2,11 +2,19 @@
 /* The trial type "debrief": the spec's last questions on one form, through jsPsych's own
  * survey-html-form plugin (static/vendor/plugins/plugin-survey-html-form.js). A question with
  * options is a group of radio buttons (the first required), one without a text box. Registered
- * with HumanlikeTrialTypes (static/js/trial_types.js); escapes text with HumanlikeScreens. */
+ * with HumanlikeTrialTypes (static/js/trial_types.js); escapes text with HumanlikeScreens. Above
+ * the questions, the page header's "withdraw and delete my data" link again (server/withdraw_pages.py). */
 HumanlikeTrialTypes.register("debrief", function debriefTrial(entry, ctx) {
   "use strict";
   var escapeHtml = HumanlikeScreens.escapeHtml;
   var questions = ctx.timeline.debrief;
+  /** @returns {string} the page header's withdrawal link again, in plain words (none: empty) */
+  function withdrawNote() {
+    var link = document.getElementById("withdraw-link");
+    var href = link ? link.getAttribute("href") : null;
+    return href ? "<p class='withdraw-note'>Rather not have your answers used? " +
+      "<a id='debrief-withdraw' href='" + escapeHtml(href) + "'>Withdraw and delete my data</a>.</p>" : "";
+  }
   var html = questions.map(function (q) {
     if (q.options && q.options.length) {
       var choices = q.options.map(function (option, i) {
@@ -23,7 +31,7 @@ HumanlikeTrialTypes.register("debrief", function debriefTrial(entry, ctx) {
   }).join("");
   return {
     type: jsPsychSurveyHtmlForm,
-    preamble: "<h2>A few last questions</h2>",
+    preamble: "<h2>A few last questions</h2>" + withdrawNote(),
     html: html,
     button_label: "Finish",
     autofocus: questions.length ? "debrief-" + questions[0].name : "",

@@ -1,0 +1,61 @@
+"""A participant's own withdrawal: every row about them deleted (``deletion.erase``), an audit entry
+with the keyed hash of their platform id, and the count of withdrawals per experiment."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import sqlalchemy as sa
+
+from humanlike.server import experiments
+from humanlike.server.deletion import Deletion, erase
+from humanlike.server.extensions import db
+from humanlike.server.lifecycle import DONE
+from humanlike.server.models import AuditEntry, Participant, utcnow
+from humanlike.server.platforms import Platform
+
+ACTION = "withdraw"
+"""The audit action of a participant's withdrawal (actor ``participant``)."""
+
+
+def withdraw_until(slug: str) -> dt.date | None:
+    """The last day participants of ``slug`` may withdraw (``[privacy] withdraw_until``), if set."""
+    loaded = experiments.get(slug)
+    return loaded.spec.privacy.withdraw_until if loaded is not None else None
+
+
+def still_possible(slug: str, now: dt.datetime | None = None) -> bool:
+    """True until the end of the spec's ``withdraw_until`` day (UTC), the data's publication."""
+    until = withdraw_until(slug)
+    return until is None or (now or utcnow()).date() <= until
+
+
+def phase(participant: Participant) -> str:
+    """``after_completion`` for a finished participant, else ``mid_study``."""
+    return "after_completion" if participant.status in DONE else "mid_study"
+
+
+def withdraw(participant: Participant) -> Deletion:
+    """Delete everything stored about the participant at their own request, audited."""
+    return erase(participant, "participant", ACTION, {"phase": phase(participant)})
+
+
+def withdrawn_count(slug: str) -> int:
+    """How many participants of ``slug`` withdrew (from the audit log: their rows are gone)."""
+    return int(db.session.execute(
+        sa.select(sa.func.count()).select_from(AuditEntry)
+        .where(AuditEntry.action == ACTION, AuditEntry.experiment == slug)).scalar_one())
+
+
+def platform_advice(platform: str, finished: bool) -> str:
+    """What the participant does on the recruitment platform after withdrawing (in plain words)."""
+    if platform == Platform.PROLIFIC:
+        if finished:
+            return ("On Prolific, your submission stays as it is; if it has not been reviewed yet "
+                    "you can also return it there.")
+        return ("Please also return the study on Prolific (open the study in Prolific and choose "
+                "\u201cReturn\u201d): that is how Prolific is told that you withdrew, and your "
+                "place goes to someone else.")
+    if platform == Platform.MTURK:
+        return "Please also return the HIT on Mechanical Turk."
+    return "You can close this window."
