@@ -55,6 +55,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(health.bp)
     app.register_blueprint(admin.bp)
     app.register_blueprint(withdraw_pages.bp)
+    from humanlike.server import lab  # lab sessions (server/lab.py)
+    app.register_blueprint(lab.bp)
 
     if app.config.get("PSITURK_PROJECT"):
         from humanlike.server import psiturk
