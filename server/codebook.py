@@ -65,6 +65,11 @@ PARTICIPANT_COLUMNS = {
     "completion_s": "completion time used by the completion-time rules (= duration_s)",
     "excluded": "true when any exclusion rule of the spec fails",
     "exclusion_reasons": "';'-separated reasons for exclusion",
+    "analysed": "true when the participant is in every analysis: finished, not rejected, not "
+                "excluded (QC or researcher); returned / timed-out / quit-early participants only "
+                "with the spec's analyse_partial_data (humanlike.analysis.sample)",
+    "analysed_reason": "why not analysed (returned | timed out | quit early | in progress | rejected | "
+                       "no trials | the exclusion reasons), or a researcher's inclusion",
 }
 STIMULUS_COLUMNS = {
     "stimulus": "stimulus id (file path relative to the manifest)",

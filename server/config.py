@@ -70,8 +70,13 @@ def build_config(instance_path: str, test_config: dict[str, Any] | None) -> dict
             "HUMANLIKE_FORM_ACTION", "https://www.mturk.com https://workersandbox.mturk.com"),
         "RATELIMIT_ENABLED": os.environ.get("HUMANLIKE_RATE_LIMITS", "on") != "off",
         "RATELIMIT_STORAGE_URI": os.environ.get("HUMANLIKE_RATELIMIT_STORAGE", "memory://"),
-        "START_RATE_LIMIT": os.environ.get("HUMANLIKE_START_RATE_LIMIT", "30 per minute;300 per hour"),
+        # sized for a lab or classroom of 100 starting at once behind one (NAT) address
+        "START_RATE_LIMIT": os.environ.get("HUMANLIKE_START_RATE_LIMIT", "120 per minute;1200 per hour"),
+        # failed logins, counted in the database: per account and address (a browser with the
+        # account's device cookie apart), and per address over all usernames
         "LOGIN_RATE_LIMIT": os.environ.get("HUMANLIKE_LOGIN_RATE_LIMIT", "5 per minute;50 per hour"),
+        "LOGIN_ADDRESS_RATE_LIMIT": os.environ.get("HUMANLIKE_LOGIN_ADDRESS_RATE_LIMIT",
+                                                   "30 per minute;300 per hour"),
         # the live analysis panel's background thread (docs/dashboard.md)
         "PANEL_THREAD": os.environ.get("HUMANLIKE_PANEL_THREAD", "0") == "1",
         "PANEL_INTERVAL": float(os.environ.get("HUMANLIKE_PANEL_INTERVAL", "5")),

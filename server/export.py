@@ -326,12 +326,17 @@ class _Export:
             wait(pending, return_when=FIRST_COMPLETED)
 
     def participant_frame(self) -> pd.DataFrame:
-        """The participants table, once every chunk has been seen (researcher overrides applied)."""
+        """The participants table, once every chunk has been seen (researcher overrides applied,
+        then who is analysed: ``analysis.sample.decide_analysed``)."""
+        from humanlike.analysis.sample import decide_analysed
         from humanlike.server.overrides import apply_overrides, overrides
 
         qc = [q if isinstance(q, pd.DataFrame) else q.result() for q in self.qc]
         frame = finish_participants(self.participants, pd.Series(self.stored, dtype=int), qc)
-        return apply_overrides(frame, overrides(self.exp.id))
+        frame = apply_overrides(frame, overrides(self.exp.id))
+        if frame.empty:
+            return frame
+        return decide_analysed(frame, self.rules.analyse_partial_data)
 
     def close(self) -> None:
         """Stop the QC worker process, if any."""

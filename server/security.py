@@ -1,20 +1,38 @@
-"""Web hardening: security headers (CSP with a per-request nonce), rate limits (Flask-Limiter), the
-link-preview filter on study links, and ProxyFix for running behind a TLS proxy."""
+"""Web hardening: security headers (CSP with a per-request nonce), rate limits (Flask-Limiter for
+study entry, with a participant-friendly "try again in N seconds" page), failed-login limits kept in
+the database (shared by every worker, per account and address, with device cookies so a flood from
+the admin's own address does not lock the admin out), the link-preview filter on study links, and
+ProxyFix for running behind a TLS proxy."""
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 import re
 import secrets
+import time
 from functools import cache
 
-from flask import Flask, Response, current_app, g, render_template, request
+import sqlalchemy as sa
+from flask import Flask, Response, current_app, g, make_response, render_template, request
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
+from itsdangerous import BadSignature, URLSafeSerializer
+from limits import parse_many
+from werkzeug.exceptions import TooManyRequests
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-# one limiter per process; storage comes from RATELIMIT_STORAGE_URI (memory:// by default: counts
-# are per process, so N gunicorn workers allow up to N times the limit; set redis://... to share)
+# one limiter per process, for /start; storage comes from RATELIMIT_STORAGE_URI (memory:// by
+# default: counts are per process, so N gunicorn workers allow up to N times the limit; set
+# redis://... to share). Login failures are counted in the database instead (always shared).
 limiter = Limiter(key_func=get_remote_address)
+
+LOGIN_FAILED = "login_failed"
+"""Audit action of a failed login from a browser without a device cookie (actor: its address)."""
+LOGIN_FAILED_DEVICE = "login_failed_device"
+"""Audit action of a failed login from a browser with a device cookie (actor: the device)."""
+DEVICE_COOKIE = "humanlike_device"
+DEVICE_MAX_AGE = 180 * 24 * 3600
 
 #: User-Agent fragments of link-preview and crawler bots (case-insensitive).
 PREVIEW_AGENTS = (
@@ -93,8 +111,106 @@ def start_limit() -> str:
 
 
 def login_limit() -> str:
-    """Admin login attempts per client address (config ``LOGIN_RATE_LIMIT``)."""
+    """Failed admin logins per account and address, and per device cookie (config
+    ``LOGIN_RATE_LIMIT``)."""
     return str(current_app.config["LOGIN_RATE_LIMIT"])
+
+
+def _devices() -> URLSafeSerializer:
+    return URLSafeSerializer(current_app.config["SECRET_KEY"], salt="humanlike-login-device")
+
+
+def device_of(username: str) -> str | None:
+    """The id of this browser's device cookie when it is valid and was issued to ``username``
+    (after a correct login), else None (OWASP, "Slow down online guessing attacks with device
+    cookies")."""
+    raw = request.cookies.get(DEVICE_COOKIE)
+    if not raw:
+        return None
+    try:
+        value = _devices().loads(raw)
+    except BadSignature:
+        return None
+    if not isinstance(value, dict) or value.get("u") != username:
+        return None
+    return str(value.get("d") or "") or None
+
+
+def give_device_cookie(response: Response, username: str) -> None:
+    """After a correct login: mark this browser as one the admin uses (kept if already valid)."""
+    if device_of(username) is not None:
+        return
+    value = _devices().dumps({"u": username, "d": secrets.token_hex(8)})
+    response.set_cookie(DEVICE_COOKIE, value, max_age=DEVICE_MAX_AGE, httponly=True,
+                        samesite="Strict", path="/admin/",
+                        secure=bool(current_app.config.get("SESSION_COOKIE_SECURE")
+                                    or current_app.config.get("PRODUCTION")))
+
+
+def _failures(action: str, since: dt.datetime, actor: str, target: str | None) -> int:
+    from humanlike.server.extensions import db
+    from humanlike.server.models import AuditEntry
+
+    stmt = sa.select(sa.func.count()).select_from(AuditEntry).where(
+        AuditEntry.action == action, AuditEntry.time >= since, AuditEntry.actor == actor)
+    if target is not None:
+        stmt = stmt.where(AuditEntry.target == target)
+    return int(db.session.execute(stmt).scalar_one())
+
+
+def login_wait(username: str, address: str) -> int:
+    """Seconds this login attempt must wait (0: it may try). A browser with the user's device
+    cookie is counted on its own (``LOGIN_RATE_LIMIT``); any other by account and address
+    (``LOGIN_RATE_LIMIT``) and by address (``LOGIN_ADDRESS_RATE_LIMIT``). Counts are the audit
+    log's failed logins, so every worker sees the same ones."""
+    config = current_app.config
+    if not config.get("RATELIMIT_ENABLED", True):
+        return 0
+    device = device_of(username)
+    if device is not None:
+        checks = [(login_limit(), LOGIN_FAILED_DEVICE, f"device:{device}", username)]
+    else:
+        checks = [(login_limit(), LOGIN_FAILED, f"address:{address}", username),
+                  (str(config["LOGIN_ADDRESS_RATE_LIMIT"]), LOGIN_FAILED, f"address:{address}",
+                   None)]
+    now = dt.datetime.now(dt.UTC)
+    for spec, action, actor, target in checks:
+        for item in parse_many(spec):
+            window = dt.timedelta(seconds=item.get_expiry())
+            if _failures(action, now - window, actor, target) >= item.amount:
+                return item.get_expiry()
+    return 0
+
+
+def record_login_failure(username: str, address: str) -> None:
+    """Count a failed login (an audit row; the caller commits)."""
+    from humanlike.server import audit
+
+    device = device_of(username)
+    if device is not None:
+        audit.record(f"device:{device}", LOGIN_FAILED_DEVICE, target=username[:128],
+                     detail={"address": address})
+    else:
+        audit.record(f"address:{address}"[:120], LOGIN_FAILED, target=username[:128])
+
+
+def _too_many_requests(exc: TooManyRequests):
+    """A participant stopped by the /start limit gets a page saying when to retry (labs and
+    classrooms share one address); elsewhere the plain page."""
+    if request.endpoint != "participant.start":
+        return render_template("message.html", title=exc.name, message=exc.description), 429
+    limit = limiter.current_limit
+    wait = 60
+    if limit is not None:
+        wait = min(limit.limit.get_expiry(), max(1, math.ceil(limit.reset_at - time.time())))
+    unit = "second" if wait == 1 else "seconds"
+    response = make_response(render_template(
+        "message.html", title="Please wait a moment",
+        message=("Many people are starting this study from the same network (a lab, a classroom "
+                 f"or an office) right now. Please try again in about {wait} {unit}: reload this "
+                 "page then. Nothing is lost.")), 429)
+    response.headers["Retry-After"] = str(wait)
+    return response
 
 
 def init_app(app: Flask) -> None:
@@ -107,5 +223,6 @@ def init_app(app: Flask) -> None:
     app.before_request(_preview_filter)
     start = app.view_functions["participant.start"]
     app.view_functions["participant.start"] = limiter.limit(start_limit)(start)  # type: ignore[assignment]
+    app.register_error_handler(429, _too_many_requests)
     app.after_request(_set_headers)
     app.jinja_env.globals["csp_nonce"] = csp_nonce

@@ -1,5 +1,6 @@
-"""Admin login (CSRF-protected form, rate-limited), logout, and the gate that sends every other admin
-route to the login page when nobody is logged in."""
+"""Admin login (CSRF-protected form; failed logins limited per account and address in the database,
+a browser the admin has logged in from counted apart), logout, and the gate that sends every other
+admin route to the login page when nobody is logged in."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
-from flask import flash, redirect, render_template, request, url_for
+from flask import flash, make_response, redirect, render_template, request, url_for
 from flask_login import current_user, login_user, logout_user
 from flask_wtf import FlaskForm
 from werkzeug.security import check_password_hash
@@ -17,7 +18,12 @@ from wtforms.validators import DataRequired, Length
 from humanlike.server.admin import bp
 from humanlike.server.extensions import db, login_manager
 from humanlike.server.models import AdminUser
-from humanlike.server.security import dummy_password_hash, limiter, login_limit
+from humanlike.server.security import (
+    dummy_password_hash,
+    give_device_cookie,
+    login_wait,
+    record_login_failure,
+)
 
 PUBLIC_ENDPOINTS = frozenset({"admin.login"})
 """The only admin endpoints reachable without a login."""
@@ -67,19 +73,30 @@ def _safe_next(target: str | None) -> str:
 
 
 @bp.route("/login", methods=["GET", "POST"])
-@limiter.limit(login_limit, methods=["POST"])
 def login():
-    """Show the login form; on a valid POST log the admin in."""
+    """Show the login form; on a valid POST log the admin in. An attempt over the failed-login
+    limits is refused before the password is checked (429, Retry-After)."""
     form = LoginForm()
     if form.validate_on_submit():
+        name, address = str(form.username.data), request.remote_addr or "unknown"
+        wait = login_wait(name, address)
+        if wait:
+            minutes = max(1, wait // 60)
+            flash(f"Too many failed logins: try again in {minutes} minute(s).")
+            page = make_response(render_template("admin/login.html", form=form), 429)
+            page.headers["Retry-After"] = str(wait)
+            return page
         user = db.session.execute(
-            sa.select(AdminUser).where(AdminUser.username == form.username.data)
-        ).scalar_one_or_none()
+            sa.select(AdminUser).where(AdminUser.username == name)).scalar_one_or_none()
         if user is None:  # costs one hash check too, so timing does not tell which usernames exist
             check_password_hash(dummy_password_hash(), form.password.data)
         elif user.check_password(form.password.data):
             login_user(user)
-            return redirect(_safe_next(request.args.get("next")))
+            response = redirect(_safe_next(request.args.get("next")))
+            give_device_cookie(response, user.username)
+            return response
+        record_login_failure(name, address)
+        db.session.commit()
         flash("Wrong username or password.")
     return render_template("admin/login.html", form=form), (401 if form.is_submitted() else 200)
 

@@ -111,6 +111,63 @@ def test_admin_login_is_rate_limited(make_app):
     assert c.get("/admin/login").status_code == 200  # the form itself is not limited
 
 
+def wrong(client, address="127.0.0.1", name="alice"):
+    return client.post("/admin/login", data={"username": name, "password": "nope"},
+                       environ_base={"REMOTE_ADDR": address}).status_code
+
+
+def right(client, address="127.0.0.1"):
+    return client.post("/admin/login", data={"username": "alice", "password": "correct horse"},
+                       environ_base={"REMOTE_ADDR": address}).status_code
+
+
+def test_login_failures_are_counted_across_workers(make_app):
+    """Two workers (two apps on one database) share one count: with a limit of 3, two failures on
+    one and one on the other use it up on both (per-process counters allowed 3 on each)."""
+    first, second = make_app(LOGIN_RATE_LIMIT="3 per minute"), make_app(LOGIN_RATE_LIMIT="3 per minute")
+    add_admin(first)
+    a, b = first.test_client(), second.test_client()
+    assert [wrong(a), wrong(a), wrong(b)] == [401, 401, 401]
+    assert wrong(a) == 429 and wrong(b) == 429
+    assert right(b) == 429  # a browser the admin never logged in from waits too
+    assert wrong(a, address="198.51.100.4") == 401  # another address has its own count
+
+
+def test_a_flood_from_the_admins_own_address_does_not_lock_the_admin_out(make_app):
+    """Someone at the same office or VPN address guesses alice's password: their attempts are
+    refused, but alice's browser, which has logged in before (a signed device cookie, OWASP's
+    "device cookies"), still gets in with the right password and has its own small limit."""
+    app = make_app(LOGIN_RATE_LIMIT="3 per minute")
+    add_admin(app)
+    alice, mallory, new_browser = app.test_client(), app.test_client(), app.test_client()
+    assert right(alice) == 302
+    alice.post("/admin/logout")
+    assert [wrong(mallory) for _ in range(6)] == [401, 401, 401, 429, 429, 429]
+    assert right(new_browser) == 429
+    assert right(alice) == 302 and alice.get("/admin/").status_code == 200
+    alice.post("/admin/logout")
+    assert [wrong(alice) for _ in range(4)] == [401, 401, 401, 429]  # a stolen cookie gains little
+    forged = app.test_client()
+    forged.set_cookie("humanlike_device", "alice.forged")
+    assert right(forged) == 429
+
+
+def test_a_lab_behind_one_address_can_start_and_a_limited_start_gets_a_friendly_page(make_app):
+    from limits import parse_many
+
+    app = make_app()
+    per_minute = [i for i in parse_many(app.config["START_RATE_LIMIT"]) if i.get_expiry() == 60]
+    assert per_minute and per_minute[0].amount >= 100  # a class of 100 on one NAT address
+    limited = make_app(START_RATE_LIMIT="1 per minute")
+    c = limited.test_client()
+    assert c.get("/start/small?PROLIFIC_PID=L1&STUDY_ID=s&SESSION_ID=x").status_code == 302
+    resp = c.get("/start/small?PROLIFIC_PID=L2&STUDY_ID=s&SESSION_ID=x")
+    html = resp.get_data(as_text=True)
+    assert resp.status_code == 429 and 0 < int(resp.headers["Retry-After"]) <= 60
+    assert "Too Many Requests" not in html and "same network" in html
+    assert re.search(r"try again in about \d+ seconds?", html)
+
+
 def test_unknown_usernames_cost_a_password_check_like_known_ones(make_app, monkeypatch):
     from humanlike.server import models
     from humanlike.server.admin import auth as admin
