@@ -17,7 +17,7 @@ from flask import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from humanlike.server import allocation, experiments, resume
+from humanlike.server import allocation, experiments, resume, resume_policy, retention, withdrawal
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import DONE, ExperimentStatus, ParticipantStatus
 from humanlike.server.models import Event, Experiment, Participant, utcnow
@@ -88,7 +88,8 @@ def admit(loaded, exp: Experiment, entry: Entry):
     previous = allocation.existing_participant(exp, entry)
     if previous is not None:
         if previous.public_id in owned and previous.status not in DONE:
-            return redirect(url_for("participant.task", pid=previous.public_id))
+            refused = _returning(previous, "same_browser")
+            return refused or redirect(url_for("participant.task", pid=previous.public_id))
         if resume.same_identity(previous, entry) and resume.resumable(previous):
             resume.bind(previous, entry)
             return _resume(previous, owned, via=entry.platform.value)
@@ -99,6 +100,15 @@ def admit(loaded, exp: Experiment, entry: Entry):
         return _message("Not eligible",
                         "You took part in a closely related study, so you cannot take part in "
                         "this one. Thank you for your interest.", 403)
+    if retention.hashed_participant(exp, entry.platform, entry.platform_id):
+        return _message("You have already taken part",
+                        "Our records show you have already taken part in this study, so you "
+                        "cannot take part again. Thank you for your interest.", 409)
+    if withdrawal.withdrew(exp.slug, entry.platform_id):
+        return _message("You have withdrawn", "You withdrew from this study and your data were "
+                        "deleted, so you cannot take part again. Thank you for your interest.", 409)
+    if not retention.privacy(exp.slug).store_user_agent:
+        user_agent = None  # used for the device check above, not stored ([privacy])
     try:
         participant, token = allocation.allocate(exp, loaded, entry, user_agent)
     except IntegrityError:
@@ -118,11 +128,26 @@ def _hand_over(participant: Participant, token: str, owned: dict[str, str]):
 
 def _resume(participant: Participant, owned: dict[str, str], via: str):
     """The same person again (platform identity or resume code): a fresh token; the old one is revoked."""
+    refused = _returning(participant, via)
+    if refused is not None:
+        return refused
     token = resume.reissue_token(participant)
     db.session.add(Event(participant_id=participant.id, type="resume", value={"via": via},
                          server_time=utcnow()))
     db.session.commit()
     return _hand_over(participant, token, owned)
+
+
+def _returning(participant: Participant, via: str):
+    """The spec's resume policy for a participant coming back (``resume_policy``): None to go on,
+    else the polite refusal page."""
+    if not resume.resumable(participant):
+        return None
+    decision = resume_policy.on_return(participant, via)
+    if decision.action != "refuse":
+        return None
+    return _message(resume_policy.REFUSED_TITLE,
+                    resume_policy.refusal_message(decision, participant.platform), 409)
 
 
 def _task_page(participant: Participant, token: str | None):

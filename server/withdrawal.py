@@ -6,13 +6,15 @@ from __future__ import annotations
 import datetime as dt
 
 import sqlalchemy as sa
+from flask import current_app
 
-from humanlike.server import experiments
 from humanlike.server.deletion import Deletion, erase
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import DONE
 from humanlike.server.models import AuditEntry, Participant, utcnow
 from humanlike.server.platforms import Platform
+from humanlike.server.pseudonyms import key_from_secret, keyed_hash
+from humanlike.server.retention import privacy
 
 ACTION = "withdraw"
 """The audit action of a participant's withdrawal (actor ``participant``)."""
@@ -20,8 +22,7 @@ ACTION = "withdraw"
 
 def withdraw_until(slug: str) -> dt.date | None:
     """The last day participants of ``slug`` may withdraw (``[privacy] withdraw_until``), if set."""
-    loaded = experiments.get(slug)
-    return loaded.spec.privacy.withdraw_until if loaded is not None else None
+    return privacy(slug).withdraw_until
 
 
 def still_possible(slug: str, now: dt.datetime | None = None) -> bool:
@@ -59,3 +60,14 @@ def platform_advice(platform: str, finished: bool) -> str:
     if platform == Platform.MTURK:
         return "Please also return the HIT on Mechanical Turk."
     return "You can close this window."
+
+
+def withdrew(slug: str, platform_id: str | None) -> bool:
+    """True when the holder of ``platform_id`` withdrew from ``slug`` (the audit entry's hash)."""
+    if not platform_id:
+        return False
+    key = key_from_secret(current_app.config["SECRET_KEY"])
+    digest = keyed_hash(key, slug, platform_id)
+    details = db.session.execute(sa.select(AuditEntry.detail).where(
+        AuditEntry.action == ACTION, AuditEntry.experiment == slug)).scalars()
+    return any(isinstance(d, dict) and d.get("platform_id_hmac") == digest for d in details)

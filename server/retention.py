@@ -1,0 +1,166 @@
+"""Minimal storage and retention (spec ``[privacy]``): the user agent only when asked for, never the
+IP address, and after ``retention_days`` the participant's platform ids replaced by their keyed
+hash (the export's pseudonym, ``pseudonyms.pseudonym``) in every table: the participant's row,
+every row referring to it (psiTurk's records included) and the experiment's audit entries."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from flask import current_app
+
+from humanlike.server import audit, experiments
+from humanlike.server.deletion import referring
+from humanlike.server.extensions import db
+from humanlike.server.models import AuditEntry, Experiment, Participant, Trial, utcnow
+from humanlike.server.pseudonyms import PREFIX, key_from_secret, pseudonym
+from humanlike.server.spec import Privacy
+
+PERSONAL_COLUMNS = ("platform_id", "session_id", "assignment_id")
+"""A participant's own ids on the platform: replaced wherever they occur."""
+LISTING_COLUMNS = ("study_id", "hit_id")
+"""The listing's ids on a participant's row: replaced there (the experiment keeps its listing)."""
+MIN_SUBSTRING = 6
+"""Shorter ids are replaced only where they are a whole value, never inside a longer text."""
+ACTION = "retention"
+
+
+def privacy(slug: str) -> Privacy:
+    """The served spec's ``[privacy]`` table (a deployment setting, not stored with spec versions)."""
+    loaded = experiments.registry().get(slug)
+    return loaded.spec.privacy if loaded is not None else Privacy()
+
+
+def _key() -> bytes:
+    return key_from_secret(current_app.config["SECRET_KEY"])
+
+
+def hashed(slug: str, value: str) -> str:
+    """The keyed hash that replaces ``value`` (the export's pseudonym of it)."""
+    return pseudonym(_key(), slug, value)
+
+
+def is_hashed(value: str | None) -> bool:
+    """True for a value already replaced by its keyed hash."""
+    return bool(value) and str(value).startswith(PREFIX)
+
+
+def scrub(value: Any, mapping: dict[str, str]) -> Any:
+    """``value`` (text or JSON) with every id of ``mapping`` replaced by its hash."""
+    if isinstance(value, str):
+        if value in mapping:
+            return mapping[value]
+        for old, new in mapping.items():
+            if len(old) >= MIN_SUBSTRING and old in value:
+                value = value.replace(old, new)
+        return value
+    if isinstance(value, dict):
+        return {scrub(k, mapping): scrub(v, mapping) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v, mapping) for v in value]
+    return value
+
+
+def _scrub_rows(table: sa.Table, column: sa.Column[Any], ids: list[Any],
+                mapping: dict[str, str]) -> None:
+    """Scrub the text and JSON columns of ``table``'s rows whose ``column`` is in ``ids``, and of
+    the rows referring to those (recursively)."""
+    if not ids:
+        return
+    keys = list(table.primary_key.columns)
+    texts = [c for c in table.columns if c not in keys and c is not column and (
+        isinstance(c.type, (sa.String, sa.Text, sa.JSON)) or c.type.__class__.__name__ == "JSONB"
+        or isinstance(getattr(c.type, "impl", None), sa.JSON))]
+    rows = db.session.execute(sa.select(*keys, *texts).where(column.in_(ids))).all()
+    for row in rows:
+        values = dict(zip([c.name for c in texts], row[len(keys):], strict=True))
+        changed = {k: scrub(v, mapping) for k, v in values.items() if v is not None}
+        changed = {k: v for k, v in changed.items() if v != values[k]}
+        if changed:
+            where = sa.and_(*(k == row[i] for i, k in enumerate(keys)))
+            db.session.execute(sa.update(table).where(where).values(**changed))
+    if len(keys) == 1:
+        own = [row[0] for row in rows]
+        for child, fk in referring(table):
+            _scrub_rows(child, fk, own, mapping)
+
+
+@dataclass(frozen=True)
+class RetentionRun:
+    """What one run did: participants whose ids were replaced, and the cutoff it used."""
+
+    slug: str
+    retention_days: int | None
+    cutoff: dt.datetime | None
+    public_ids: list[str]
+
+
+def last_activity_column() -> Any:
+    """SQL: a participant's last activity (last stored trial, completion, or arrival)."""
+    last_trial = (sa.select(sa.func.max(Trial.server_time))
+                  .where(Trial.participant_id == Participant.id).scalar_subquery())
+    return sa.func.coalesce(last_trial, Participant.completed_at, Participant.created_at)
+
+
+def due(exp: Experiment, cutoff: dt.datetime) -> list[Participant]:
+    """The experiment's participants last active before ``cutoff`` whose ids are still in clear."""
+    return list(db.session.execute(
+        sa.select(Participant).where(Participant.experiment_id == exp.id,
+                                     sa.not_(Participant.platform_id.startswith(PREFIX)),
+                                     last_activity_column() < cutoff)
+        .order_by(Participant.id)).scalars())
+
+
+def pseudonymise_participant(participant: Participant, slug: str) -> dict[str, str]:
+    """Replace the participant's ids by their keyed hashes everywhere; returns the mapping used."""
+    mapping = {v: hashed(slug, v) for v in (getattr(participant, c) for c in PERSONAL_COLUMNS)
+               if v and not is_hashed(v)}
+    for column in PERSONAL_COLUMNS + LISTING_COLUMNS:
+        value = getattr(participant, column)
+        if value and not is_hashed(value):
+            setattr(participant, column, hashed(slug, value))
+    db.session.flush()
+    for child, fk in referring(Participant.__table__):
+        _scrub_rows(child, fk, [participant.id], mapping)
+    return mapping
+
+
+def run(slug: str, actor: str, now: dt.datetime | None = None) -> RetentionRun:
+    """Apply the experiment's retention period at ``now``: replace the ids of every participant
+    last active more than ``retention_days`` ago, scrub the audit log, audit the run; committed."""
+    exp = db.session.execute(sa.select(Experiment).where(Experiment.slug == slug)).scalar_one_or_none()
+    if exp is None:
+        raise LookupError(f"no experiment {slug!r} in the database")
+    days = privacy(slug).retention_days
+    if days is None:
+        return RetentionRun(slug, None, None, [])
+    now = now or utcnow()
+    cutoff = now - dt.timedelta(days=days)
+    done, mapping = [], {}
+    for participant in due(exp, cutoff):
+        mapping.update(pseudonymise_participant(participant, slug))
+        done.append(participant.public_id)
+    if mapping:
+        entries = db.session.execute(sa.select(AuditEntry).where(
+            AuditEntry.experiment == slug)).scalars().all()
+        for entry in entries:
+            detail, target = scrub(entry.detail, mapping), scrub(entry.target, mapping)
+            if detail != entry.detail or target != entry.target:
+                entry.detail, entry.target = detail, target
+    if done:
+        audit.record(actor, ACTION, experiment=slug, detail={
+            "retention_days": days, "cutoff": cutoff.isoformat(), "n_participants": len(done)})
+    db.session.commit()
+    return RetentionRun(slug, days, cutoff, done)
+
+
+def hashed_participant(exp: Experiment, platform: str, platform_id: str | None) -> bool:
+    """True when a participant with this platform id took part and its id was since replaced."""
+    if not platform_id:
+        return False
+    return db.session.execute(sa.select(Participant.id).where(
+        Participant.experiment_id == exp.id, Participant.platform == platform,
+        Participant.platform_id == hashed(exp.slug, platform_id)).limit(1)).first() is not None

@@ -1,0 +1,176 @@
+"""Resume policies: a participant who comes back (study link in a new browser, or the same browser)
+before and after ``max_age_minutes`` gets what the block's policy states: ``resume`` where they
+stopped, ``restart_block`` (the block's stored answers moved into the exported event, the block
+asked again) or a polite ``refuse``; past max_age always refused. The clock is moved by replacing
+``resume_policy.utcnow``."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+import sqlalchemy as sa
+
+from humanlike.server import create_app, database, experiments, resume_policy
+from humanlike.server.export import export_frames
+from humanlike.server.extensions import db
+from humanlike.server.models import Event, Experiment, Participant, Trial
+from humanlike.server.spec import load_spec
+from tests.server.conftest import auth, enter, write_small_experiment
+from tests.server.test_api_trials import consent, rating_body
+
+LINK = "PROLIFIC_PID=RESUMER0001&STUDY_ID=S1&SESSION_ID=SESSION0001"
+SECOND_BLOCK = """
+[[blocks]]
+name = "second"
+trial_type = "rating"
+kinds = ["natural"]
+max_trials = 4
+{policy}
+"""
+
+
+def make_app(database_url, folder, first: str = "", second: str = "", table: str = ""):
+    spec = write_small_experiment(folder)
+    text = spec.read_text().replace("repeats = 2\n", f"repeats = 2\n{first}\n")
+    text = text.replace("[[conditions]]", SECOND_BLOCK.format(policy=second) + "\n[[conditions]]", 1)
+    spec.write_text(text + "\n" + table)
+    application = create_app({"TESTING": True, "SECRET_KEY": "test-secret",
+                              "SQLALCHEMY_DATABASE_URI": database_url,
+                              "EXPERIMENT_PATHS": [str(spec)]})
+    database.upgrade(application)
+    experiments.sync_all(application)
+    return application
+
+
+@pytest.fixture
+def make(database_url, tmp_path):
+    made = []
+
+    def build(**kwargs):
+        made.append(make_app(database_url, tmp_path / f"exp{len(made)}", **kwargs))
+        return made[-1]
+
+    yield build
+    for application in made:
+        database.dispose(application)
+
+
+def answer(client, pid, token, block: str, n: int | None = None) -> list[int]:
+    """Answer the first ``n`` (all) unanswered trials of ``block``; returns their indices."""
+    tl = client.get(f"/api/v1/participants/{pid}/timeline", headers=auth(token)).get_json()
+    todo = [t["index"] for t in tl["trials"]
+            if t["block"] == block and t["index"] not in tl["acknowledged"]][:n]
+    for index in todo:
+        assert client.post(f"/api/v1/participants/{pid}/trials", json=rating_body(index),
+                           headers=auth(token)).status_code == 201
+    return todo
+
+
+def come_back(app, monkeypatch, minutes: float, same_browser=None):
+    """The participant opens the study link again, the clock moved on by ``minutes``."""
+    later = resume_policy.utcnow() + dt.timedelta(minutes=minutes)
+    monkeypatch.setattr(resume_policy, "utcnow", lambda: later)
+    client = same_browser or app.test_client()
+    return client, client.get(f"/start/small?{LINK}")
+
+
+def stored(app, pid) -> list[int]:
+    with app.app_context():
+        return list(db.session.execute(sa.select(Trial.trial_index).join(Participant).where(
+            Participant.public_id == pid).order_by(Trial.trial_index)).scalars())
+
+
+def decisions(app, pid) -> list[dict]:
+    with app.app_context():
+        return [e.value for e in db.session.execute(sa.select(Event).join(
+            Participant, Event.participant_id == Participant.id).where(
+            Participant.public_id == pid, Event.type == resume_policy.EVENT)
+            .order_by(Event.id)).scalars()]
+
+
+def started(app):
+    client = app.test_client()
+    pid, token = enter(client, LINK)
+    consent(client, pid, token)
+    answered = answer(client, pid, token, "ratings")
+    answered += answer(client, pid, token, "second", 2)
+    return client, pid, token, answered
+
+
+def test_resume_continues_before_max_age_and_refuses_after(make, monkeypatch):
+    app = make(table="[resume]\npolicy = \"resume\"\nmax_age_minutes = 60\n")
+    _, pid, _, answered = started(app)
+    client, back = come_back(app, monkeypatch, 30)
+    assert back.status_code == 302 and f"/run/{pid}" in back.headers["Location"]
+    token = back.headers["Location"].split("#token=")[1]
+    tl = client.get(f"/api/v1/participants/{pid}/timeline", headers=auth(token)).get_json()
+    assert sorted(tl["acknowledged"]) == sorted(answered) == stored(app, pid)
+    [first] = decisions(app, pid)
+    assert (first["action"], first["reason"], first["block"]) == ("resume", "policy", "second")
+    assert 29.9 < first["age_minutes"] < 30.5
+
+    _, late = come_back(app, monkeypatch, 31)  # 61 minutes after the last trial (the clock moves on)
+    assert late.status_code == 409
+    page = late.get_data(as_text=True)
+    assert "away for longer than this study allows (60 minutes)" in page
+    assert "return the study on Prolific" in page and "payment" in page
+    assert stored(app, pid) == sorted(answered)  # nothing lost
+    assert decisions(app, pid)[-1]["action"] == "refuse" and decisions(app, pid)[-1]["reason"] == "max_age"
+    with app.app_context():
+        exp_id = db.session.execute(sa.select(Experiment.id)).scalar_one()
+        [refused] = resume_policy.refusals(exp_id)
+    assert refused["participant"] == pid and refused["n_stored"] == len(answered)
+
+
+def test_restart_block_asks_the_block_again_and_keeps_the_answers_in_the_export(make, monkeypatch):
+    app = make(second='resume = "restart_block"', table="[resume]\nmax_age_minutes = 60\n")
+    _, pid, _, answered = started(app)
+    in_second = answered[-2:]
+    client, back = come_back(app, monkeypatch, 5)
+    assert back.status_code == 302
+    token = back.headers["Location"].split("#token=")[1]
+    tl = client.get(f"/api/v1/participants/{pid}/timeline", headers=auth(token)).get_json()
+    assert sorted(tl["acknowledged"]) == sorted(answered[:-2])  # the first block is kept
+    assert tl["next_index"] == in_second[0]
+    [decision] = decisions(app, pid)
+    assert decision["action"] == "restart_block" and decision["block"] == "second"
+    assert [r["trial_index"] for r in decision["restarted"]] == in_second
+    assert decision["restarted"][0]["response"] == rating_body(in_second[0])["response"]
+    with app.app_context():
+        events = export_frames("small")["events"]
+    exported = events[events["type"] == resume_policy.EVENT]
+    assert len(exported) == 1 and "restart_block" in str(exported["value"].iloc[0])
+    # the block is asked again: the same indices are stored anew
+    assert answer(client, pid, token, "second", 2) == in_second
+    _, late = come_back(app, monkeypatch, 61)
+    assert late.status_code == 409 and decisions(app, pid)[-1]["reason"] == "max_age"
+
+
+def test_refuse_refuses_politely_before_and_after_max_age(make, monkeypatch):
+    app = make(second='resume = "refuse"', table="[resume]\nmax_age_minutes = 60\n")
+    browser, pid, _, answered = started(app)
+    _, soon = come_back(app, monkeypatch, 1)
+    assert soon.status_code == 409 and "cannot be continued once it has been left" in soon.get_data(as_text=True)
+    _, same = come_back(app, monkeypatch, 0, same_browser=browser)  # the same browser is refused too
+    assert same.status_code == 409
+    _, late = come_back(app, monkeypatch, 120)
+    assert late.status_code == 409
+    assert [d["reason"] for d in decisions(app, pid)] == ["policy", "policy", "max_age"]
+    assert stored(app, pid) == sorted(answered)
+
+
+def test_a_block_that_resumes_inside_a_refusing_study(make, monkeypatch):
+    app = make(second='resume = "resume"', table="[resume]\npolicy = \"refuse\"\n")
+    _, pid, _, _ = started(app)
+    _, back = come_back(app, monkeypatch, 600)  # no max_age: any absence
+    assert back.status_code == 302 and decisions(app, pid)[0]["policy"] == "resume"
+
+
+def test_without_policies_nothing_changes_and_the_spec_hash_is_kept(make, monkeypatch, small_experiment):
+    app = make()
+    _, pid, _, _ = started(app)
+    _, back = come_back(app, monkeypatch, 10_000)
+    assert back.status_code == 302 and decisions(app, pid) == []
+    spec = load_spec(small_experiment)
+    assert '"resume"' not in spec.canonical_json() and '"privacy"' not in spec.canonical_json()
