@@ -59,7 +59,7 @@ def command(experiment: str, out: Path, pseudonymise: bool, key_file: Path | Non
 
 
 def _export_psiturk(experiment: str, out: Path, database_url: str | None) -> None:
-    from humanlike.server.psiturk.transfer import tidy_trials, write_psiturk_csvs
+    from humanlike.server.psiturk.transfer import tidy_trials, write_psiturk_csvs, write_tidy_csv
 
     app = make_app(database_url=database_url)
     with app.app_context():
@@ -68,7 +68,7 @@ def _export_psiturk(experiment: str, out: Path, database_url: str | None) -> Non
             tidy = tidy_trials(experiment)
         except LookupError as exc:
             raise click.ClickException(str(exc)) from exc
-    tidy.to_csv(out / "psiturk_trials.csv", index=False)
+    write_tidy_csv(tidy, out / "psiturk_trials.csv")
     for name, n in counts.items():
         click.echo(f"{name:16s} {n:8d} rows  -> {out / (name + '.csv')}")
     click.echo(f"{'psiturk_trials':16s} {len(tidy):8d} rows  -> {out / 'psiturk_trials.csv'}")

@@ -25,6 +25,9 @@ ERRORS: dict[str, tuple[int, int, str]] = {
     "api_server_not_reachable": (1015, 503, ""),
     "ad_not_found": (1016, 404, ""),
     "error_setting_worker_complete": (1017, 404, "Completing the experiment could not be recorded."),
+    # humanlike's: /complete from a browser that did not start the task (no write cookie)
+    "complete_from_another_browser": (
+        1017, 403, "Completing the experiment could not be recorded: this browser did not start it."),
     "hit_not_registered_with_ad_server": (1018, 404, ""),
     "template_unsafe": (1019, 400, ""),
     "insert_mode_failed": (1020, 500, "The consent page has no link to carry the mode along."),

@@ -322,7 +322,10 @@ def start_exp() -> Response:
         "exp.html", uniqueId=part.uniqueid, condition=part.cond, counterbalance=part.counterbalance,
         adServerLoc="/complete", mode=mode, contact_address=project.contact_email,
         codeversion=project.code_version)
-    response.set_cookie(_token_cookie(part.uniqueid), token, path="/sync/", httponly=True,
+    # the proof of being this participant: sent by the task page's own requests (/sync, /inexp,
+    # /quitter's beacon, /complete), never by another browser (docs/psiturk.md, "Who may call what")
+    response.delete_cookie(_token_cookie(part.uniqueid), path="/sync/")  # before humanlike 0.x
+    response.set_cookie(_token_cookie(part.uniqueid), token, path="/", httponly=True,
                         samesite="Lax", secure=current_app.config["PRODUCTION"])
     return nocache(response)
 
@@ -341,6 +344,19 @@ def _client() -> dict[str, str | None]:
             "platform": agent.platform or "UNKNOWN",
             "language": request.accept_languages.best or "UNKNOWN",
             "user_agent": agent.string[:1000]}
+
+
+def _proven(part: PsiturkAssignment) -> bool:
+    """True when the request carries the participant's write cookie (set by ``/exp``)."""
+    token = request.cookies.get(_token_cookie(part.uniqueid))
+    return bool(token) and token_matches(part.participant.token_hash, token)
+
+
+def _forbidden() -> Response:
+    """psiTurk's JSON status answer, refused: the caller is not the participant's browser."""
+    response = jsonify(status="forbidden: this browser is not this participant's")
+    response.status_code = 403
+    return response
 
 
 def _set_status(part: PsiturkAssignment, code: int, **stamps: Any) -> None:
@@ -364,6 +380,8 @@ def enterexp() -> Response:
     part = _by_uniqueid(unique_id)
     if part is None:
         return jsonify(status="error, uniqueId not found")
+    if not _proven(part):
+        return _forbidden()
     _set_status(part, pp.STARTED, beginexp=utcnow())
     return jsonify(status="success")
 
@@ -378,8 +396,12 @@ def _sync_part(uid: str) -> PsiturkAssignment:
 
 @bp.route("/sync/<path:uid>", methods=["GET"])
 def load(uid: str) -> Response:
-    """The stored task data, as psiTurk's blob (the fallback fields before the first save)."""
-    part = _sync_part(uid)
+    """The stored task data, as psiTurk's blob (the fallback fields before the first save), to the
+    participant's own browser only; anyone else gets the same 403 whether or not ``uid`` exists."""
+    part = _by_uniqueid(uid) if request.cookies.get(_token_cookie(uid)) else None
+    if part is None or not _proven(part):
+        raise ExperimentApiError("this browser cannot read this participant's data", 403,
+                                 {"error": "forbidden", "detail": "missing or wrong write cookie"})
     data = blob(part)
     return nocache(jsonify(data if data is not None else fallback_blob(part)))
 
@@ -427,6 +449,8 @@ def quitter() -> Response:
     part = _by_uniqueid(unique_id)
     if part is None:
         raise ExperimentError("tried_to_quit")
+    if not _proven(part):
+        return _forbidden()
     if part.status in (pp.ALLOCATED, pp.STARTED):  # a finished participant stays finished
         _set_status(part, pp.QUITEARLY)
     return jsonify(status="marked as quitter")
@@ -442,6 +466,8 @@ def debug_complete() -> Response:
     part = _by_uniqueid(unique_id)
     if part is None:
         raise ExperimentError("error_setting_worker_complete")
+    if not _proven(part):
+        raise ExperimentError("complete_from_another_browser")
     if part.status < pp.COMPLETED or part.status == pp.QUITEARLY:
         _set_status(part, pp.COMPLETED, endhit=utcnow())
     if mode in MTURK_MODES:
@@ -457,6 +483,10 @@ def _status_route(code: int) -> Response:
     part = _by_uniqueid(unique_id)
     if part is None:
         return jsonify(status="database error")
+    if not _proven(part) and not (code == pp.SUBMITTED and part.status == pp.COMPLETED):
+        # /worker_submitted comes from the ad inside MTurk's frame, where no cookie of ours
+        # travels: without the proof it only moves a completed participant on to submitted
+        return _forbidden()
     stamps = {"endhit": utcnow()} if code == pp.COMPLETED else {}
     if part.status < code or part.status == pp.QUITEARLY:
         _set_status(part, code, **stamps)

@@ -154,9 +154,36 @@ def _assignments(exp: Experiment) -> list[PsiturkAssignment]:
 
 
 def _csv(rows: list[tuple[Any, ...]]) -> str:
+    """psiTurk's CSV of ``rows``, formula-like text cells prefixed by ``'`` as in the native export
+    (``export_sink.is_formula_like``; psiTurk's own writes them verbatim)."""
+    from humanlike.server.export_sink import is_formula_like
+
+    safe = [tuple("'" + c if is_formula_like(c) else c for c in row) for row in rows]
     with io.StringIO() as out:
-        csv.writer(out).writerows(rows)
+        csv.writer(out).writerows(safe)
         return out.getvalue()
+
+
+def write_tidy_csv(tidy: pd.DataFrame, path: Path) -> None:
+    """``psiturk_trials.csv``: the tidy table with its text cells neutralised by the native
+    export's ``export_sink.neutralise_csv_cells``."""
+    import pyarrow as pa
+
+    from humanlike.server.export_sink import neutralise_csv_cells
+
+    frame = tidy.copy()
+    for name in frame.columns:
+        if not (frame[name].dtype == object or pd.api.types.is_string_dtype(frame[name])):
+            continue
+        try:
+            column = pa.array(frame[name], from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed cells: each as its text
+            column = pa.array(frame[name].map(lambda v: v if v is None or v != v else str(v)),
+                              from_pandas=True)
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            safe = neutralise_csv_cells(pa.table({"cell": column})).column(0)
+            frame[name] = pd.Series(safe.to_pylist(), index=frame.index, dtype=object)
+    frame.to_csv(path, index=False)
 
 
 def psiturk_csv_texts(part: PsiturkAssignment) -> dict[str, str]:

@@ -306,7 +306,7 @@ def test_concurrent_reordered_puts_store_each_record_once(database_url, stroop_p
         assert set(codes) == {200}
         positions, answers = stored(app, "W1:A1")
         assert positions == list(range(40)) and answers == {"q": "after 40"}
-        with httpx.Client(base_url=live.url) as c:
+        with httpx.Client(base_url=live.url, cookies=cookies) as c:  # the participant's browser
             assert c.get("/sync/W1%3AA1").json() == copies[-1]
     finally:
         live.stop()
