@@ -11,7 +11,7 @@ from flask import Blueprint, current_app, jsonify, request, url_for
 from pydantic import ValidationError
 from werkzeug.exceptions import MethodNotAllowed, NotFound, RequestEntityTooLarge
 
-from humanlike.server import auth_cache, experiments, sona, trial_store
+from humanlike.server import auth_cache, display, experiments, sona, trial_store
 from humanlike.server.auth_cache import ParticipantAuth
 from humanlike.server.errors import api_abort, json_errors
 from humanlike.server.extensions import csrf, db
@@ -183,6 +183,7 @@ def timeline(pid: str):
         blocks=block_info,
         break_every=spec.break_every,
         fullscreen=spec.fullscreen,
+        display=(spec.display or display.DisplaySettings()).model_dump(mode="json"),
         estimated_minutes=estimated_minutes(auth.designs, presentation, spec.break_every),
     )
 
@@ -270,6 +271,23 @@ def post_event(pid: str):
         refresh = value.get("refresh_hz")
         if isinstance(refresh, (int, float)) and 1 <= refresh <= 1000:
             participant.refresh_hz = float(refresh)
+    db.session.commit()
+    return jsonify(stored=True), 201
+
+
+@bp.post("/participants/<pid>/display")
+def post_display(pid: str):
+    """Store what the browser measured of the display before the first trial: refresh rate,
+    calibration, rendered size, suitability (``server/display.py``); 201, one row per measurement."""
+    auth = authorize(pid)
+    participant = _participant(auth)
+    _require(EVENT_GATE, participant.status)
+    try:
+        record = display.DisplayIn.model_validate(_json_body())
+    except ValidationError as exc:
+        api_abort(422, "invalid_display", _validation_detail(exc))
+    display.store(auth.id, record)
+    participant.refresh_hz = record.refresh_hz
     db.session.commit()
     return jsonify(stored=True), 201
 

@@ -1,6 +1,7 @@
 """Descriptions of every exported column (written as codebook.json next to the data); each trial
 type's own columns come from its registry entry (``trial_types``)."""
 
+from humanlike.server.display import CALIBRATION_COLUMNS, TIMING_COLUMNS
 from humanlike.server.lifecycle import ParticipantStatus
 from humanlike.server.platforms import Platform
 from humanlike.server.trial_types import TRIAL_TYPES
@@ -99,5 +100,7 @@ def codebook() -> dict[str, dict[str, str]]:
         "participants": PARTICIPANT_COLUMNS,
         "stimuli": STIMULUS_COLUMNS,
         "events": EVENT_COLUMNS,
+        "trial_timing": TIMING_COLUMNS,
+        "display": CALIBRATION_COLUMNS,
         **{t.table: dict(t.columns) for t in internal},
     }

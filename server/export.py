@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from humanlike.analysis.exclusions import ExclusionRules
 from humanlike.server import codebook as book
-from humanlike.server import trial_store
+from humanlike.server import display, trial_store
 from humanlike.server.experiments import version_hashes
 from humanlike.server.export_sink import SinkWriter, TableSink
 from humanlike.server.extensions import db
@@ -296,6 +296,9 @@ class _Export:
         self.rules = ExclusionRules.from_mapping(exp.spec.get("exclusion", {}))
         self.stimuli = stimulus_frame(exp)
         self.participants = participant_table(exp)
+        self.calibrations = display.calibrations(exp.id)  # the display table (server/display.py)
+        self.frame_ms = display.frame_periods(self.calibrations, self.participants)
+        self.timing: list[pd.DataFrame] = []  # each chunk's frame errors, for [display] max_frame_miss
         self.stored: dict[str, int] = {}
         self.qc: list[Any] = []  # frames, or futures of frames
         self.pool: Any = None
@@ -305,6 +308,8 @@ class _Export:
     def tables(self, trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
         """The per-trial tables of one chunk (whole participants); records its QC and counts."""
         tables = trial_tables(trials, self.labels, self.stimuli)
+        tables["trial_timing"] = display.trial_timing(trials, self.exp.spec, self.frame_ms)
+        self.timing.append(tables["trial_timing"][["participant", "frame_error"]])
         self.stored.update({str(k): int(n) for k, n in trials.groupby("participant").size().items()})
         rated = [tables[t.table] for t in TRIAL_TYPES.values() if t.rated]  # what QC reads
         ratings = rated[0] if len(rated) == 1 else pd.concat(rated, ignore_index=True) \
@@ -333,6 +338,7 @@ class _Export:
 
         qc = [q if isinstance(q, pd.DataFrame) else q.result() for q in self.qc]
         frame = finish_participants(self.participants, pd.Series(self.stored, dtype=int), qc)
+        frame = display.exclude_by_timing(frame, self.timing, self.exp.spec)
         frame = apply_overrides(frame, overrides(self.exp.id))
         if frame.empty:
             return frame
@@ -384,7 +390,8 @@ def _table_order() -> list[str]:
     public = [table for t in TRIAL_TYPES.values() if not t.internal
               for table in (t.table, *(d.table for d in t.derived))]
     internal = [t.table for t in TRIAL_TYPES.values() if t.internal]
-    return ["trials", *public, "participants", "stimuli", "events", *internal]
+    return ["trials", *public, "trial_timing", "participants", "display", "stimuli", "events",
+            *internal]
 
 
 def export_frames(slug: str) -> dict[str, pd.DataFrame]:
@@ -394,6 +401,7 @@ def export_frames(slug: str) -> dict[str, pd.DataFrame]:
     trials = next(trial_chunks(exp, chunk_trials=None))
     frames = run.tables(trials)
     frames["participants"] = run.participant_frame()
+    frames["display"] = run.calibrations
     frames["stimuli"] = run.stimuli
     frames["events"] = pd.concat(list(event_chunks(exp)), ignore_index=True)
     return {name: frames[name] for name in _table_order()}
@@ -427,6 +435,7 @@ def write_export(slug: str, out: Path, chunk_trials: int = CHUNK_TRIALS,
             for name, frame in run.tables(trials).items():
                 write(name, frame)
         write("participants", run.participant_frame())
+        write("display", run.calibrations)
         write("stimuli", run.stimuli)
         for events in event_chunks(exp, chunk_trials):
             write("events", events)

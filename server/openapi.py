@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
+from humanlike.server.display import DisplayIn
 from humanlike.server.payloads import CompleteIn, ConsentIn, EventIn, TrialIn
 from humanlike.server.trial_types import TRIAL_TYPES
 
@@ -75,7 +76,7 @@ def _operation(summary: str, ok: dict[str, Any], body: str | None = None,
 def _document() -> dict[str, Any]:
     _, defs = models_json_schema(
         [(TrialIn, "validation"), (EventIn, "validation"), (ConsentIn, "validation"),
-         (CompleteIn, "validation")],
+         (CompleteIn, "validation"), (DisplayIn, "validation")],
         ref_template=_REF,
     )
     schemas = dict(defs.get("$defs", {})) | _RESPONSE_SCHEMAS
@@ -107,6 +108,9 @@ def _document() -> dict[str, Any]:
             f"{base}/events": {"parameters": [pid], "post": _operation(
                 "log a browser event",
                 {"201": {"description": "stored", "content": _json("Stored")}}, "EventIn")},
+            f"{base}/display": {"parameters": [pid], "post": _operation(
+                "store the display measured before the first trial (refresh rate, calibration)",
+                {"201": {"description": "stored", "content": _json("Stored")}}, "DisplayIn")},
             f"{base}/complete": {"parameters": [pid], "post": _operation(
                 "mark the participant completed once every trial is stored",
                 {"200": {"description": "where to go next", "content": _json("Completion")}},

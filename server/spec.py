@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from humanlike.analysis.exclusions import ExclusionRules
+from humanlike.server.display import DisplaySettings
 from humanlike.server.panel_spec import PanelSettings, Stopping
 from humanlike.server.platforms import PRESETS, Platform, resolve
 from humanlike.server.trial_types import TRIAL_TYPES, block_settings, check_block_trial_type
@@ -50,6 +51,9 @@ class Presentation(_Strict):
     duration_ms: Annotated[int, Field(gt=0, le=60_000)] | None = None
     mask: str | None = None
     image_height_px: Annotated[int, Field(ge=32, le=2000)] = 280
+    image_height_deg: Annotated[float, Field(gt=0, le=60)] | None = None
+    """The image height in degrees of visual angle (needs ``[display] calibration``); replaces
+    ``image_height_px`` with the participant's calibrated size (``server/display.py``)."""
     fixation_ms: Annotated[int, Field(ge=0, le=10_000)] = 0
     iti_ms: Annotated[int, Field(ge=0, le=10_000)] = 0
 
@@ -362,6 +366,7 @@ class ExperimentSpec(_Strict):
     """Platform listings (``humanlike recruit``); excluded from dumps and the spec hash."""
     panel: PanelSettings | None = None
     stopping: Stopping | None = None
+    display: DisplaySettings | None = None
     resume: ResumeSettings | None = None
     privacy: Privacy = Field(default_factory=Privacy, exclude=True)
     """What is stored and for how long; a deployment setting (excluded from the spec hash)."""
@@ -416,6 +421,10 @@ class ExperimentSpec(_Strict):
             if unknown:
                 raise ValueError(f"blocks[{block.name}].classification.categories: {unknown} "
                                  "are not labels of [[categories]]")
+        in_degrees = [p for p in (self.presentation, *(c.presentation for c in self.conditions))
+                      if p is not None and p.image_height_deg is not None]
+        if in_degrees and not (self.display and self.display.calibration):
+            raise ValueError("presentation.image_height_deg needs [display] calibration = true")
         cond_names = [c.name for c in self.conditions]
         if len(set(cond_names)) != len(cond_names) or not cond_names:
             raise ValueError("conditions need unique names")
@@ -451,6 +460,11 @@ class ExperimentSpec(_Strict):
         """As pydantic's, leaving out the optional dashboard tables when unset (so specs without
         them keep the hash they had before those tables existed)."""
         data = super().model_dump(**kwargs)
+        if data.get("display") is None:  # the display table and sizes in degrees: only when set
+            data.pop("display", None)
+        for pres in [data.get("presentation"), *(c.get("presentation") for c in data.get("conditions", []))]:
+            if isinstance(pres, dict) and pres.get("image_height_deg") is None:
+                pres.pop("image_height_deg", None)
         for name in ("panel", "stopping", "resume"):
             if data.get(name) is None:
                 data.pop(name, None)
