@@ -153,7 +153,8 @@ def send_for(participant: Participant, others: int = 5) -> str | None:
     own = db.session.execute(sa.select(SonaGrant.id).where(
         SonaGrant.participant_id == participant.id)).scalar_one_or_none()
     state = send(own) if own is not None else None
-    for grant_id in waiting(participant.experiment_id, limit=others):
+    for grant_id in [g for g in waiting(participant.experiment_id, limit=others + 1)
+                     if g != own][:others]:
         send(grant_id)
     return state
 

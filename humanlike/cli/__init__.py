@@ -39,10 +39,12 @@ class LazyGroup(click.Group):
         "export": "humanlike.cli.export:command",
         "delete-participant": "humanlike.cli.delete_participant:command",
         "sweep-timeouts": "humanlike.cli.sweep_timeouts:command",
+        "retention": "humanlike.cli.retention:command",
         "recruit": "humanlike.cli.recruit:command",
         "simulate": "humanlike.cli.simulate:command",
         "report": "humanlike.cli.report:command",
         "panel-worker": "humanlike.cli.panel_worker:command",
+        "sona": "humanlike.cli.sona:command",
     },
 )
 @click.version_option(package_name="humanlike")

@@ -3,74 +3,24 @@ entry parameters, completion targets, resume rules, and a Connect-style spec end
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pytest
 import sqlalchemy as sa
 from werkzeug.datastructures import MultiDict
 
-from humanlike.server import create_app, database, experiments, platforms
+from humanlike.server import platforms
 from humanlike.server.extensions import db
 from humanlike.server.models import Participant
 from humanlike.server.platforms import PRESETS, Entry, EntryError, Platform, entry_from_params
 from humanlike.server.spec import SpecError, load_spec
 from tests.server.conftest import auth, enter
-
-LABELS = [str(d) for d in range(10)]
-
-
-def answer(client, pid: str, token: str, upto: int | None = None) -> int:
-    """Consent (once) and store the timeline's trials from the first not stored, ``upto`` of them
-    (all: None); returns how many the timeline holds."""
-    api = f"/api/v1/participants/{pid}"
-    client.post(f"{api}/consent", json={"agree": True}, headers=auth(token))
-    timeline = client.get(f"{api}/timeline", headers=auth(token)).get_json()
-    todo = [t for t in timeline["trials"] if t["index"] not in set(timeline["acknowledged"])]
-    for t in todo[:upto]:
-        if t["type"] == "debrief":
-            body = {"trial_index": t["index"], "trial_type": "debrief",
-                    "response": {"answers": {"strategy": "looked"}}}
-        else:
-            body = {"trial_index": t["index"], "trial_type": "rating",
-                    "response": {"ratings": {label: 0.0 for label in LABELS} | {"3": 0.75}},
-                    "rt_ms": 1200.0, "first_rt_ms": 400.0, "presented_ms": 1190.0, "frames": 71,
-                    "client_time": 1.7e12}
-        response = client.post(f"{api}/trials", json=body, headers=auth(token))
-        assert response.status_code in (200, 201), response.get_data(as_text=True)
-    return len(timeline["trials"])
-
-
-def spec_with(small_experiment: Path, dest: Path, platform_toml: str) -> Path:
-    """The small experiment copied to ``dest`` with its ``platform = "prolific"`` line replaced."""
-    shutil.copytree(small_experiment.parent, dest)
-    spec = dest / "experiment.toml"
-    text = spec.read_text().replace('platform = "prolific"\n', "")
-    if platform_toml.startswith("["):  # a table goes last, a plain key before the first table
-        spec.write_text(text + "\n" + platform_toml)
-    else:
-        spec.write_text(platform_toml + text)
-    return spec
+from tests.server.sources import answer, app_factory, spec_with
 
 
 @pytest.fixture
 def source_app(database_url, tmp_path, monkeypatch):
     """``source_app(spec_path)``: an app serving that spec on the test database."""
-    made = []
-
-    def make(spec_path: Path):
-        monkeypatch.setenv("HUMANLIKE_INSTANCE", str(tmp_path / "instance"))
-        application = create_app({"TESTING": True, "SECRET_KEY": "test-secret",
-                                  "SQLALCHEMY_DATABASE_URI": database_url,
-                                  "EXPERIMENT_PATHS": [str(spec_path)]})
-        database.upgrade(application)
-        experiments.sync_all(application)
-        made.append(application)
-        return application
-
-    yield make
-    for application in made:
-        database.dispose(application)
+    with app_factory(database_url, tmp_path, monkeypatch) as make:
+        yield make
 
 
 # --- presets and parameters ---------------------------------------------------------------
