@@ -46,7 +46,7 @@ PARTICIPANT_COLUMNS = {
     "completed_at": "completion time (UTC)",
     "duration_s": "completed_at - created_at, seconds",
     "refresh_hz": "display refresh rate measured at the start",
-    "user_agent": "browser User-Agent",
+    "user_agent": "browser User-Agent; empty unless [privacy] store_user_agent (see stored)",
     "n_trials": "number of trials in the timeline",
     "n_stored": "number of trials stored",
     "completion_code": "completion code shown or sent to the platform",
@@ -81,7 +81,8 @@ STIMULUS_COLUMNS = {
 EVENT_COLUMNS = {
     "experiment": "experiment slug",
     "participant": "participant id",
-    "type": "blur | focus | visibility | resize | fullscreen_enter | fullscreen_exit | error | environment",
+    "type": "blur | focus | visibility | resize | fullscreen_enter | fullscreen_exit | error | "
+            "environment | resume | resume_policy (a return under the spec's resume policy)",
     "value": "event details (JSON)",
     "client_time": "browser clock, ms since the Unix epoch",
     "server_time": "server time (UTC, ISO 8601)",

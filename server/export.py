@@ -26,6 +26,7 @@ from humanlike.server.export_sink import SinkWriter, TableSink
 from humanlike.server.extensions import db
 from humanlike.server.models import Event, Experiment, Participant, Stimulus
 from humanlike.server.pseudonyms import pseudonymise_codebook, pseudonymise_frame
+from humanlike.server.retention import stored_note
 from humanlike.server.trial_types import (
     TRIAL_TYPES,
     ExportInput,
@@ -451,6 +452,7 @@ def write_export(slug: str, out: Path, chunk_trials: int = CHUNK_TRIALS,
             for sink in sinks.values():
                 sink.close()
     codebook = book.codebook()
+    codebook["stored"] = stored_note(slug)
     if pseudonym_key is not None:
         codebook = pseudonymise_codebook(codebook)
     (out / "codebook.json").write_text(json.dumps(codebook, indent=2))

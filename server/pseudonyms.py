@@ -46,14 +46,15 @@ def pseudonym(key: bytes, slug: str, value: str) -> str:
 
 
 def pseudonymise_frame(frame: pd.DataFrame, key: bytes, slug: str) -> pd.DataFrame:
-    """A copy of an export table with every id column replaced by its pseudonym (NULLs stay)."""
+    """A copy of an export table with every id column replaced by its pseudonym (NULLs stay, and so
+    do ids already replaced by ``humanlike retention``, which stores this very pseudonym)."""
     present = [c for c in ID_COLUMNS if c in frame.columns]
     if not present:
         return frame
     frame = frame.copy()
     for column in present:
-        frame[column] = [None if pd.isna(v) else pseudonym(key, slug, str(v))
-                         for v in frame[column]]
+        frame[column] = [None if pd.isna(v) else str(v) if str(v).startswith(PREFIX)
+                         else pseudonym(key, slug, str(v)) for v in frame[column]]
     return frame
 
 

@@ -164,3 +164,27 @@ def hashed_participant(exp: Experiment, platform: str, platform_id: str | None) 
     return db.session.execute(sa.select(Participant.id).where(
         Participant.experiment_id == exp.id, Participant.platform == platform,
         Participant.platform_id == hashed(exp.slug, platform_id)).limit(1)).first() is not None
+
+
+def stored_note(slug: str) -> dict[str, str]:
+    """What was stored for ``slug`` and for how long: the codebook's ``stored`` section."""
+    from humanlike.server.withdrawal import withdrawn_count
+
+    settings = privacy(slug)
+    days = settings.retention_days
+    return {
+        "user_agent": ("stored (participants.user_agent): [privacy] store_user_agent = true"
+                       if settings.store_user_agent else
+                       "not stored ([privacy] store_user_agent = false): participants.user_agent "
+                       "is empty; the User-Agent header is only read to refuse phones"),
+        "ip_address": "never stored",
+        "platform_ids": (f"kept in clear for {days} days after a participant's last activity, "
+                         "then replaced by the keyed hash 'pn-' + 16 hex digits (humanlike "
+                         "retention, audited)" if days else
+                         "kept until the participant is deleted (no [privacy] retention_days)"),
+        "withdrawals": (f"{withdrawn_count(slug)} participant(s) withdrew: every row about them "
+                        "was deleted and is in no file"),
+        "resume_policy": ("events of type resume_policy: the decision on each return (action, "
+                          "policy, block, age_minutes, reason; restarted: the answers of a "
+                          "restarted block, asked again)"),
+    }

@@ -40,6 +40,7 @@ class LazyGroup(click.Group):
         "delete-participant": "humanlike.cli.delete_participant:command",
         "sweep-timeouts": "humanlike.cli.sweep_timeouts:command",
         "retention": "humanlike.cli.retention:command",
+        "retention": "humanlike.cli.retention:command",
         "recruit": "humanlike.cli.recruit:command",
         "simulate": "humanlike.cli.simulate:command",
         "report": "humanlike.cli.report:command",

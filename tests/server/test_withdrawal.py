@@ -112,6 +112,8 @@ def test_withdrawing_mid_study_deletes_every_row_and_audits_a_keyed_hash(app, tm
     assert set(rows_about(app, pid).values()) == {0}
     assert rows_about(app, kept)["trial"] == 1  # nobody else's
     exported = export_text(app, tmp_path / "after")
+    book = json.loads((tmp_path / "after" / "codebook.json").read_text())
+    assert book["stored"]["withdrawals"].startswith("1 participant(s) withdrew")
     assert pid not in exported and PID not in exported and kept in exported
 
     [entry] = audits(app)

@@ -1,0 +1,176 @@
+"""Retention with a moved clock: ``humanlike retention --now`` past ``[privacy] retention_days``
+replaces every platform id (PROLIFIC_PID, SESSION_ID, STUDY_ID on the participant's row) by its
+keyed hash everywhere: no id is left in any text or JSON column of any table of the database (read
+back column by column), nor in any export file; analyses give the same numbers; audited; a
+participant still active inside the period keeps their ids; a second run changes nothing."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+from click.testing import CliRunner
+
+from humanlike.analysis.ratings.ceilings import upper_bound_closed_form
+from humanlike.analysis.ratings.data import (
+    clean_ratings,
+    load_participants,
+    load_ratings,
+    participant_qc,
+    rating_array,
+)
+from humanlike.cli import main
+from humanlike.server import audit, create_app, database, experiments
+from humanlike.server.export import write_export
+from humanlike.server.extensions import db
+from humanlike.server.models import AuditEntry, Participant, Payment
+from humanlike.server.pseudonyms import key_from_secret, pseudonym
+from tests.server.conftest import enter, write_small_experiment
+from tests.server.test_export import run_participant
+
+SECRET = "test-secret"
+DONE = [(f"RETAINPID{i:04d}", f"RETAINSESSION{i:04d}") for i in range(4)]
+RECENT = ("RECENTPID9999", "RECENTSESSION9999")
+STUDY = "RETAINSTUDY77"
+
+
+@pytest.fixture
+def spec(tmp_path):
+    path = write_small_experiment(tmp_path / "exp")
+    path.write_text(path.read_text() + "\n[privacy]\nretention_days = 30\n")
+    return path
+
+
+@pytest.fixture
+def rapp(database_url, spec, monkeypatch, tmp_path):
+    monkeypatch.setenv("SECRET_KEY", SECRET)
+    monkeypatch.setenv("HUMANLIKE_INSTANCE", str(tmp_path / "instance"))
+    application = create_app({"TESTING": True, "SECRET_KEY": SECRET,
+                              "SQLALCHEMY_DATABASE_URI": database_url,
+                              "EXPERIMENT_PATHS": [str(spec)]})
+    database.upgrade(application)
+    experiments.sync_all(application)
+    yield application
+    database.dispose(application)
+
+
+def cli(database_url, spec, *args):
+    served = ["--experiment", str(spec)] if args[0] == "retention" else []
+    return CliRunner().invoke(main, [*args, *served, "--database-url", database_url])
+
+
+def every_text(app) -> str:
+    """Every value of every column of every table, as text (the database read back, not the models)."""
+    with app.app_context():
+        inspector = sa.inspect(db.engine)
+        parts = []
+        for table in inspector.get_table_names():
+            rows = db.session.execute(sa.text(f'SELECT * FROM "{table}"')).all()
+            parts.extend(json.dumps([str(v) for v in row]) for row in rows)
+    return "\n".join(parts)
+
+
+def export_files(app, folder) -> str:
+    with app.app_context():
+        write_export("small", folder)
+    texts = [p.read_text(errors="replace") for p in sorted(folder.glob("*.csv"))]
+    texts += [pd.read_parquet(p).astype(str).to_csv() for p in sorted(folder.glob("*.parquet"))]
+    return "\n".join([*texts, (folder / "codebook.json").read_text()])
+
+
+def numbers(folder) -> tuple:
+    """An analysis of the export: per-participant QC and the noise ceiling of the rating matrix."""
+    frame = clean_ratings(load_ratings(folder))
+    qc = participant_qc(frame, load_participants(folder)).sort_values("participant")
+    ceiling = upper_bound_closed_form(rating_array(frame))
+    numeric = qc.select_dtypes("number").to_numpy()
+    return qc["participant"].tolist(), numeric, ceiling.value, ceiling.per_participant
+
+
+def test_retention_replaces_every_platform_id_and_leaves_the_analyses_unchanged(
+        rapp, spec, database_url, tmp_path):
+    for i, (pid, session) in enumerate(DONE):
+        client = rapp.test_client()
+        public, token = enter(client, f"PROLIFIC_PID={pid}&STUDY_ID={STUDY}&SESSION_ID={session}")
+        run_participant(client, public, token, np.random.default_rng(i))
+    with rapp.app_context():  # a lock reset's audit entry and a platform reply naming the ids
+        audit.record("cli:someone", "reset_lock", experiment="small", target=DONE[0][0], detail={
+            "reason": "crash", "cleared": {"session_id": DONE[0][1], "assignment_id": None}})
+        first = db.session.execute(sa.select(Participant).where(
+            Participant.platform_id == DONE[1][0])).scalar_one()
+        db.session.add(Payment(participant_id=first.id, reason="bonus", amount=1, status="paid",
+                               idempotency_key="k1", actor="t", reply={"participant_id": DONE[1][0]}))
+        db.session.commit()
+    before = tmp_path / "before"
+    with rapp.app_context():
+        write_export("small", tmp_path / "pseudo_before", pseudonym_key=key_from_secret(SECRET))
+    assert DONE[0][0] in export_files(rapp, before) and DONE[0][1] in every_text(rapp)
+    ids = [v for pair in DONE for v in pair]
+    held = every_text(rapp)
+    assert all(v in held for v in ids)  # the check below can fail
+
+    # inside the period nothing changes
+    soon = cli(database_url, spec, "retention", "small", "--now",
+               (dt.datetime.now(dt.UTC) + dt.timedelta(days=29)).strftime("%Y-%m-%dT%H:%M:%S"))
+    assert soon.exit_code == 0 and "0 participants" in soon.output
+    # a participant arriving now is active inside the period when the clock moves 31 days on
+    later = (dt.datetime.now(dt.UTC) + dt.timedelta(days=31)).strftime("%Y-%m-%dT%H:%M:%S")
+    client = rapp.test_client()
+    recent, _ = enter(client, f"PROLIFIC_PID={RECENT[0]}&STUDY_ID={STUDY}&SESSION_ID={RECENT[1]}")
+    with rapp.app_context():
+        row = db.session.execute(sa.select(Participant).where(Participant.public_id == recent)).scalar_one()
+        row.created_at = dt.datetime.now(dt.UTC) + dt.timedelta(days=20)
+        db.session.commit()
+
+    result = cli(database_url, spec, "retention", "--now", later)
+    assert result.exit_code == 0, result.output
+    assert "small: 4 participants' platform ids replaced" in result.output
+    held = every_text(rapp)
+    assert [v for v in ids if v in held] == []
+    assert RECENT[0] in held  # still inside its period
+    exported = export_files(rapp, tmp_path / "after")
+    book = json.loads((tmp_path / "after" / "codebook.json").read_text())
+    assert book["stored"]["platform_ids"].startswith("kept in clear for 30 days")
+    assert book["stored"]["ip_address"] == "never stored"
+    assert book["stored"]["user_agent"].startswith("not stored")
+    agents = pd.read_csv(tmp_path / "after" / "participants.csv")["user_agent"]
+    assert agents.isna().all()  # the test client sends a User-Agent; none is stored
+    assert [v for v in ids if v in exported] == []
+    key = key_from_secret(SECRET)
+    with rapp.app_context():
+        stored = set(db.session.execute(sa.select(Participant.platform_id)).scalars())
+        entries = db.session.execute(sa.select(AuditEntry).order_by(AuditEntry.id)).scalars().all()
+        reply = db.session.execute(sa.select(Payment.reply)).scalar_one()
+    assert {pseudonym(key, "small", pid) for pid, _ in DONE} <= stored
+    assert reply == {"participant_id": pseudonym(key, "small", DONE[1][0])}
+    assert entries[-1].action == "retention" and entries[-1].detail["n_participants"] == 4
+    assert entries[-1].actor.startswith("cli:")
+
+    with rapp.app_context():  # a pseudonymised export names everyone as it did before
+        write_export("small", tmp_path / "pseudo_after", pseudonym_key=key_from_secret(SECRET))
+    pseudo = [pd.read_csv(tmp_path / f"pseudo_{when}" / "participants.csv")[
+        ["participant", "platform_id", "session_id", "study_id"]].sort_values("participant")
+        for when in ("before", "after")]
+    pseudo[1] = pseudo[1][pseudo[1]["participant"].isin(pseudo[0]["participant"])]  # not the recent one
+    pd.testing.assert_frame_equal(pseudo[0].reset_index(drop=True), pseudo[1].reset_index(drop=True))
+    b, a = numbers(before), numbers(tmp_path / "after")
+    assert b[0] == a[0] and len(b[0]) == 4
+    np.testing.assert_array_equal(b[1], a[1])
+    assert b[2] == a[2]
+    np.testing.assert_array_equal(b[3], a[3])
+
+    again = cli(database_url, spec, "retention", "small", "--now", later)
+    assert again.exit_code == 0 and "0 participants" in again.output
+    # the same person cannot take part again once their id is a hash
+    back = rapp.test_client().get(f"/start/small?PROLIFIC_PID={DONE[2][0]}&STUDY_ID={STUDY}"
+                                  f"&SESSION_ID=NEWSESSION")
+    assert back.status_code == 409
+
+
+def test_retention_names_an_experiment_it_does_not_serve(rapp, spec, database_url):
+    result = cli(database_url, spec, "retention", "nope")
+    assert result.exit_code != 0 and "not served here" in result.output
