@@ -33,7 +33,10 @@
 
   window.PsiTurk = function (uniqueId, adServerLoc, mode) {
     mode = mode || "live";
-    var self = this;
+    // psiTurk's own file is sloppy-mode code: `PsiTurk(...)` without `new` runs with `this` the
+    // window, so the API lands on the window and the call returns it (the older example's
+    // `var psiturk = PsiTurk(uniqueId, adServerLoc);`). This file is strict, so it does that itself.
+    var self = (this === undefined || this === null) ? window : this;
     var instructionController;
 
     var TaskData = Backbone.Model.extend({
