@@ -107,6 +107,7 @@ class ProlificClient:
         self.base_url = (base_url or os.environ.get("PROLIFIC_API_URL")
                          or DEFAULT_API_URL).rstrip("/")
         self.dry_run, self.echo = dry_run, echo
+        self.last_headers: httpx.Headers = httpx.Headers()
         self.retries, self.backoff, self.sleep = retries, backoff, sleep
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport,
                                   headers={"Authorization": f"Token {token}",
@@ -149,6 +150,7 @@ class ProlificClient:
                 self.sleep(self._delay(attempt, None))
                 continue
             status = response.status_code
+            self.last_headers = response.headers
             log.info("prolific %s %s -> %s", method, path, status)
             retryable = status == 429 or (status >= 500 and idempotent)
             if retryable and not last:
@@ -243,6 +245,40 @@ class ProlificClient:
             return None
         return self.request("POST", "/api/v1/submissions/bulk-approve/",
                             json={"submission_ids": list(submission_ids)})
+
+    # webhooks ---------------------------------------------------------------------------------
+    def create_hook_secret(self, workspace_id: str) -> dict[str, Any]:
+        """Create (or replace) the workspace's webhook secret; returns ``{"id", "value"}``."""
+        return self.request("POST", "/api/v1/hooks/secrets/",
+                            json={"workspace_id": workspace_id}) or {}
+
+    def hook_subscriptions(self, workspace_id: str) -> list[dict[str, Any]]:
+        data = self.request("GET", "/api/v1/hooks/subscriptions/",
+                            params={"workspace_id": workspace_id}) or {}
+        return list(data.get("results", []))
+
+    def subscribe(self, workspace_id: str, event_type: str, target_url: str) -> dict[str, Any]:
+        """Create a subscription and confirm it with the ``X-Hook-Secret`` its creation answered
+        (".../webhooks/subscribing"); returns the confirmed subscription."""
+        created = self.request("POST", "/api/v1/hooks/subscriptions/", idempotent=False,
+                               json={"workspace_id": workspace_id, "event_type": event_type,
+                                     "target_url": target_url})
+        if self.dry_run:
+            return {"id": "<subscription-id>", "event_type": event_type}
+        if isinstance(created, dict) and "results" in created and "id" not in created:
+            created = created["results"][0]
+        secret = self.last_headers.get("X-Hook-Secret")
+        if not secret:
+            raise ProlificError("Prolific created the subscription without an X-Hook-Secret to "
+                                "confirm it with", {"body": created})
+        return self.request("POST", f"/api/v1/hooks/subscriptions/{created['id']}/",
+                            json={"secret": secret}) or created
+
+    def failed_deliveries(self, subscription_id: str) -> list[dict[str, Any]]:
+        """Deliveries of the subscription that failed (``status=FAILED``)."""
+        data = self.request("GET", f"/api/v1/hooks/subscriptions/{subscription_id}/events/",
+                            params={"status": "FAILED"}) or {}
+        return list(data.get("results", []))
 
     # bonuses ----------------------------------------------------------------------------------
     def create_bonus(self, study_id: str, participant_id: str, amount: Decimal) -> dict[str, Any]:

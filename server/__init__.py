@@ -47,7 +47,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     experiments.init_app(app)
 
-    from humanlike.server import admin, api, errors, health, participant, withdraw_pages
+    from humanlike.server import admin, api, breaker, errors, health, participant, withdraw_pages
 
     errors.init_app(app)
     app.register_blueprint(participant.bp)
@@ -55,8 +55,11 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(health.bp)
     app.register_blueprint(admin.bp)
     app.register_blueprint(withdraw_pages.bp)
+    app.register_blueprint(breaker.bp)
     from humanlike.server import lab  # lab sessions (server/lab.py)
     app.register_blueprint(lab.bp)
+    from humanlike.server import prolific_hooks  # Prolific's webhooks (server/prolific_hooks.py)
+    app.register_blueprint(prolific_hooks.bp)
 
     if app.config.get("PSITURK_PROJECT"):
         from humanlike.server import psiturk

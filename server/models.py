@@ -283,8 +283,11 @@ class PanelResult(db.Model):  # type: ignore[name-defined]  # dynamic base
     lease_until: Mapped[dt.datetime | None] = mapped_column(sa.DateTime(timezone=True), nullable=True)
 
 
-# psiTurk's, SONA's and the display record's tables live beside these (server/psiturk/models.py,
-# server/sona_models.py, server/display.py); imported here so the metadata is whole
+# psiTurk's, SONA's, the display record's and the webhook events' tables live beside these
+# (server/psiturk/models.py, server/sona_models.py, server/display.py, server/platform_events.py);
+# imported here so the metadata is whole
+from humanlike.server import breaker_models as _breaker_models  # noqa: E402,F401
 from humanlike.server import display as _display  # noqa: E402,F401
+from humanlike.server import platform_events as _platform_events  # noqa: E402,F401
 from humanlike.server import sona_models as _sona_models  # noqa: E402,F401
 from humanlike.server.psiturk import models as _psiturk_models  # noqa: E402,F401

@@ -435,9 +435,61 @@ def _platform_group(platform: str) -> click.Group:
     if platform == "prolific":
         _stop_like("resume", "START", "Resume a paused Prolific study.")
         _places_command(group, make)
+        _hooks_command(group, make)
     else:
         _mturk_commands(group, make)
     return group
+
+
+def _hooks_command(group: click.Group, make: Callable[..., Context]) -> None:
+    @group.command("hooks")
+    @_common
+    @click.option("--workspace", envvar="PROLIFIC_WORKSPACE_ID", required=True,
+                  help="Prolific workspace id (env PROLIFIC_WORKSPACE_ID).")
+    @click.option("--public-url", default=None,
+                  help="The server's https:// address (default: recruitment.public_url).")
+    def hooks(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool,
+              workspace: str, public_url: str | None) -> None:
+        """Subscribe this server to Prolific's webhooks (submission and study status changes, a
+        high return rate): creates the workspace's secret when this server has none (kept in the
+        instance folder, never printed) and confirms one subscription per event type. Safe to
+        re-run; `sync` stays the fallback."""
+        ctx = make(slug, spec_path, database_url, dry_run)
+
+        def body() -> None:
+            import os
+
+            from humanlike.server import prolific_hooks
+
+            exp = ctx.experiment()
+            spec = ctx.spec()
+            base = public_url or (spec.recruitment.public_url if spec.recruitment else None)
+            if not base or not base.startswith("https://"):
+                raise click.ClickException("webhooks need the server's public https:// address "
+                                           f"(recruitment.public_url or --public-url; got {base!r})")
+            target = base.rstrip("/") + "/hooks/prolific"
+            client = ctx.client()
+            have_secret = bool(os.environ.get("PROLIFIC_WEBHOOK_SECRET")) or \
+                prolific_hooks.secret_path(ctx.app.instance_path).exists()
+            if not have_secret:
+                made = client.create_hook_secret(workspace)
+                if not dry_run:
+                    path = prolific_hooks.store_secret(ctx.app.instance_path, str(made["value"]))
+                    click.echo(f"webhook secret created for workspace {workspace}; kept in {path}")
+            existing = [] if dry_run else client.hook_subscriptions(workspace)
+            enabled = {(s.get("event_type"), s.get("target_url")): s for s in existing
+                       if s.get("is_enabled")}
+            subscriptions = [enabled.get((kind, target)) or client.subscribe(workspace, kind,
+                                                                              target)
+                             for kind in prolific_hooks.EVENT_TYPES]
+            if not dry_run:
+                _store(exp, hooks={"workspace": workspace, "target_url": target,
+                                   "subscriptions": {s["event_type"]: s["id"]
+                                                     for s in subscriptions}})
+                for sub in subscriptions:
+                    click.echo(f"{sub['event_type']} -> {target} (subscription {sub['id']})")
+
+        _run(ctx, body)
 
 
 def _places_command(group: click.Group, make: Callable[..., Context]) -> None:

@@ -34,16 +34,31 @@ Rules and where they are documented:
 - GET /api/v1/submissions/{id}/ -> the submission object, whose ``bonus_payments`` lists the bonuses
   paid on it (amounts in minor units) (https://docs.prolific.com/api-reference/submissions/get-submission,
   https://docs.prolific.com/api-reference/submissions/submission-object)
+- webhooks (https://docs.prolific.com/api-reference/webhooks/subscribing and the pages beside it):
+  POST /api/v1/hooks/secrets/ {"workspace_id"} -> {"id", "value", "workspace_id"} (one secret per
+  workspace, replaced on each call); POST /api/v1/hooks/subscriptions/ {"event_type", "target_url",
+  "workspace_id"} (a secret must exist; target_url https:// and publicly reachable, not localhost)
+  -> the subscription with an ``id`` and an ``X-Hook-Secret`` header; POST
+  /api/v1/hooks/subscriptions/{id}/ {"secret": <X-Hook-Secret>} confirms it; GET
+  /api/v1/hooks/subscriptions/?workspace_id= lists them; GET
+  /api/v1/hooks/subscriptions/{id}/events/?status= lists deliveries. A delivery is a POST of
+  {"resource_id", "event_type", "status"} with X-Prolific-Request-Signature = base64(HMAC-SHA256(
+  secret, X-Prolific-Request-Timestamp + body)) (".../webhooks/verifying"), X-Event-ID (the same on
+  every retry of one event) and X-Timestamp (when the event happened).
 Undocumented here, so chosen: the error body shape ``{"error": {"status", "title", "detail":
 {field: [messages]}}}`` and the list's ``_links.next.href`` paging links.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import itertools
 import json
 import re
 import threading
+import time
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -61,6 +76,8 @@ STUDY_FIELDS = {"name", "internal_name", "description", "external_study_url", "p
                 "maximum_allowed_time", "reward", "device_compatibility", "filters",
                 "peripheral_requirements", "project", "study_labels", "content_warnings"}
 PLACEHOLDERS = ("{{%PROLIFIC_PID%}}", "{{%STUDY_ID%}}", "{{%SESSION_ID%}}")
+EVENT_TYPES = {"study.status.change", "submission.status.change", "study.has_high_return_rate",
+               "study.progress.change"}
 STUDY_TRANSITIONS = {"PUBLISH": "ACTIVE", "PAUSE": "PAUSED", "START": "ACTIVE",
                      "STOP": "AWAITING REVIEW"}
 
@@ -92,6 +109,10 @@ class FakeProlific:
         self.fail_pay = 0
         self.lose_pay_reply = 0
         self.fail_transition = 0
+        self.secrets: dict[str, str] = {}
+        self.subscriptions: dict[str, dict[str, Any]] = {}
+        self.hook_secrets: dict[str, str] = {}
+        self.deliveries: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
         self.lock = threading.Lock()
 
@@ -142,12 +163,13 @@ class FakeProlific:
                              {"Retry-After": "0"} if status == 429 else None)
         if payload is not None and request.mimetype != "application/json":
             return self.json({"error": {"status": 415, "title": "JSON only"}}, 415)
+        self.reply_headers: dict[str, str] = {}
         try:
             data, status = self.route(request, payload)
         except Refused as exc:
             return self.json({"error": {"status": exc.status, "title": "Invalid request",
                                         "detail": exc.detail}}, exc.status)
-        return self.json(data, status)
+        return self.json(data, status, self.reply_headers or None)
 
     @staticmethod
     def json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -168,6 +190,8 @@ class FakeProlific:
                 return self.patch_study(study, body), 200
         if (m := re.fullmatch(r"/api/v1/studies/(\w+)/transition/", path)) and method == "POST":
             return self.transition_study(self.study(m[1]), body), 200
+        if path.startswith("/api/v1/hooks/"):
+            return self.hooks(request, method, path, body)
         if (method, path) == ("GET", "/api/v1/submissions/"):
             return self.list_submissions(request), 200
         if (m := re.fullmatch(r"/api/v1/submissions/(\w+)/", path)) and method == "GET":
@@ -181,6 +205,69 @@ class FakeProlific:
         if (m := re.fullmatch(r"/api/v1/bulk-bonus-payments/(\w+)/pay/", path)) and method == "POST":
             return self.pay(m[1]), 202
         raise Refused(404, f"no such endpoint: {method} {path}")
+
+    # webhooks --------------------------------------------------------------------------------
+    def hooks(self, request: Request, method: str, path: str, body: Any) -> tuple[Any, int]:
+        if (method, path) == ("POST", "/api/v1/hooks/secrets/"):
+            if set(body or {}) != {"workspace_id"}:
+                raise _field_error("workspace_id", "This field is required.")
+            value = base64.urlsafe_b64encode(self.new_id("s").encode()).decode()
+            self.secrets[body["workspace_id"]] = value
+            return {"id": self.new_id("9"), "value": value,
+                    "workspace_id": body["workspace_id"]}, 201
+        if (method, path) == ("POST", "/api/v1/hooks/subscriptions/"):
+            body = body or {}
+            if set(body) - {"event_type", "target_url", "workspace_id", "is_enabled"}:
+                raise _field_error(sorted(set(body))[0], "Unknown field.")
+            for field in ("event_type", "target_url", "workspace_id"):
+                if not body.get(field):
+                    raise _field_error(field, "This field is required.")
+            if body["event_type"] not in EVENT_TYPES:
+                raise _field_error("event_type", "Unknown event type.")
+            url = body["target_url"]
+            if not url.startswith("https://") or re.match(r"https://(localhost|127\.)", url):
+                raise _field_error("target_url", "Must use https:// and be publicly accessible.")
+            if body["workspace_id"] not in self.secrets:
+                raise _field_error("workspace_id", "Create a secret for the workspace first.")
+            sub = {"id": self.new_id("8"), "event_type": body["event_type"], "target_url": url,
+                   "workspace_id": body["workspace_id"], "is_enabled": False}
+            self.subscriptions[sub["id"]] = sub
+            self.hook_secrets[sub["id"]] = self.new_id("h")
+            self.reply_headers = {"X-Hook-Secret": self.hook_secrets[sub["id"]]}
+            return sub, 201
+        if (m := re.fullmatch(r"/api/v1/hooks/subscriptions/(\w+)/", path)) and method == "POST":
+            sub = self.subscriptions.get(m[1])
+            if sub is None:
+                raise Refused(404, "subscription not found")
+            if (body or {}).get("secret") != self.hook_secrets[m[1]]:
+                raise _field_error("secret", "Does not match the X-Hook-Secret of the subscription.")
+            sub["is_enabled"] = True
+            return sub, 200
+        if (method, path) == ("GET", "/api/v1/hooks/subscriptions/"):
+            ws = request.args.get("workspace_id")
+            return {"results": [s for s in self.subscriptions.values()
+                                if ws is None or s["workspace_id"] == ws]}, 200
+        if (m := re.fullmatch(r"/api/v1/hooks/subscriptions/(\w+)/events/", path)) \
+                and method == "GET":
+            status = request.args.get("status")
+            return {"results": [d for d in self.deliveries if d["subscription_id"] == m[1]
+                                and (status is None or d["status"] == status)]}, 200
+        raise Refused(404, f"no such endpoint: {method} {path}")
+
+    def event(self, event_type: str, resource_id: str, status: str | None, when: str,
+              event_id: str | None = None, workspace: str = "ws1") -> tuple[bytes, dict[str, str]]:
+        """A delivery as Prolific sends it: body and headers, signed with the workspace's secret."""
+        payload: dict[str, Any] = {"resource_id": resource_id, "event_type": event_type}
+        if status is not None:
+            payload["status"] = status
+        body = json.dumps(payload)
+        stamp = str(int(time.time()))
+        digest = hmac.new(self.secrets[workspace].encode(), (stamp + body).encode(),
+                          hashlib.sha256).digest()
+        return body.encode(), {"Content-Type": "application/json",
+                               "X-Prolific-Request-Signature": base64.b64encode(digest).decode(),
+                               "X-Prolific-Request-Timestamp": stamp,
+                               "X-Event-ID": event_id or self.new_id("e"), "X-Timestamp": when}
 
     def study(self, study_id: str) -> dict[str, Any]:
         if study_id not in self.studies:
