@@ -187,7 +187,9 @@ var HumanlikeRunner = (function () {
             window_width: window.innerWidth, window_height: window.innerHeight,
             device_pixel_ratio: window.devicePixelRatio || 1,
           });
-          run(tl);
+          return HumanlikeDisplay.prepare(tl, frame, state.queue).then(function (ok) {
+            if (ok) run(tl);
+          });
         });
       });
     }, function (/** @type {any} */ err) {

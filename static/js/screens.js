@@ -203,6 +203,31 @@ var HumanlikeScreens = (function () {
     return out;
   }
 
+  /**
+   * The polite "display not suitable" screen, before any trial (the spec's [display] refused this
+   * display: refresh rate, whole frames, size in degrees, or calibration answers).
+   * @param {string} reason refresh_rate | whole_frames | too_small | calibration_failed
+   * @param {string} detail what was measured, shown as text
+   */
+  function unsuitableScreen(reason, detail) {
+    /** @type {Record<string, string>} */
+    var why = {
+      refresh_rate: "This study needs a screen that refreshes at a particular rate, and yours runs at another.",
+      whole_frames: "This study shows images for durations your screen's refresh rate cannot show exactly.",
+      too_small: "The images of this study would not fit in your browser window at the size the study needs.",
+      calibration_failed: "The screen-size and distance measurement did not give plausible values.",
+    };
+    taskRoot().innerHTML = "<div class='page hl-unsuitable' data-screen='unsuitable'>" +
+      "<h2>Thank you, but this display is not suitable</h2><p id='unsuitable-why'></p>" +
+      "<p>Please return the study on your recruitment platform (or try again on another computer, " +
+      "or in a larger window). You did nothing wrong.</p>" +
+      "<p class='hl-unsuitable-detail'>Measured: <span id='unsuitable-detail'></span></p></div>";
+    /** @type {HTMLElement} */ (document.getElementById("unsuitable-why")).textContent = why[reason] || reason;
+    /** @type {HTMLElement} */ (document.getElementById("unsuitable-detail")).textContent = detail;
+    var root = /** @type {HTMLElement} */ (document.querySelector(".hl-unsuitable"));
+    root.dataset.reason = reason;
+  }
+
   /* ---- full screen ---- */
 
   function enterFullscreen() {
@@ -239,5 +264,6 @@ var HumanlikeScreens = (function () {
 
   return { el: el, escapeHtml: escapeHtml, taskRoot: taskRoot, showMessage: showMessage,
            buttonScreen: buttonScreen, welcomeBackScreen: welcomeBackScreen, withScreens: withScreens,
-           fullscreenScreen: fullscreenScreen, askFullscreen: askFullscreen };
+           fullscreenScreen: fullscreenScreen, askFullscreen: askFullscreen,
+           unsuitableScreen: unsuitableScreen };
 })();

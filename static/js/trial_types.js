@@ -38,14 +38,15 @@
  * @property {Array<{label: string, key: string}>} categories
  * @property {Array<{name: string, text: string, options?: string[] | null}>} debrief
  * @property {{mode: string, duration_ms: number | null, mask: string | null, image_height_px: number,
- *   fixation_ms?: number, iti_ms?: number}} presentation
+ *   image_height_deg?: number | null, fixation_ms?: number, iti_ms?: number}} presentation
+ * @property {Record<string, any>} [display] the spec's [display] table (server/display.py)
  * @property {Record<string, {intro: string, trial_type: string, practice_feedback: boolean}>} [blocks]
  * @property {number | null} [break_every]
  * @property {boolean} [fullscreen]
  * @property {number} [estimated_minutes]
  */
 
-/** @typedef {{frame_ms: number, refresh_hz: number}} FrameInfo */
+/** @typedef {{frame_ms: number, refresh_hz: number, n_intervals?: number}} FrameInfo */
 
 /**
  * What a builder gets from the runner besides its timeline entry.

@@ -16,6 +16,7 @@ loadScript("plugins/debrief.js");
 loadScript("trial_queue.js");
 loadScript("session.js");
 loadScript("screens.js");
+loadScript("display.js");
 loadScript("consent.js");
 loadScript("runner.js");
 const Runner = globalThis.HumanlikeRunner;
