@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 #: Deprecated rule names and the names that replaced them.
 DEPRECATED_RULE_NAMES = {"min_rt_ms": "min_trial_rt_ms"}
 
+_SWITCHES = frozenset({"analyse_partial_data"})
+"""Rules that are on/off switches, not thresholds."""
+
 _Share = Annotated[float, Field(ge=0, le=1)]
 _NonNegative = Annotated[float, Field(ge=0)]
 
@@ -38,6 +41,9 @@ class ExclusionRules(BaseModel):
     max_median_rt_ms: _NonNegative | None = None
     min_completion_s: _NonNegative | None = None
     max_completion_s: _NonNegative | None = None
+    analyse_partial_data: bool = False
+    """Analyse participants who returned, timed out or quit early (their consent must allow it);
+    by default they are out of every analysis (``humanlike.analysis.sample``)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -67,8 +73,13 @@ class ExclusionRules(BaseModel):
         unknown = sorted(set(mapping) - names - set(DEPRECATED_RULE_NAMES))
         if unknown:
             raise ValueError(f"unknown exclusion rule(s) {unknown}; known rules: {sorted(names)}")
-        values: dict[str, float | None] = {}
+        values: dict[str, float | bool | None] = {}
         for key, value in mapping.items():
+            if key in _SWITCHES:
+                if not isinstance(value, bool):
+                    raise ValueError(f"exclusion switch {key!r} must be true or false, got {value!r}")
+                values[key] = value
+                continue
             if value is None:
                 values[key] = None
                 continue
@@ -87,8 +98,9 @@ class ExclusionRules(BaseModel):
             raise ValueError(f"bad exclusion rule(s): {problems}") from None
 
     def active(self) -> dict[str, float]:
-        """The rules that are on (not ``None``), in declaration order."""
-        return {k: v for k, v in self.model_dump().items() if v is not None}
+        """The threshold rules that are on (not ``None``), in declaration order (switches such as
+        ``analyse_partial_data`` are not thresholds and not listed)."""
+        return {k: v for k, v in self.model_dump().items() if v is not None and k not in _SWITCHES}
 
 
 def as_rules(rules: ExclusionRules | Mapping[str, object] | None) -> ExclusionRules:

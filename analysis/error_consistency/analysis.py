@@ -7,11 +7,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
+from humanlike.analysis.error_consistency.kappa import DEFAULT_DEGENERATE, Degenerate
 from humanlike.analysis.error_consistency.matrix import KappaMatrix, kappa_matrix
 from humanlike.analysis.error_consistency.significance import (
     compare_models,
@@ -35,6 +36,7 @@ class ErrorConsistencyAnalysis:
     pairs: pd.DataFrame
     comparisons: pd.DataFrame | None
     confidence_level: float
+    degenerate: str = DEFAULT_DEGENERATE
 
     @property
     def n_models(self) -> int:
@@ -47,8 +49,19 @@ class ErrorConsistencyAnalysis:
         lines = []
         for _, row in summary[summary["level"] == "experiment"].iterrows():
             label = row["statistic"] if not row["model"] else f"{row['model']} vs humans"
+            if not np.isfinite(row["kappa"]):
+                lines.append(f"  {row['experiment']}: {label} kappa undefined: every pair has an "
+                             "observer at 0% or 100% accuracy (no errors to compare)")
+                continue
             ci = f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]" if "ci_low" in row else ""
             lines.append(f"  {row['experiment']}: {label} kappa = {row['kappa']:.5f}{ci}")
+        flat = self.pairs[~self.pairs["informative"]] if "informative" in self.pairs else []
+        if len(flat):
+            lines.append(f"  {len(flat)} of {len(self.pairs)} pairs have an observer at 0% or 100% "
+                         "accuracy: " + ("kappa undefined (NaN), left out of means and rankings"
+                                         if self.degenerate == "undefined" else
+                                         f"kappa set by the {self.degenerate!r} convention")
+                         + "; see pairs.csv's reason column")
         return "\n".join(lines)
 
     def save(self, out_dir: str | Path, figures: bool = True) -> list[Path]:
@@ -95,7 +108,7 @@ def analyze_error_consistency(
     n_sim: int = 10_000,
     confidence_level: float = 0.95,
     alpha: float = 0.05,
-    degenerate: Literal["mvh", "strict"] = "mvh",
+    degenerate: Degenerate = DEFAULT_DEGENERATE,
     unbiased: bool = False,
     random_state: int | np.random.Generator | None = None,
     progress: Callable[[int], None] | None = None,
@@ -147,7 +160,7 @@ def analyze_error_consistency(
             random_state=rng,
         )
     step(1)
-    return ErrorConsistencyAnalysis(kappa, pairs, comparisons, confidence_level)
+    return ErrorConsistencyAnalysis(kappa, pairs, comparisons, confidence_level, degenerate)
 
 
 def standard_trials(frame: pd.DataFrame) -> pd.DataFrame:

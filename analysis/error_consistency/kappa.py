@@ -16,8 +16,25 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-Degenerate = Literal["mvh", "strict"]
-DEGENERATE_POLICIES: tuple[str, ...] = ("mvh", "strict")
+Degenerate = Literal["undefined", "mvh", "strict"]
+DEGENERATE_POLICIES: tuple[str, ...] = ("undefined", "mvh", "strict")
+DEFAULT_DEGENERATE: Degenerate = "undefined"
+"""Kappa is undefined (NaN) where either observer is at 0% or 100% accuracy: one observer's
+correctness is then constant, ``c_obs = c_exp`` whatever the other does, and the kappa (0, or 1
+by model-vs-human's convention where both are) measures the ceiling, not shared errors."""
+
+
+def uninformative(p_a: ArrayLike, p_b: ArrayLike) -> np.ndarray:
+    """Where either accuracy is 0 or 1 (a constant observer: kappa says nothing about errors)."""
+    p_a, p_b = np.asarray(p_a, dtype=float), np.asarray(p_b, dtype=float)
+    return (p_a <= 0.0) | (p_a >= 1.0) | (p_b <= 0.0) | (p_b >= 1.0)
+
+
+def degenerate_reason(p_a: float, p_b: float, name_a: str = "a", name_b: str = "b") -> str:
+    """Why a pair's kappa is undefined ('' when it is not): each constant observer's accuracy."""
+    words = [f"{name} at {p:.0%} accuracy" for name, p in ((name_a, p_a), (name_b, p_b))
+             if p <= 0.0 or p >= 1.0]
+    return " and ".join(words) + (" (c_obs = c_exp: no errors to compare)" if words else "")
 
 
 def check_degenerate(degenerate: str) -> None:
@@ -59,14 +76,15 @@ def kappa_from_rates(
     p_b: ArrayLike,
     n: ArrayLike | None = None,
     *,
-    degenerate: Degenerate = "mvh",
+    degenerate: Degenerate = DEFAULT_DEGENERATE,
     unbiased: bool = False,
 ) -> np.ndarray:
     """Return ``kappa = (c_obs - c_exp) / (1 - c_exp)`` elementwise (Geirhos et al. 2020, eq. 3).
 
-    ``degenerate="mvh"`` (model-vs-human, Brain-Score): kappa = 1 wherever ``c_obs = 1``.
-    ``degenerate="strict"``: NaN where ``c_exp = 1`` (both observers constant and equal); the
-    formula already gives 0 when exactly one observer is constant. ``unbiased=True`` applies
+    ``degenerate="undefined"`` (the default): NaN where either accuracy is 0 or 1
+    (:data:`DEFAULT_DEGENERATE`). ``degenerate="mvh"`` (model-vs-human, Brain-Score): kappa = 1
+    wherever ``c_obs = 1``. ``degenerate="strict"``: NaN where ``c_exp = 1`` (both observers
+    constant and equal); the formula gives 0 when exactly one observer is constant. ``unbiased=True`` applies
     ``n kappa / ((n - 1) + kappa)`` (needs ``n``, the number of trials). Where ``n = 0`` the
     result is NaN.
     """
@@ -86,6 +104,8 @@ def kappa_from_rates(
     np.divide(num, denom, out=kap, where=denom > 0)
     if degenerate == "mvh":
         kap[c_obs >= 1.0] = 1.0
+    elif degenerate == "undefined":
+        kap[uninformative(p_a, p_b)] = np.nan
     if n is not None:
         n_arr = np.broadcast_to(np.asarray(n, dtype=float), kap.shape)
         if unbiased:
@@ -99,7 +119,7 @@ def kappa(
     a: ArrayLike,
     b: ArrayLike,
     *,
-    degenerate: Degenerate = "mvh",
+    degenerate: Degenerate = DEFAULT_DEGENERATE,
     unbiased: bool = False,
 ) -> float:
     """Return Cohen's kappa between correctness vectors ``a`` and ``b`` (Geirhos et al. 2020, eq. 3).

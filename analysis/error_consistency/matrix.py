@@ -35,9 +35,12 @@ from humanlike.analysis._resampling import (
     quiet_nan_warnings,
 )
 from humanlike.analysis.error_consistency.kappa import (
+    DEFAULT_DEGENERATE,
     Degenerate,
     check_degenerate,
+    degenerate_reason,
     kappa_from_rates,
+    uninformative,
 )
 
 HUMAN = "human"
@@ -401,7 +404,20 @@ def _pairs_frame(
                 }
             )
         )
-    return pd.concat(parts, ignore_index=True)
+    pairs = pd.concat(parts, ignore_index=True)
+    return pairs.assign(**informative_columns(pairs))
+
+
+def informative_columns(pairs: pd.DataFrame) -> dict[str, pd.Series]:
+    """``informative`` (both accuracies strictly between 0 and 1: the pair has errors to compare)
+    and ``reason`` (why not: each constant observer and its accuracy) of a pairs frame."""
+    acc_a, acc_b = pairs["acc_a"].to_numpy(float), pairs["acc_b"].to_numpy(float)
+    flat = uninformative(acc_a, acc_b)
+    reasons = [degenerate_reason(a, b, str(oa), str(ob)) if f else ""
+               for a, b, oa, ob, f in zip(acc_a, acc_b, pairs["observer_a"], pairs["observer_b"],
+                                          flat, strict=True)]
+    return {"informative": pd.Series(~flat, index=pairs.index),
+            "reason": pd.Series(reasons, index=pairs.index, dtype=object)}
 
 
 def _block_indices(
@@ -440,7 +456,7 @@ def kappa_matrix(
     group: str | None = None,
     condition: str | None = None,
     experiment: str | None = None,
-    degenerate: Degenerate = "mvh",
+    degenerate: Degenerate = DEFAULT_DEGENERATE,
     unbiased: bool = False,
     n_resamples: int = 0,
     confidence_level: float = 0.95,

@@ -25,6 +25,7 @@ from humanlike.analysis._resampling import (
     iter_batches,
 )
 from humanlike.analysis.error_consistency.kappa import (
+    DEFAULT_DEGENERATE,
     Degenerate,
     as_correctness,
     check_degenerate,
@@ -59,7 +60,7 @@ def error_consistency(
     a: ArrayLike,
     b: ArrayLike,
     *,
-    degenerate: Degenerate = "mvh",
+    degenerate: Degenerate = DEFAULT_DEGENERATE,
     unbiased: bool = False,
     n_resamples: int = 10_000,
     n_sim: int = 10_000,

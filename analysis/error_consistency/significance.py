@@ -38,6 +38,7 @@ from humanlike.analysis._resampling import (
     resample_indices,
 )
 from humanlike.analysis.error_consistency.kappa import (
+    DEFAULT_DEGENERATE,
     Degenerate,
     as_correctness,
     check_degenerate,
@@ -87,7 +88,7 @@ def independence_pvalues(
     n: ArrayLike,
     *,
     n_sim: int = 10_000,
-    degenerate: Degenerate = "mvh",
+    degenerate: Degenerate = DEFAULT_DEGENERATE,
     unbiased: bool = False,
     random_state: int | np.random.Generator | None = None,
     return_null: bool = False,
@@ -145,7 +146,7 @@ def independence_test(
     b: ArrayLike,
     *,
     n_sim: int = 10_000,
-    degenerate: Degenerate = "mvh",
+    degenerate: Degenerate = DEFAULT_DEGENERATE,
     unbiased: bool = False,
     random_state: int | np.random.Generator | None = None,
 ) -> IndependenceTestResult:
@@ -286,7 +287,7 @@ def equal_ec_test(
     strata: ArrayLike | None = None,
     n_resamples: int = 10_000,
     confidence_level: float = 0.95,
-    degenerate: Degenerate = "mvh",
+    degenerate: Degenerate = DEFAULT_DEGENERATE,
     unbiased: bool = False,
     random_state: int | np.random.Generator | None = None,
 ) -> EqualECTestResult:
@@ -342,7 +343,7 @@ def compare_models(
     n_resamples: int = 10_000,
     confidence_level: float = 0.95,
     alpha: float = 0.05,
-    degenerate: Degenerate = "mvh",
+    degenerate: Degenerate = DEFAULT_DEGENERATE,
     unbiased: bool = False,
     random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:

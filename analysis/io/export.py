@@ -4,9 +4,10 @@ participant exclusions are applied once and the same way for ratings, error cons
 * practice trials are out of everything;
 * catch trials are out of scoring (the rating frame keeps them for QC's catch accuracy);
 * repeated presentations are out of scoring (the rating frame keeps them for repeat reliability);
-* participants that the export's QC excluded (``participants`` table, ``excluded`` and
-  ``exclusion_reasons``) are out, unless ``include_excluded``; the export's decision is read, not
-  recomputed. Without a participants table nobody is excluded here (the ratings analysis then
+* participants the export does not analyse (``participants`` table, ``analysed`` and
+  ``analysed_reason``: left early, rejected, excluded by QC or the researcher;
+  :mod:`humanlike.analysis.sample`) are out, unless ``include_excluded``; the export's decision is
+  read, not recomputed. Without a participants table nobody is excluded here (the ratings analysis then
   applies its :class:`~humanlike.analysis.exclusions.ExclusionRules` itself).
 
 Input: an export folder (``trials``, ``ratings``, ``triads``, ``classifications``, ``participants``,
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from humanlike.analysis.sample import Sample, with_analysed
 from humanlike.vocabulary import StimulusKind
 
 TABLES = (
@@ -105,15 +107,34 @@ class Export:
 
     @property
     def participants(self) -> pd.DataFrame | None:
-        """The export's participants table (with its QC columns), or ``None``."""
-        return self.table("participants") if self.has("participants") else None
+        """The export's participants table (with its QC columns and ``analysed`` /
+        ``analysed_reason``, decided by :mod:`humanlike.analysis.sample` for an older export
+        without them), or ``None``."""
+        if not self.has("participants"):
+            return None
+        people = self.table("participants")
+        if "participant" not in people.columns:
+            return people
+        return with_analysed(people.assign(participant=people["participant"].astype(str)))
 
     def excluded_participants(self) -> frozenset[str]:
-        """Participants the export's QC excluded (empty with ``include_excluded``)."""
+        """Participants the export does not analyse (``analysed`` false: left early, rejected,
+        excluded by QC or the researcher); empty with ``include_excluded``."""
         people = self.participants
-        if self.include_excluded or people is None or not {"participant", "excluded"} <= set(people):
+        if self.include_excluded or people is None or "participant" not in people.columns:
             return frozenset()
-        return frozenset(people.loc[flag(people, "excluded"), "participant"].astype(str))
+        return frozenset(people.loc[~people["analysed"], "participant"])
+
+    def sample_sentence(self) -> str | None:
+        """"N analysed of M who arrived: ..." (:class:`humanlike.analysis.sample.Sample`), or None
+        without a participants table."""
+        people = self.participants
+        if people is None or "participant" not in people.columns:
+            return None
+        if self.include_excluded:
+            return (f"{len(people)} participants arrived; all with trials analysed "
+                    "(--include-excluded: the export's exclusions are ignored).")
+        return Sample.of(people).sentence()
 
     def scoring_trials(self, name: str, required: tuple[str, ...] = ()) -> Selection:
         """Trials of table ``name`` that an analysis scores: no practice, catch or repeated trials,
@@ -140,7 +161,7 @@ class Export:
         if (
             not self.include_excluded
             and people is not None
-            and "excluded" in people.columns
+            and "participant" in people.columns
             and "participant" in frame.columns
         ):
             excluded = self.excluded_participants()

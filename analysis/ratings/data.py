@@ -347,7 +347,8 @@ def participant_qc(
     missing (unanswered or too fast) trials and completion time (``duration_s`` of ``participants``).
     ``frame`` should be the cleaned frame of :func:`clean_ratings`. A rule whose metric is NaN (e.g.
     no catch trials) does not exclude anyone. Participants that ``participants`` (the export's
-    table) already marks ``excluded`` stay excluded, with reason 'export: <its reasons>', unless
+    table) does not analyse (``analysed`` false, :mod:`humanlike.analysis.sample`: left early,
+    rejected, excluded) are excluded, with reason 'export: <analysed_reason>', unless
     ``respect_export_exclusions`` is false. ``validated``: ``frame`` is already checked (the output
     of :func:`clean_ratings` or :func:`validate_ratings`), so it is not checked again.
     """
@@ -394,10 +395,14 @@ def participant_qc(
         failed = value < threshold if op == "<" else value > threshold
         for participant in qc.index[failed.fillna(False).to_numpy(dtype=bool)]:
             reasons[participant].append(f"{column} {value[participant]:.4g} {op} {threshold:g}")
-    if respect_export_exclusions and participants is not None and "excluded" in participants:
-        marked = participants.assign(participant=participants["participant"].astype(str))
-        marked = marked[_as_bool(marked["excluded"].fillna(False))]
-        why = marked.get("exclusion_reasons", pd.Series("", index=marked.index)).fillna("")
+    if respect_export_exclusions and participants is not None and (
+            {"excluded", "analysed"} & set(participants.columns)):
+        from humanlike.analysis.sample import with_analysed
+
+        marked = with_analysed(participants.assign(
+            participant=participants["participant"].astype(str)))
+        marked = marked[~marked["analysed"]]
+        why = marked["analysed_reason"]
         for participant, text in zip(marked["participant"], why.astype(str)):
             if participant in reasons.index:
                 reasons[participant].append(f"export: {text}" if text else "export")

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from humanlike.analysis.exclusions import ExclusionRules, as_rules
-from humanlike.analysis.io.export import Export, flag
+from humanlike.analysis.io.export import Export
 from humanlike.analysis.report.methods import methods_paragraph
 from humanlike.analysis.report.sections import (
     ReportSettings,
@@ -125,9 +125,7 @@ def build_report(
                               None if truth is None else {k: np.asarray(v)
                                                           for k, v in truth.items()},
                               model_triads, step)
-    people = export.participants
-    counts = {"participants": 0 if people is None else len(people),
-              "excluded": 0 if people is None else int(flag(people, "excluded").sum())}
+    counts = {"sample": export.sample_sentence() or ""}
     present = {s.key for s in sections if s.missing is None}
     methods = methods_paragraph(spec, counts, rule_set, settings, present)
     sections.append(Section("methods", "Methods", paragraphs=[methods]))

@@ -45,7 +45,7 @@ def _rules_text(rules: ExclusionRules) -> str:
     return text or "no exclusion rules were applied"
 
 
-def methods_paragraph(spec: Mapping[str, Any] | None, counts: Mapping[str, int],
+def methods_paragraph(spec: Mapping[str, Any] | None, counts: Mapping[str, Any],
                       rules: ExclusionRules, settings: Any, sections: set[str]) -> str:
     """One paragraph a methods section can start from; every number comes from the inputs."""
     parts = []
@@ -57,10 +57,14 @@ def methods_paragraph(spec: Mapping[str, Any] | None, counts: Mapping[str, int],
             f"The experiment '{spec.get('title', spec.get('slug'))}' ran on "
             f"{spec.get('platform', 'a local link')} with the blocks {kinds}"
             + (f" and {cats} response categories" if cats else "") + ".")
+    sample = str(counts.get("sample") or "").rstrip(".")
     parts.append(
-        f"{counts.get('participants', 0)} participants took part; "
-        f"{counts.get('excluded', 0)} were excluded ({_rules_text(rules)}). Practice trials "
-        "were left out of every analysis, catch and repeated trials out of scoring.")
+        (f"{sample[0].upper()}{sample[1:]}. " if sample else "")
+        + f"Exclusion rules: {_rules_text(rules)}"
+        + ("; participants who left early were analysed (their consent allowed partial data)"
+           if rules.analyse_partial_data else "; participants who left early were not analysed")
+        + ". Practice trials were left out of every analysis, catch and repeated trials out of "
+        "scoring.")
     ci = f"{settings.confidence_level:.0%}"
     if "scores" in sections or "ceilings" in sections:
         parts.append(

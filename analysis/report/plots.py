@@ -61,21 +61,26 @@ def plot_timing(timed: pd.DataFrame, participants: pd.DataFrame | None) -> Figur
 
 
 def plot_sample(participants: pd.DataFrame) -> Figure:
-    """Participants per status, split into included and excluded by the QC."""
+    """Participants per status, split into analysed and not (the export's ``analysed``,
+    :mod:`humanlike.analysis.sample`)."""
+    from humanlike.analysis.sample import with_analysed
+
+    participants = with_analysed(participants)
     status = participants["status"].astype(str)
-    excluded = participants["excluded"].astype(str).str.lower().isin(["true", "1"])
+    analysed = participants["analysed"]
     order = status.value_counts().index.tolist()
-    kept = [int(((status == s) & ~excluded).sum()) for s in order]
-    out = [int(((status == s) & excluded).sum()) for s in order]
+    kept = [int(((status == s) & analysed).sum()) for s in order]
+    out = [int(((status == s) & ~analysed).sum()) for s in order]
     fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(order) + 1.2))
     y = np.arange(len(order))
-    ax.barh(y, kept, color="#3182bd", label="included")
-    ax.barh(y, out, left=kept, color="#e6550d", label="excluded by QC")
+    ax.barh(y, kept, color="#3182bd", label="analysed")
+    ax.barh(y, out, left=kept, color="#bdbdbd", label="not analysed")
     ax.set_yticks(y, order)
     ax.invert_yaxis()
     ax.set_xlabel("participants")
     ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
-    return set_caption(fig, "Participants by status (blue: included in the analyses; orange: "
-                            "excluded by the exclusion rules, reasons in the table).")
+    return set_caption(fig, "Participants by status (blue: analysed; grey: not analysed: left "
+                            "early, still in progress, rejected, or excluded by QC or the "
+                            "researcher, reasons in the table).")

@@ -12,8 +12,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from humanlike.analysis.figures import caption, to_svg
-from humanlike.analysis.io.export import Export, flag
-from humanlike.vocabulary import FINISHED_STATUSES
+from humanlike.analysis.io.export import Export
 
 
 @dataclass(frozen=True)
@@ -84,7 +83,8 @@ RATING_COLUMNS = ("participant", "trial_index", "stimulus", "stimulus_kind", "ca
 
 
 def sample_section(export: Export) -> Section:
-    """Participants by status; exclusions with their reasons."""
+    """Participants by status; who is analysed and why the others are not (the export's
+    ``analysed``, :mod:`humanlike.analysis.sample`)."""
     from humanlike.analysis.report.plots import plot_sample
 
     section = Section("sample", "Sample and exclusions")
@@ -92,19 +92,20 @@ def sample_section(export: Export) -> Section:
     if people is None or people.empty:
         section.missing = "the export holds no participants table"
         return section
-    people = people.assign(excluded=flag(people, "excluded"))
-    n, n_out = len(people), int(people["excluded"].sum())
-    done = people["status"].astype(str).isin(FINISHED_STATUSES).sum()
-    section.paragraphs.append(
-        f"{n} participants arrived; {int(done)} completed the study. The exclusion rules "
-        f"excluded {n_out}, leaving {n - n_out} for the analyses.")
+    section.paragraphs.append(export.sample_sentence() or "")
+    if not export.include_excluded:
+        section.paragraphs.append(
+            "Participants who returned the study, timed out or quit early are not analysed "
+            "unless the spec's [exclusion] analyse_partial_data allows it (a return is a "
+            "withdrawal); a rejected participant is not analysed unless the researcher "
+            "included them.")
     section.figure(plot_sample(people))
-    cols = [c for c in ("participant", "platform_id", "status", "exclusion_reasons")
+    cols = [c for c in ("participant", "platform_id", "status", "analysed_reason")
             if c in people.columns]
-    out = people.loc[people["excluded"], cols]
-    if len(out):
-        section.tables.append(Table(out.rename(columns={"exclusion_reasons": "reasons"}),
-                                    "Excluded participants and the rules they failed."))
+    out = people.loc[~people["analysed"], cols]
+    if len(out) and not export.include_excluded:
+        section.tables.append(Table(out.rename(columns={"analysed_reason": "reason"}),
+                                    "Participants not analysed and why."))
     return section
 
 
@@ -244,19 +245,24 @@ def kappa_section(export: Export, settings: ReportSettings, results: StudyResult
     section.tables.append(Table(summary[cols], f"Mean kappa per level with "
                                 f"{settings.confidence_level:.0%} bootstrap CIs."))
     pairs = result.pairs
-    pcols = [c for c in ("observer_a", "observer_b", "condition", "n", "acc_a", "acc_b", "kappa",
-                         "ci_low", "ci_high", "p_holm_sidak", "significant") if c in pairs.columns]
+    pcols = [c for c in ("observer_a", "observer_b", "condition", "n", "acc_a", "acc_b",
+                         "informative", "kappa", "ci_low", "ci_high", "p_holm_sidak",
+                         "significant") if c in pairs.columns]
     n_sig = int(pairs["significant"].sum()) if "significant" in pairs else 0
-    # both observers right on every trial: c_obs = c_exp = 1, kappa undefined (1 by convention);
-    # such pairs say nothing about shared errors, so they are counted, not ranked
-    perfect = ((pairs["acc_a"] == 1) & (pairs["acc_b"] == 1)) if {"acc_a", "acc_b"} <= set(
-        pairs.columns) else pd.Series(False, index=pairs.index)
-    top = pairs[~perfect].sort_values("kappa", ascending=False)[pcols].head(15)
-    note = (f" {int(perfect.sum())} pair(s) in which both observers were right on every trial are "
-            "left out of this list: their kappa is undefined (c_obs = c_exp = 1) and set to 1 by "
-            "model-vs-human's convention." if perfect.any() else "")
+    # an observer at 0% or 100% accuracy: c_obs = c_exp, kappa undefined (NaN, with the reason);
+    # such pairs are counted, not ranked
+    flat = ~pairs["informative"] if "informative" in pairs else pd.Series(False, index=pairs.index)
+    top = pairs[~flat].sort_values("kappa", ascending=False)[pcols].head(15)
+    note = (f" {int(flat.sum())} pair(s) with an observer at 0% or 100% accuracy are left out of "
+            "this list and of every mean: their kappa is undefined (c_obs = c_exp: no errors to "
+            "compare); pairs.csv of `humanlike analyze ec` names each one's reason."
+            if flat.any() else "")
+    if flat.any():
+        section.flags.append(f"{int(flat.sum())} of {len(pairs)} pairs uninformative (an observer "
+                             "at 0% or 100% accuracy): kappa undefined")
     section.tables.append(Table(top, f"The {len(top)} most consistent of {len(pairs)} observer "
-                                "pairs: trials (n), each observer's accuracy, kappa, CI and the "
+                                "pairs: trials (n), each observer's accuracy, whether the pair "
+                                "has errors to compare (informative), kappa, CI and the "
                                 "Holm-Sidak corrected p-value of the independence test "
                                 f"({n_sig} pairs significant; all pairs in `humanlike analyze "
                                 f"ec`).{note}"))

@@ -54,6 +54,8 @@ def _read_export(
             if path.name.split(".")[0] == "decisions":
                 export = read_export(path, "decisions", include_excluded)
         frames, notes = [], []
+        if (sentence := export.sample_sentence()) is not None:
+            notes.append(sentence)
         if export.has("classifications"):
             selection = export.classifications()
             frames.append(standard_trials(selection.frame))
@@ -151,10 +153,12 @@ def read_condition_exclusions(path: Path) -> dict[str, list[str]]:
 @alpha_option
 @click.option(
     "--degenerate",
-    type=click.Choice(["mvh", "strict"]),
-    default="mvh",
+    type=click.Choice(["undefined", "mvh", "strict"]),
+    default="undefined",
     show_default=True,
-    help="Kappa where c_obs or c_exp is 1 (mvh: 1; strict: NaN).",
+    help="Kappa where an observer is at 0%% or 100%% accuracy (undefined: NaN with the reason, "
+    "left out of means and rankings; mvh: model-vs-human / Brain-Score's convention, 1 where "
+    "c_obs = 1, as their published figures; strict: NaN only where c_exp = 1).",
 )
 @click.option("--unbiased", is_flag=True, help="Small-sample correction n k / ((n - 1) + k).")
 @click.option(
@@ -194,7 +198,7 @@ def command(
     n_sim: int,
     confidence: float,
     alpha: float,
-    degenerate: Literal["mvh", "strict"],
+    degenerate: Literal["undefined", "mvh", "strict"],
     unbiased: bool,
     include_excluded: bool,
     exclusions_file: Path | None,

@@ -29,20 +29,23 @@ def command(triads: Path, out_dir: Path, design: Literal["triads", "quadruples"]
             confidence: float, seed: int, max_panels: int, include_excluded: bool) -> None:
     """Fit MLDS scales to TRIADS (the export's triads.csv/.parquet, or R's resp,S1,S2,S3[,S4]).
 
-    Practice, catch and repeated trials and the participants the export excluded (its
-    participants table next to TRIADS) are left out. Writes scales_by_sequence.csv (long: level,
+    Practice, catch and repeated trials and the participants the export does not analyse (its
+    participants table next to TRIADS: left early, rejected, excluded) are left out. Writes scales_by_sequence.csv (long: level,
     scale, standard scale, SE, CI), fits_by_sequence.csv (sigma, log-likelihood, skewness,
     convergence), the same two files per participant when a 'participant' column exists, and
     mlds_scales.png.
     """
     try:
-        selection = read_export(triads, "triads", include_excluded).triads()
+        export = read_export(triads, "triads", include_excluded)
+        selection = export.triads()
         with tqdm(total=n_resamples, desc="bootstrap", unit="rep", disable=n_resamples == 0) as bar:
             result = analyze_mlds(selection.frame, design=design, n_resamples=n_resamples,
                                   confidence_level=confidence, random_state=seed,
                                   progress=bar.update)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
+    if (sentence := export.sample_sentence()) is not None:
+        click.echo(sentence)
     for note in selection.notes:
         click.echo(note)
     written = result.save(out_dir, max_panels=max_panels)

@@ -145,6 +145,8 @@ def command(
         except ValueError as error:
             raise click.ClickException(str(error)) from None
     written = result.save(out_dir, sources={"export": str(export), "models": str(responses)})
+    if (sentence := data.sample_sentence()) is not None:
+        click.echo(sentence)
     click.echo(result.summary())
     n_figures = sum(path.suffix == ".png" for path in written)
     click.echo(

@@ -58,20 +58,29 @@ class PanelRatings:
     """Participants whose trials this pass read (the others' cells were current)."""
 
 
-def exclusions(exp: Experiment) -> pd.DataFrame:
-    """Per participant (database id): public id, the export's ``excluded`` and
-    ``exclusion_reasons`` (stored QC with the researcher's overrides, ``overrides.decide``)."""
+def exclusions(exp: Experiment, counts: dict[int, int] | None = None) -> pd.DataFrame:
+    """Per participant (database id): public id and status, the export's ``excluded`` and
+    ``exclusion_reasons`` (stored QC with the researcher's overrides, ``overrides.decide``) and its
+    ``analysed`` / ``analysed_reason`` (``analysis.sample.decide_analysed``; ``counts``: trials
+    stored per participant id, read when not given)."""
+    from humanlike.analysis.exclusions import ExclusionRules
+    from humanlike.analysis.sample import decide_analysed
+
     rows = db.session.execute(
-        sa.select(Participant.id, Participant.public_id, Participant.analysis_override,
-                  Participant.analysis_override_reason, ParticipantQC.qc_failed,
-                  ParticipantQC.qc_reasons)
+        sa.select(Participant.id, Participant.public_id, Participant.status,
+                  Participant.analysis_override, Participant.analysis_override_reason,
+                  ParticipantQC.qc_failed, ParticipantQC.qc_reasons)
         .outerjoin(ParticipantQC, ParticipantQC.participant_id == Participant.id)
         .where(Participant.experiment_id == exp.id)).all()
-    frame = pd.DataFrame(rows, columns=["id", "participant", "override", "override_reason",
-                                        "qc_failed", "qc_reasons"]).set_index("id")
+    frame = pd.DataFrame(rows, columns=["id", "participant", "status", "override",
+                                        "override_reason", "qc_failed", "qc_reasons"]
+                         ).set_index("id")
     frame["excluded"], frame["exclusion_reasons"] = overrides.decide(
         frame["override"], frame["override_reason"], frame["qc_failed"], frame["qc_reasons"])
-    return frame
+    counts = experiment_stored_counts(exp.id) if counts is None else counts
+    frame["n_stored"] = [counts.get(int(i), 0) for i in frame.index]
+    rules = ExclusionRules.from_mapping(exp.spec.get("exclusion", {}))
+    return decide_analysed(frame, rules.analyse_partial_data)
 
 
 def stimulus_metadata(exp: Experiment) -> pd.DataFrame:
@@ -217,7 +226,9 @@ def panel_ratings(exp: Experiment, min_trial_rt_ms: float | None,
     categories = category_order(labels)
     columns = np.array([labels.index(c) for c in categories], dtype=np.intp)
     counts = experiment_stored_counts(exp.id)
-    people = exclusions(exp)
+    people = exclusions(exp, counts)
+    # the analysed set decides who is in the array (left early, rejected, excluded: out)
+    people = people.assign(excluded=~people["analysed"], exclusion_reasons=people["analysed_reason"])
     stimuli = stimulus_metadata(exp)
     scored = stimuli[stimuli["kind"].isin(SCORED_KINDS)].set_index("stimulus")
     order = stimulus_order(scored)

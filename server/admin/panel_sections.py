@@ -95,9 +95,13 @@ def ec_section(data: Any, settings: dict[str, Any], alpha: float) -> dict[str, A
     hh = summary[(summary["statistic"] == "human-human") & (summary["level"] == "condition")]
     halfwidths = ((pairs["ci_high"] - pairs["ci_low"]) / 2).to_numpy(dtype=float)
     widest = int(np.nanargmax(halfwidths)) if np.isfinite(halfwidths).any() else None
-    per_condition = pairs.groupby("condition", sort=True).agg(
+    # the accuracies behind the copy model's planning are those of the pairs whose kappa is
+    # defined (an observer at 0% or 100% accuracy has none: NaN, left out of the mean kappa too)
+    informative = pairs["informative"] if "informative" in pairs else pairs["kappa"].notna()
+    per_condition = pairs[informative].groupby("condition", sort=True).agg(
         n_pairs=("kappa", "size"), trials_per_pair=("n", "median"), acc_a=("acc_a", "mean"),
         acc_b=("acc_b", "mean"))
+    uninformative = (~informative).groupby(pairs["condition"]).sum()
     extras: dict[str, Any] = {
         str(k): v for k, v in per_condition.to_dict("index").items()}
     conditions = []
@@ -107,18 +111,32 @@ def ec_section(data: Any, settings: dict[str, Any], alpha: float) -> dict[str, A
             "condition": str(row["condition"]), "kappa": _num(row["kappa"]),
             "ci_low": _num(row["ci_low"]), "ci_high": _num(row["ci_high"]),
             "n_pairs": int(row["n_pairs"]),
+            "n_uninformative": int(uninformative.get(row["condition"], 0)),
             "trials_per_pair": None if extra is None else _num(extra["trials_per_pair"]),
             "accuracy": None if extra is None else _num((extra["acc_a"] + extra["acc_b"]) / 2)})
     figure = plot_kappa_matrix(result.kappa)
     return {
         "n_participants": n_people, "confidence_level": level, "n_resamples": n_resamples,
         "n_pairs": len(pairs), "n_significant": int(pairs["significant"].sum()),
+        "n_uninformative": int((~informative).sum()),
         "conditions": conditions,
         "max_halfwidth": None if widest is None else _num(halfwidths[widest]),
         "widest_pair": None if widest is None else {
             "condition": str(pairs["condition"].iloc[widest]),
             "n": int(pairs["n"].iloc[widest]), "kappa": _num(pairs["kappa"].iloc[widest])},
         "svg": to_svg(figure)}
+
+
+def sample_summary(exp: Any) -> dict[str, Any]:
+    """Who is analysed (``analysis.sample``, the export's ``analysed`` decided from the database):
+    the counts and the one sentence every analysis prints."""
+    from dataclasses import asdict
+
+    from humanlike.analysis.sample import Sample
+    from humanlike.server.admin.panel_ratings import exclusions
+
+    sample = Sample.of(exclusions(exp))
+    return {**asdict(sample), "sentence": sample.sentence()}
 
 
 def n_participants(*sections: dict[str, Any] | None) -> int:

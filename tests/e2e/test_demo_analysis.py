@@ -84,11 +84,26 @@ def test_the_demo_export_feeds_the_ratings_and_mlds_analyses(demo_spec, tmp_path
     assert matrix.shape == (9, 9) and {"cnn", "kde", "logreg", "adv_cnn"} <= set(matrix.index)
     pairs = pd.read_csv(tmp_path / "ec_models" / "pairs.csv")
     ratings_pairs = pairs[pairs["experiment"] == "demo-ratings"]
+    informative = ratings_pairs[ratings_pairs["informative"]]
+    assert len(informative) and informative[["ci_low", "ci_high"]].notna().all().all()
+    # a model right on every scored image: its kappa is undefined (NaN, with the reason) by
+    # default, "cnn vs humans" says so and no number is printed for it
+    to_cnn = ratings_pairs[ratings_pairs["observer_b"] == "cnn"]
+    assert to_cnn["kappa"].isna().all() and not to_cnn["informative"].any()
+    assert to_cnn["reason"].str.contains("cnn at 100% accuracy").all()
+    assert "demo-ratings: cnn vs humans kappa undefined" in result.output
+    result = runner.invoke(main, ["analyze", "ec", str(tmp_path / "export"), "--models",
+                                  str(responses_path), "--out", str(tmp_path / "ec_mvh"),
+                                  "--n-resamples", "100", "--n-sim", "100", "--no-figures",
+                                  "--degenerate", "mvh"])
+    assert result.exit_code == 0, result.output
+    pairs = pd.read_csv(tmp_path / "ec_mvh" / "pairs.csv")
+    ratings_pairs = pairs[pairs["experiment"] == "demo-ratings"]
     assert ratings_pairs[["ci_low", "ci_high"]].notna().all().all()
     # closed form: an observer that is right on every image agrees with a person exactly on the
     # trials the person got right, so c_obs = the person's accuracy = c_exp and kappa = 0; a
     # person who was right on every image too (it happens with 5 simulated people) has c_obs = 1,
-    # where model-vs-human's convention (the default --degenerate mvh) sets kappa = 1
+    # where model-vs-human's convention (--degenerate mvh) sets kappa = 1
     decisions = pd.read_csv(tmp_path / "export" / "decisions.csv", dtype={"category": str,
                                                                           "response": str})
     scored = decisions[(decisions["stimulus_kind"] == "natural") & ~decisions["practice"]
@@ -107,3 +122,130 @@ def test_the_demo_export_feeds_the_ratings_and_mlds_analyses(demo_spec, tmp_path
         assert np.allclose(rows.loc[people, "c_obs"], accuracy[people])
         expected = np.where(accuracy[people] == 1.0, 1.0, 0.0)
         assert np.allclose(rows.loc[people, "kappa"], expected, atol=1e-9)
+
+
+def _partial(client, study, number: int, n_trials: int) -> str:
+    """A participant who answers the first ``n_trials`` trials and leaves (the simulation's own
+    answers and timing); returns the public id."""
+    from humanlike.server.simulate import _check
+
+    s = study.settings
+    start = _check(client.get(f"/start/{study.slug}", params={
+        "PROLIFIC_PID": f"left{number}", "STUDY_ID": "s", "SESSION_ID": f"left{number}"}), "entry")
+    path, _, fragment = start.headers["location"].partition("#")
+    pid = path.rstrip("/").split("/")[-1]
+    headers = {"Authorization": f"Bearer {fragment.removeprefix('token=')}"}
+    api = f"/api/v1/participants/{pid}"
+    _check(client.post(f"{api}/consent", json={"agree": True}, headers=headers), "consent")
+    timeline = _check(client.get(f"{api}/timeline", headers=headers), "timeline").json()
+    for entry in timeline["trials"][:n_trials]:
+        body = {"trial_index": entry["index"], "trial_type": entry["type"],
+                "response": study.answer(entry, False), **study.timing(entry, 60.0)}
+        _check(client.post(f"{api}/trials", json=body, headers=headers), "trial")
+    assert s.n_participants >= 1
+    return pid
+
+
+def test_one_analysed_set_gives_one_n_everywhere(demo_spec, tmp_path):
+    """Completed, returned mid-way, rejected, QC-failed, researcher-included and timed-out
+    participants: the export's `analysed`, the report, every analyze command and the live panel
+    agree on who is analysed, and the returned participant is in none of the analyses."""
+    import sqlalchemy as sa
+
+    from humanlike.analysis.ratings.scores import load_model_responses
+    from humanlike.server.actions import set_analysis_override
+    from humanlike.server.admin.panel import refresh
+    from humanlike.server.extensions import db
+    from humanlike.server.models import Experiment, PanelResult, Participant
+    from humanlike.server.simulate import (
+        SimulatedStudy,
+        SimulationSettings,
+        api_client,
+        simulate_participants,
+    )
+
+    app = create_app({"SECRET_KEY": "x", "SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path}/d.sqlite",
+                      "EXPERIMENT_PATHS": [str(demo_spec)]})
+    database.upgrade(app)
+    experiments.sync_all(app)
+    responses_path = demo_spec.parent / "stimuli" / "model_responses.csv"
+    study = SimulatedStudy(demo_spec, SimulationSettings(
+        n_participants=7, observer="cnn", noise=0.2, fail_catch=2, seed=1),
+        load_model_responses(responses_path))
+    with api_client(app=app) as client:
+        truth = simulate_participants(client, study)
+        returned = _partial(client, study, 0, 25)
+        timed_out = _partial(client, study, 1, 40)
+    failing = [p["participant"] for p in truth.participants if p["fails_catch"]]
+    good = [p["participant"] for p in truth.participants if not p["fails_catch"]]
+    qc_failed, included = failing
+    rejected = good[0]
+    with app.app_context():
+        people = {p.public_id: p for p in db.session.execute(sa.select(Participant)).scalars()}
+        people[returned].status = "returned"
+        people[timed_out].status = "timed_out"
+        people[rejected].status = "rejected"
+        set_analysis_override(people[included], "tester", "include", "catch images misread")
+        db.session.commit()
+        write_export("demo", tmp_path / "export")
+        exp = db.session.execute(sa.select(Experiment)).scalar_one()
+        assert refresh(exp, force=True)
+        panel = db.session.execute(sa.select(PanelResult.result)).scalar_one()
+    database.dispose(app)
+
+    analysed = sorted([*good[1:], included])
+    people = pd.read_csv(tmp_path / "export" / "participants.csv", dtype={"participant": str})
+    assert sorted(people.loc[people["analysed"], "participant"]) == analysed
+    reasons = people.set_index("participant")["analysed_reason"].fillna("")
+    assert reasons[returned] == "returned" and reasons[timed_out] == "timed out"
+    assert reasons[rejected] == "rejected" and "catch_accuracy" in reasons[qc_failed]
+    sentence = (f"{len(analysed)} analysed of 9 who arrived: 6 completed, 1 returned, 1 timed out, "
+                "1 rejected, 1 excluded by QC (catch_accuracy < 0.66: 1), 1 included by the "
+                "researcher.")
+    runner = CliRunner()
+    out = tmp_path / "ratings"
+    result = runner.invoke(main, ["analyze", "ratings", str(tmp_path / "export"), "--models",
+                                  str(responses_path), "--out", str(out), "--n-resamples", "50"])
+    assert result.exit_code == 0, result.output
+    assert sentence in result.output
+    assert json.loads((out / "summary.json").read_text())["analysed_participants"] == 5
+    per = pd.read_csv(out / "per_participant.csv", dtype={"participant": str})
+    assert sorted(per["participant"].unique()) == analysed
+    result = runner.invoke(main, ["analyze", "ec", str(tmp_path / "export"), "--out",
+                                  str(tmp_path / "ec"), "--n-resamples", "50", "--n-sim", "50",
+                                  "--no-figures"])
+    assert result.exit_code == 0, result.output
+    assert sentence in result.output
+    pairs = pd.read_csv(tmp_path / "ec" / "pairs.csv", dtype={"observer_a": str, "observer_b": str})
+    for experiment in ("demo", "demo-ratings"):
+        rows = pairs[pairs["experiment"] == experiment]
+        assert sorted(set(rows["observer_a"]) | set(rows["observer_b"])) == analysed, experiment
+    result = runner.invoke(main, ["analyze", "mlds", str(tmp_path / "export" / "triads.csv"),
+                                  "--out", str(tmp_path / "mlds"), "--n-resamples", "0"])
+    assert result.exit_code == 0, result.output
+    assert sentence in result.output
+    fits = pd.read_csv(tmp_path / "mlds" / "fits_by_participant.csv",
+                       dtype={"participant": str})
+    assert sorted(fits["participant"].unique()) == analysed
+    report = tmp_path / "report.html"
+    result = runner.invoke(main, [
+        "report", str(tmp_path / "export"), "--models", str(responses_path), "--spec",
+        str(demo_spec), "--out", str(report), "--n-resamples", "50", "--n-sim", "50"])
+    assert result.exit_code == 0, result.output
+    from html import escape
+
+    html = report.read_text()
+    assert escape(sentence, quote=False) in html.split('id="sample"')[1]
+    assert escape(sentence[0].upper() + sentence[1:], quote=False) in html.split('id="methods"')[1]
+    assert panel["sample"]["sentence"] == sentence
+    assert panel["n_participants"] == panel["ec"]["n_participants"] == 5
+    assert panel["mlds_scales"]["n_participants"] == 5
+    qc = pd.read_csv(tmp_path / "ratings" / "qc.csv", dtype={"participant": str})
+    qc = qc.set_index("participant")  # the QC record lists everyone who rated, and why not analysed
+    assert qc.loc[returned, "excluded"] and qc.loc[returned, "exclusion_reasons"] == "export: returned"
+    results = [*(tmp_path / "ratings").glob("*.csv"), *(tmp_path / "ec").glob("*.csv"),
+               *(tmp_path / "mlds").glob("*.csv")]
+    assert len(results) >= 10
+    for path in results:
+        if path.name != "qc.csv":
+            assert returned not in path.read_text(), path

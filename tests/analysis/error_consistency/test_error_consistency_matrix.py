@@ -28,6 +28,50 @@ def test_mean_human_human_kappa_equals_the_brain_score_ceiling(mvh_matrix, exper
     assert round(mvh_matrix.ceiling(experiment), 5) == published
 
 
+@pytest.mark.parametrize(("experiment", "published"), [("edge", 0.31844), ("silhouette", 0.47571)])
+def test_the_explicit_model_vs_human_convention_keeps_the_published_ceilings(
+        mvh, experiment, published):
+    result = kappa_matrix(mvh, group="group", condition="condition", experiment="experiment",
+                          degenerate="mvh")
+    assert round(result.ceiling(experiment), 5) == published
+
+
+def _perfect_model_trials() -> pd.DataFrame:
+    """Three humans with errors (30 stimuli), one human right on every stimulus, and a model
+    right on every stimulus."""
+    rng = np.random.default_rng(4)
+    rows = []
+    right = {"h1": rng.random(30) < 0.7, "h2": rng.random(30) < 0.6, "h3": rng.random(30) < 0.8,
+             "h4": np.ones(30, bool), "cnn": np.ones(30, bool)}
+    for observer, correct in right.items():
+        for i, c in enumerate(correct):
+            rows.append({"observer": observer, "stimulus": f"s{i:02d}", "correct": bool(c),
+                         "group": "model" if observer == "cnn" else "human"})
+    return pd.DataFrame(rows)
+
+
+def test_a_model_right_on_every_trial_gets_nan_kappa_with_the_reason():
+    trials = _perfect_model_trials()
+    result = kappa_matrix(trials, group="group", n_resamples=50, random_state=0)
+    pairs = result.pairs.set_index(["observer_a", "observer_b"])
+    model = pairs.xs("cnn", level="observer_b")
+    assert model["kappa"].isna().all() and model["ci_low"].isna().all()
+    assert not model["informative"].any()
+    assert model.loc["h1", "reason"].startswith("cnn at 100% accuracy")
+    assert model.loc["h4", "reason"].startswith("h4 at 100% accuracy and cnn at 100% accuracy")
+    summary = result.summary.set_index(["level", "statistic", "model"])["kappa"]
+    assert np.isnan(summary[("overall", "model-human", "cnn")])
+    # the human-human mean leaves the perfect human's pairs out: the mean of the three others
+    humans = pairs.loc[[("h1", "h2"), ("h1", "h3"), ("h2", "h3")], "kappa"]
+    assert pairs["informative"].sum() == 3
+    assert summary[("overall", "human-human", "")] == pytest.approx(humans.mean())
+    # closed form under model-vs-human's convention: c_obs = the human's accuracy = c_exp, so 0,
+    # and 1 with the human who is right on every trial too (c_obs = 1)
+    mvh = kappa_matrix(trials, group="group", degenerate="mvh").pairs
+    to_model = mvh[mvh["observer_b"] == "cnn"].set_index("observer_a")["kappa"]
+    assert to_model.to_dict() == pytest.approx({"h1": 0.0, "h2": 0.0, "h3": 0.0, "h4": 1.0})
+
+
 def test_matrix_entries_equal_kappa_of_each_pair_joined_on_the_image_name(mvh):
     edge = mvh[mvh["experiment"] == "edge"]
     result = kappa_matrix(edge, group="group")
@@ -218,7 +262,7 @@ def _naive_bootstrap(
     n_models=st.integers(0, 2),
     n_stimuli=st.lists(st.integers(3, 12), min_size=1, max_size=2),
     missing=st.booleans(),
-    degenerate=st.sampled_from(["mvh", "strict"]),
+    degenerate=st.sampled_from(["undefined", "mvh", "strict"]),
 )
 def test_vectorised_bootstrap_equals_a_plain_loop_over_the_same_indices(
     seed, n_humans, n_models, n_stimuli, missing, degenerate
