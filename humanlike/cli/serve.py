@@ -41,11 +41,7 @@ def command(experiments: tuple[str, ...], host: str, port: int, allow_spec_chang
     for slug, loaded in app.extensions["humanlike"].items():
         version = loaded.version_hash[:12]
         click.echo(f"experiment {slug} (spec version {version}): http://{host}:{port}/start/{slug}")
-    if psiturk_project:
-        for warning in app.extensions["psiturk"].project.warnings:
-            click.secho(f"warning: {warning}", fg="yellow", err=True)
-        for warning in app.extensions.get("psiturk_warnings", []):
-            click.secho(f"warning: {warning}", fg="yellow", err=True)
+    if psiturk_project:  # its config and custom.py warnings were logged once as it loaded
         click.echo(f"psiTurk project {psiturk_project}: http://{host}:{port}/ad?hitId=debugHIT"
                    "&assignmentId=debugASSIGN&workerId=debugWORKER&mode=debug")
     if panel and "panel_worker" not in app.extensions:

@@ -44,6 +44,7 @@ from humanlike.server.admin.qc import refresh_qc
 from humanlike.server.admin.stats import as_utc
 from humanlike.server.extensions import db
 from humanlike.server.models import Experiment, PanelResult, Participant, Trial, utcnow
+from humanlike.server.psiturk.progress import is_psiturk, psiturk_panel
 from humanlike.server.trial_types import TRIAL_TYPES, rated_types
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ REFERENCE_MODEL = "__reference__"
 """Placeholder model scored when the spec names none (the analysis needs one); never shown."""
 MLDS_SECTION = "mlds_scales"
 """The panel result's key for the triad section (MLDS scales per sequence)."""
-SECTIONS = ("qc", "ratings", MLDS_SECTION, "ec", "stopping")
+SECTIONS = ("qc", "psiturk", "ratings", MLDS_SECTION, "ec", "stopping")
 """The parts of a pass that fail alone: each one's error is stored in the result's ``errors``
 (shown on the dashboard) while the others compute."""
 
@@ -240,6 +241,13 @@ def compute(exp: Experiment, errors: dict[str, str] | None = None) -> dict[str, 
     stopping = exp.spec.get("stopping")
     types = stored_trial_types(exp)
     result: dict[str, Any] = {"kind": None, "n_participants": 0}
+    if is_psiturk(exp):  # no native trials: the study's own numbers
+        try:
+            result = psiturk_panel(exp)
+        except Exception as exc:
+            db.session.rollback()
+            errors["psiturk"] = failure(exc)
+            result = {"kind": "psiturk", "n_participants": 0, "error": errors["psiturk"]}
     if types & set(rated_types()) and exp.spec.get("categories"):
         try:
             result = _ratings_panel(exp, settings, stopping)

@@ -130,12 +130,16 @@ def summaries() -> list[ExperimentSummary]:
 
 
 def stored_counts(participant_ids: list[int]) -> dict[int, int]:
-    """Trials stored per participant, for the listed participants only (one indexed query)."""
+    """Trials stored per participant, for the listed participants only (one indexed query); a
+    psiTurk participant's are its stored trial records (``psiturk.progress.record_counts``)."""
+    from humanlike.server.psiturk.progress import record_counts
+
     if not participant_ids:
         return {}
-    return dict(db.session.execute(  # type: ignore[arg-type]
+    counts: dict[int, int] = dict(db.session.execute(  # type: ignore[arg-type]
         sa.select(Trial.participant_id, sa.func.count())
         .where(Trial.participant_id.in_(participant_ids)).group_by(Trial.participant_id)).all())
+    return {**record_counts(participant_ids), **counts}
 
 
 def experiment_stored_counts(experiment_id: int) -> dict[int, int]:

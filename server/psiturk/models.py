@@ -10,7 +10,7 @@ import datetime as dt
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, backref, mapped_column, relationship
 
 from humanlike.server.extensions import db
 from humanlike.server.models import Participant, utcnow
@@ -49,7 +49,9 @@ class PsiturkAssignment(db.Model):  # type: ignore[name-defined]  # dynamic base
     #: the longest event list seen
     events_seen: Mapped[int] = mapped_column(sa.Integer, default=0)
 
-    participant: Mapped[Participant] = relationship()
+    #: ``participant.psiturk`` is the assignment of a psiTurk participant (None for any other)
+    participant: Mapped[Participant] = relationship(
+        backref=backref("psiturk", uselist=False, lazy="select"))
 
     @property
     def datastring(self) -> str | None:

@@ -75,3 +75,42 @@ def test_serve_refuses_a_bad_project_naming_file_and_key(stroop_project, tmp_pat
                                        f"sqlite:///{tmp_path / 'db.sqlite'}"])
     assert result.exit_code != 0
     assert "config.txt: [Task Parameters] num_conds = 'x' is not a whole number" in result.output
+
+
+def test_serve_prints_each_config_warning_once(stroop_project, tmp_path):
+    """``humanlike serve --psiturk``: a misplaced key and a custom.py that cannot import are each
+    reported once on the terminal (stdout and stderr together), not by the log and again by the
+    command."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    config = stroop_project / "config.txt"
+    config.write_text(config.read_text().replace("[Task Parameters]",
+                                                 "[Task Parameters]\ntitle = Moved title", 1))
+    (stroop_project / "custom.py").write_text("import no_such_module_here\n")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = dict(os.environ, SECRET_KEY="t", HUMANLIKE_PANEL_THREAD="0")
+    server = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from humanlike.cli import main; sys.exit(main())",
+         "serve", "--psiturk", str(stroop_project), "--port", str(port), "--no-panel",
+         "--database-url", f"sqlite:///{tmp_path / 'db.sqlite'}"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline, lines = time.monotonic() + 60, []
+        while time.monotonic() < deadline:
+            line = server.stdout.readline()
+            lines.append(line)
+            if "psiTurk project" in line or server.poll() is not None:
+                break
+    finally:
+        server.terminate()
+        rest, _ = server.communicate(timeout=30)
+    output = "".join(lines) + rest
+    assert "psiTurk project" in output, output
+    assert output.count("key 'title' belongs in [HIT Configuration]") == 1, output
+    assert output.count("custom.py: not served") == 1, output
