@@ -1,5 +1,7 @@
-"""Amazon Mechanical Turk from humanlike (boto3's ``mturk`` client, credentials from the standard
-AWS chain): a HIT whose ExternalQuestion opens ``<public_url>/start/<slug>`` (HTTPS only), sandbox or
+"""Amazon Mechanical Turk from humanlike, legacy: MTurk closed permanently on 2026-09-30, so every
+requester-API client stops with ``CLOSED_NOTICE`` unless ``HUMANLIKE_MTURK_ENDPOINT`` names an
+endpoint explicitly (an archive or an MTurk-compatible service; docs/mturk-legacy.md). With one:
+boto3's ``mturk`` client, credentials from the standard AWS chain: a HIT whose ExternalQuestion opens ``<public_url>/start/<slug>`` (HTTPS only), sandbox or
 live; assignments (paginated), approve (``OverrideRejection`` to un-reject), reject (feedback
 required), bonus (``UniqueRequestToken`` = the payment's idempotency key), expire, extend, notify.
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -49,6 +52,31 @@ MAX_FEEDBACK = 1024
 class MTurkError(PlatformError):
     """MTurk refused or failed a call (its error code and message), or botocore refused the
     parameters before sending (naming the parameter)."""
+
+
+ENDPOINT_VARIABLE = "HUMANLIKE_MTURK_ENDPOINT"
+CLOSED_NOTICE = (
+    "Amazon Mechanical Turk closed permanently on 2026-09-30 (AWS: \"Amazon Mechanical Turk will "
+    "permanently close on September 30, 2026\"); its requester API no longer answers, so nothing "
+    f"was sent. To call an archive or an MTurk-compatible service, set {ENDPOINT_VARIABLE}="
+    "https://... . Recruit on Prolific, SONA, a panel or in the lab instead "
+    "(docs/participant-sources.md); old MTurk data and the psiTurk protocol: docs/mturk-legacy.md.")
+
+
+class MTurkClosed(MTurkError):
+    """A requester-API call with no explicit endpoint: MTurk has closed."""
+
+
+def requester_endpoint() -> str:
+    """The explicitly configured requester endpoint (``HUMANLIKE_MTURK_ENDPOINT``, https://), or
+    ``MTurkClosed`` with the closure notice."""
+    endpoint = os.environ.get(ENDPOINT_VARIABLE, "").strip()
+    if not endpoint:
+        raise MTurkClosed(CLOSED_NOTICE)
+    parts = urlsplit(endpoint)
+    if parts.scheme != "https" or not parts.hostname:
+        raise MTurkClosed(f"{ENDPOINT_VARIABLE} must be an https:// URL, not {endpoint!r}")
+    return endpoint
 
 
 def task_url(public_url: str, slug: str) -> str:
@@ -127,7 +155,8 @@ class MTurkClient:
     def __init__(self, sandbox: bool = True, *, client: Any = None, dry_run: bool = False,
                  echo: Callable[[str], None] = print):
         self.sandbox, self.dry_run, self.echo = sandbox, dry_run, echo
-        self.endpoint = ENDPOINTS[sandbox]
+        # a client handed in (tests, an archive's stub) or a dry run (sends nothing) needs no endpoint
+        self.endpoint = ENDPOINTS[sandbox] if client is not None or dry_run else requester_endpoint()
         self.client = client or boto3.client(
             "mturk", region_name=REGION, endpoint_url=self.endpoint,
             config=Config(retries={"max_attempts": 5, "mode": "standard"}))

@@ -54,6 +54,8 @@ def mturk_recruiter(experiment: Experiment) -> Recruiter | None:
     (whose last step asks the EC2 instance-metadata endpoint over the network)."""
     if experiment.recruitment_ref is None and not _aws_configured():
         return None
+    if not os.environ.get("HUMANLIKE_MTURK_ENDPOINT"):
+        return None  # MTurk closed on 2026-09-30: local status only unless an endpoint is given
     import boto3
 
     if boto3.Session().get_credentials() is None:

@@ -207,6 +207,8 @@ def done(pid: str):
     if participant is None or pid not in _owned() or participant.status not in DONE:
         abort(404)
     target = completion_target(participant) if participant.platform != Platform.LOCAL else None
+    if target is not None and target.get("url") == url_for("participant.done", pid=pid):
+        target = None  # the source completes on this page (lab, a panel without a URL)
     return render_template("done.html", participant=participant, target=target)
 
 

@@ -161,6 +161,12 @@ def _platform_group(platform: str) -> click.Group:
     group = click.Group(platform, help=f"Recruit on {'Prolific' if platform == 'prolific' else 'MTurk'}.")
 
     def make(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool) -> Context:
+        if platform == "mturk" and not dry_run:  # MTurk closed: stop unless an endpoint is given
+            from humanlike.deploy.mturk import MTurkClosed, requester_endpoint
+            try:
+                requester_endpoint()
+            except MTurkClosed as exc:
+                raise click.ClickException(str(exc)) from exc
         return Context(platform, slug, spec_path, database_url, dry_run)
 
     @group.command("create")

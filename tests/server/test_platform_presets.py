@@ -3,6 +3,8 @@ entry parameters, completion targets, resume rules, and a Connect-style spec end
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import sqlalchemy as sa
 from werkzeug.datastructures import MultiDict
@@ -171,3 +173,48 @@ def test_a_connect_preset_link_with_another_session_cannot_take_over(small_exper
     with app.app_context():
         row = db.session.execute(sa.select(Participant)).scalar_one()
         assert (row.public_id, row.platform, row.session_id) == (pid, "connect", "A-1")
+
+
+# --- lab sessions -------------------------------------------------------------------------
+
+LAB = '[platform]\npreset = "lab"\nid_pattern = "P[0-9]{2}"\nsessions = 2\n'
+
+
+def lab_start(client, typed: str, session: str = ""):
+    """The experimenter's form, submitted with its CSRF token."""
+    page = client.get("/lab/small").get_data(as_text=True)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    return client.post("/lab/small", data={"participant_id": typed, "session": session,
+                                           "csrf_token": csrf})
+
+
+def test_lab_ids_follow_the_spec_and_each_session_is_its_own_participant(
+        small_experiment, tmp_path, source_app):
+    app = source_app(spec_with(small_experiment, tmp_path / "lab", LAB))
+    app.config["WTF_CSRF_ENABLED"] = True
+    experimenter = app.test_client()
+    no_token = experimenter.post("/lab/small", data={"participant_id": "P07"})
+    assert no_token.status_code == 400
+    for typed, session, message in [("P7", "1", "format"), ("P07", "3", "1 to 2"),
+                                    ("P07:1", "1", "format"), ("", "1", "Type the participant id"),
+                                    ("P07", "x", "1 to 2")]:
+        refused = lab_start(experimenter, typed, session)
+        assert refused.status_code == 400 and message in refused.get_data(as_text=True)
+    first = lab_start(experimenter, "P07", "1")
+    second = lab_start(app.test_client(), "P07", "2")
+    assert first.status_code == second.status_code == 302
+    with app.app_context():
+        assert db.session.execute(sa.select(sa.func.count()).select_from(Participant)
+                                  ).scalar_one() == 2
+        rows = db.session.execute(sa.select(Participant.platform, Participant.platform_id,
+                                            Participant.session_id).order_by(Participant.id)).all()
+        assert [tuple(r) for r in rows] == [("lab", "P07:1", "1"), ("lab", "P07:2", "2")]
+    # a crashed lab machine: the same id and session typed on another one resumes it
+    pid = first.headers["Location"].split("#")[0].rsplit("/", 1)[-1]
+    again = lab_start(app.test_client(), "P07", "1")
+    assert again.status_code == 302 and again.headers["Location"].split("#")[0].endswith(pid)
+
+
+def test_the_lab_page_is_only_for_lab_studies(client):
+    assert client.get("/lab/small").status_code == 404  # the small study recruits on Prolific
+    assert client.get("/lab/nope").status_code == 404

@@ -277,6 +277,7 @@ def test_the_cli_records_lists_and_syncs_a_hit(mapp, stubbed, database_url, mtur
 
     client, stub = stubbed
     monkeypatch.setattr(mturk.boto3, "client", lambda *a, **k: client.client)
+    monkeypatch.setenv(mturk.ENDPOINT_VARIABLE, mturk.ENDPOINTS[True])  # MTurk closed: explicit
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")  # the standard chain finds these
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
 
@@ -314,3 +315,45 @@ def test_the_cli_records_lists_and_syncs_a_hit(mapp, stubbed, database_url, mtur
         exp = db.session.execute(sa.select(Experiment)).scalar_one()
         assert (exp.recruitment_ref, exp.recruitment_meta["sandbox"],
                 exp.recruitment_meta["status"]) == ("HIT1", True, "expired")
+
+
+def test_mturk_commands_on_a_default_configuration_stop_with_the_closure_notice(
+        mapp, database_url, mturk_spec, monkeypatch):
+    """MTurk closed on 2026-09-30: without an explicit endpoint no requester client is built and
+    nothing is recorded; a dry run (which sends nothing) still validates and prints."""
+    from click.testing import CliRunner
+
+    from humanlike.cli import main
+    from humanlike.deploy.recruiters import mturk_recruiter
+
+    monkeypatch.delenv(mturk.ENDPOINT_VARIABLE, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")  # credentials are not what is missing
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+
+    def run(*args):
+        return CliRunner().invoke(main, ["recruit", "mturk", args[0], "small", *args[1:],
+                                         "--experiment", str(mturk_spec),
+                                         "--database-url", database_url])
+
+    dry = run("create", "--dry-run")
+    assert dry.exit_code == 0 and "CreateHIT" in dry.output, dry.output
+    built = []
+    monkeypatch.setattr(mturk.boto3, "client", lambda *a, **k: built.append(a) or pytest.fail(
+        "a requester client was built"))
+    for command in ("publish", "create", "status", "sync", "stop"):
+        out = run(command)
+        assert out.exit_code == 1, (command, out.output)
+        assert "Amazon Mechanical Turk closed permanently on 2026-09-30" in out.output
+        assert mturk.ENDPOINT_VARIABLE in out.output
+    with pytest.raises(mturk.MTurkClosed, match="2026-09-30"):
+        MTurkClient(sandbox=False)
+    monkeypatch.setenv(mturk.ENDPOINT_VARIABLE, "http://mturk.example")
+    with pytest.raises(mturk.MTurkClosed, match="https://"):
+        MTurkClient(sandbox=False)
+    assert built == []
+    with mapp.app_context():
+        exp = db.session.execute(sa.select(Experiment)).scalar_one()
+        assert (exp.recruitment_ref, exp.recruitment_meta) == (None, None)
+        exp.recruitment_ref = "HIT-OLD"  # a HIT made before the closure: actions stay local
+        monkeypatch.delenv(mturk.ENDPOINT_VARIABLE)
+        assert mturk_recruiter(exp) is None
