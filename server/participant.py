@@ -17,7 +17,15 @@ from flask import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from humanlike.server import allocation, experiments, resume, resume_policy, retention, withdrawal
+from humanlike.server import (
+    allocation,
+    breaker,
+    experiments,
+    resume,
+    resume_policy,
+    retention,
+    withdrawal,
+)
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import DONE, ExperimentStatus, ParticipantStatus
 from humanlike.server.models import Event, Experiment, Participant, utcnow
@@ -104,6 +112,9 @@ def admit(loaded, exp: Experiment, entry: Entry):
         return _message("You have already taken part",
                         "Our records show you have already taken part in this study, so you "
                         "cannot take part again. Thank you for your interest.", 409)
+    if breaker.paused(exp):
+        return _message("Study paused", "This study is paused at the moment and takes no new "
+                        "participants. Please try again later.", 503)
     if withdrawal.withdrew(exp.slug, entry.platform_id):
         return _message("You have withdrawn", "You withdrew from this study and your data were "
                         "deleted, so you cannot take part again. Thank you for your interest.", 409)
