@@ -1,12 +1,15 @@
-"""Bring participants' statuses in line with what the recruitment platform says (``recruit sync``).
+"""Bring participants' statuses in line with what the recruitment platform says (``recruit sync``
+and the dashboard's "Sync now", one implementation: ``sync_listing``).
 
 Idempotent: a participant already where the platform says is left alone, a change the lifecycle
-does not allow is reported (never forced), and each change is audited; safe to run on a schedule."""
+does not allow is reported (never forced), and each change is audited; safe to run on a schedule.
+A Prolific sync also reads the study (status, places, reward) and counts the webhook deliveries
+Prolific reports as failed, for the dashboard's listing panel."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,4 +84,48 @@ def apply(experiment: Experiment, records: Iterable[PlatformRecord],
                          "conflicts": len(report.conflicts), "unknown": len(report.unknown)}
     experiment.recruitment_meta = meta
     db.session.commit()
+    return report
+
+
+def platform_records(platform: str, client: Any, ref: str) -> Iterator[PlatformRecord]:
+    """The platform's submissions / assignments as ``PlatformRecord`` rows."""
+    if platform == "prolific":
+        from humanlike.deploy.prolific import STATUS_TRANSITIONS
+
+        for sub in client.submissions(ref):
+            status = sub.get("status", "")
+            yield PlatformRecord(sub.get("participant_id") or sub.get("participant") or "",
+                                 status, STATUS_TRANSITIONS.get(status), sub.get("id"))
+        return
+    from humanlike.deploy.mturk import STATUS_TRANSITIONS as MTURK
+
+    for a in client.assignments(ref):
+        status = a.get("AssignmentStatus", "")
+        yield PlatformRecord(a.get("WorkerId", ""), status, MTURK.get(status),
+                             a.get("AssignmentId"))
+
+
+STUDY_FIELDS = ("status", "places_taken", "total_available_places", "reward",
+                "estimated_completion_time")
+"""What the listing panel shows of Prolific's study object."""
+
+
+def sync_listing(experiment: Experiment, client: Any, actor: str = "sync") -> SyncReport:
+    """Apply the platform's statuses to the participants, then (Prolific) note the study's status,
+    places and reward and the number of failed webhook deliveries on the experiment."""
+    ref = experiment.recruitment_ref
+    if not ref:
+        raise ValueError(f"{experiment.slug} has no listing on {experiment.platform} yet")
+    report = apply(experiment, platform_records(experiment.platform, client, ref), actor)
+    if experiment.platform == "prolific":
+        study = client.get_study(ref) or {}
+        meta = dict(experiment.recruitment_meta or {})
+        meta.update({f"study_{k}": study.get(k) for k in STUDY_FIELDS if k in study})
+        if "status" in study:
+            meta["platform_status"] = study["status"]
+        subscriptions = (meta.get("hooks") or {}).get("subscriptions") or {}
+        meta["failed_deliveries"] = sum(len(client.failed_deliveries(sid))
+                                        for sid in subscriptions.values())
+        experiment.recruitment_meta = meta
+        db.session.commit()
     return report

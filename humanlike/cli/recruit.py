@@ -273,14 +273,14 @@ def _platform_group(platform: str) -> click.Group:
         ctx = make(slug, spec_path, database_url, dry_run)
 
         def body() -> None:
-            from humanlike.deploy.sync import apply
+            from humanlike.deploy.sync import platform_records, sync_listing
 
             exp = ctx.experiment()
-            records = fetch_records(platform, ctx.client(), ctx.listing(exp))
             if dry_run:
-                list(records)
+                list(platform_records(platform, ctx.client(), ctx.listing(exp)))
                 return
-            click.echo(json.dumps(apply(exp, records).as_dict(), indent=2))
+            ctx.listing(exp)
+            click.echo(json.dumps(sync_listing(exp, ctx.client()).as_dict(), indent=2))
 
         _run(ctx, body)
 
@@ -505,13 +505,21 @@ def _places_command(group: click.Group, make: Callable[..., Context]) -> None:
                   help="The new total number of places (Prolific only allows increasing it).")
     def places(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool,
                total: int) -> None:
-        """Add places to the study (set its new total)."""
+        """Add places to the study (set its new total; fewer places are refused here, before any
+        change is sent, since Prolific only allows more)."""
         ctx = make(slug, spec_path, database_url, dry_run)
 
         def body() -> None:
             exp = ctx.experiment()
             ref = ctx.listing(exp)
-            ctx.client().set_places(ref, total)
+            client = ctx.client()
+            current = None if dry_run else (client.get_study(ref) or {}).get(
+                "total_available_places")
+            if current is not None and total <= int(current):
+                raise click.ClickException(
+                    f"{ref} has {current} places: Prolific only allows increasing them, so "
+                    f"--total {total} is refused (nothing was sent)")
+            client.set_places(ref, total)
             if not dry_run:
                 _store(exp, places=total)
                 click.echo(f"{ref}: {total} places")
@@ -563,23 +571,10 @@ def _mturk_commands(group: click.Group, make: Callable[..., Context]) -> None:
 
 
 def fetch_records(platform: str, client: Any, ref: str) -> Any:
-    """The platform's submissions / assignments as ``sync.PlatformRecord`` rows."""
-    from humanlike.deploy.sync import PlatformRecord
+    """The platform's submissions / assignments (``deploy.sync.platform_records``)."""
+    from humanlike.deploy.sync import platform_records
 
-    if platform == "prolific":
-        from humanlike.deploy.prolific import STATUS_TRANSITIONS
-
-        for sub in client.submissions(ref):
-            status = sub.get("status", "")
-            yield PlatformRecord(sub.get("participant_id") or sub.get("participant") or "",
-                                 status, STATUS_TRANSITIONS.get(status), sub.get("id"))
-        return
-    from humanlike.deploy.mturk import STATUS_TRANSITIONS as MTURK
-
-    for a in client.assignments(ref):
-        status = a.get("AssignmentStatus", "")
-        yield PlatformRecord(a.get("WorkerId", ""), status, MTURK.get(status),
-                             a.get("AssignmentId"))
+    return platform_records(platform, client, ref)
 
 
 @click.group("recruit")

@@ -1,8 +1,9 @@
 """The researcher's dashboard (one blueprint for the admin audience), one module per part: ``auth``
 (login, logout, the login gate on every route), ``experiments`` (the experiments page and status
 switch), ``participants`` (an experiment's participants table and one participant's page),
-``actions`` (approve, reject, bonus, exclude / include, with confirmation), ``downloads`` (the
-streamed export zip) and ``panel`` (the live analysis panel and its stopping indicator); ``qc`` and
+``actions`` (approve, reject, bonus, exclude / include, with confirmation), ``listing`` (the
+Prolific listing: its numbers, "Sync now", publish / pause / resume / stop / places), ``downloads``
+(the streamed export zip) and ``panel`` (the live analysis panel and its stopping indicator); ``qc`` and
 ``stats`` hold the queries the pages share."""
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from humanlike.server.admin import (  # noqa: E402  (the modules add their route
     auth,
     downloads,
     experiments,
+    listing,
     panel_views,
     participants,
 )
 
-__all__ = ["actions", "auth", "bp", "downloads", "experiments", "panel_views", "participants"]
+__all__ = ["actions", "auth", "bp", "downloads", "experiments", "listing", "panel_views",
+           "participants"]

@@ -179,12 +179,14 @@ def experiment(slug: str):
     if timeouts.sweep_experiment(exp):  # silent participants become timed_out (undone on return)
         db.session.commit()
     context = _table_context(slug)
+    from humanlike.server.admin.listing import listing_view
     from humanlike.server.admin.panel import panel_view
 
     return render_template(
         "admin/experiment.html", **context, statuses=stats.STATUSES, balance=stats.condition_balance(exp.id),
         conditions=[c["name"] for c in exp.spec.get("conditions", [])] or ["default"],
         completions=stats.completions_chart(exp.id), panel=panel_view(exp),
+        listing=listing_view(exp),
         timeout_minutes=timeouts.timeout_minutes(exp.spec))
 
 

@@ -125,6 +125,7 @@ class FakeProlific:
         study = self.studies[study_id]
         assert study["status"] == "ACTIVE", "participants only see published, active studies"
         sid = self.new_id("5")
+        study["places_taken"] = study.get("places_taken", 0) + 1
         self.submissions[sid] = {"id": sid, "participant_id": participant_id, "study_id": study_id,
                                  "status": "ACTIVE", "study_code": None, "bonus_payments": []}
         url = (study["external_study_url"].replace("{{%PROLIFIC_PID%}}", participant_id)

@@ -154,13 +154,14 @@ def test_create_publish_take_part_sync_and_approve(rapp, fake, database_url, rec
     assert recruit(database_url, recruit_spec, "sync").exit_code == 0  # APPROVED = already so
 
     paths = [(m, p.split("?")[0]) for m, p, _ in fake.log]
+    read_study = ("GET", f"/api/v1/studies/{study['id']}/")  # a sync notes status and places
     assert paths == [
         ("POST", "/api/v1/studies/"),
         ("POST", f"/api/v1/studies/{study['id']}/transition/"),
-        ("GET", "/api/v1/submissions/"), ("GET", "/api/v1/submissions/"),
+        ("GET", "/api/v1/submissions/"), read_study, ("GET", "/api/v1/submissions/"), read_study,
         ("GET", f"/api/v1/submissions/{sid}/"),  # approve reads the submission's status first
         ("POST", f"/api/v1/submissions/{sid}/transition/"),
-        ("GET", "/api/v1/submissions/"),
+        ("GET", "/api/v1/submissions/"), read_study,
     ]
     assert all(TOKEN not in r.getMessage() for r in caplog.records)
     with rapp.app_context():  # nor in the database (audit rows, listing, payments)
@@ -179,8 +180,10 @@ def test_status_pause_places_and_a_missing_token(rapp, fake, database_url, recru
     assert out.exit_code == 0 and json.loads(out.output)["platform"]["status"] == "ACTIVE"
     assert recruit(database_url, recruit_spec, "places", "--total", "30").exit_code == 0
     assert study["total_available_places"] == 30
+    sent = len(fake.log)
     out = recruit(database_url, recruit_spec, "places", "--total", "10")
-    assert out.exit_code == 1 and "field 'total_available_places'" in out.output
+    assert out.exit_code == 1 and "only allows increasing them" in out.output
+    assert [m for m, _, _ in fake.log[sent:]] == ["GET"]  # read the total; no PATCH sent
     assert recruit(database_url, recruit_spec, "pause").exit_code == 0
     assert study["status"] == "PAUSED"
     assert recruit(database_url, recruit_spec, "resume").exit_code == 0
