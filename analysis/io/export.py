@@ -27,7 +27,8 @@ from humanlike.analysis.sample import Sample, with_analysed
 from humanlike.vocabulary import StimulusKind
 
 TABLES = (
-    "trials", "ratings", "triads", "classifications", "decisions", "participants", "stimuli"
+    "trials", "ratings", "triads", "classifications", "decisions", "participants", "stimuli",
+    "trial_timing", "display",
 )
 _ID_COLUMNS = {"participant": str, "stimulus": str, "category": str}
 

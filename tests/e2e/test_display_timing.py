@@ -7,7 +7,7 @@ with no dropped frames). The clock can be stopped and stepped by hand, which put
 ball a chosen number of frames from its start when the test presses Space: the test gives the card
 and blind-spot answers, and checks the pixels per degree, the 4-degree image's rendered size, the
 stored record, whole frames at 60 and 120 Hz, the certificate, and the polite refusal at 144 Hz.
-Screenshots go to /work/notes/shots/issue30 (looked at by hand).
+Screenshots go to /tmp/shots/issue30 (looked at by hand).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from tests.server.conftest import write_small_experiment
 
 pytestmark = pytest.mark.browser
 
-SHOTS = Path("/work/notes/shots/issue30")
+SHOTS = Path("/tmp/shots/issue30")
 DISPLAY = """
 [display]
 calibration = true

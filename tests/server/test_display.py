@@ -239,3 +239,70 @@ def test_a_participant_whose_frames_missed_by_more_than_the_limit_is_excluded(ti
     assert cert["excluded"] and cert["by_type"][0]["max_frame_miss"] == 2
     assert people["excluded"].iloc[0]
     assert "frames missed by more than 1" in people["exclusion_reasons"].iloc[0]
+
+
+# ---------------------------------------------------------------- the report's timing table
+
+@pytest.fixture
+def classification_app(database_url, tmp_path):
+    path = write_small_experiment(tmp_path)
+    path.write_text(path.read_text().replace('trial_type = "rating"', 'trial_type = "classification"')
+                    .replace("repeats = 2\n", "repeats = 2\n\n[blocks.classification]\nduration_ms = 200\n")
+                    .replace("\n[exclusion]\nmin_catch_accuracy = 0.5\n", "\n"))
+    app = create_app({"TESTING": True, "SECRET_KEY": "t", "SQLALCHEMY_DATABASE_URI": database_url,
+                      "EXPERIMENT_PATHS": [str(path)]})
+    database.upgrade(app)
+    experiments.sync_all(app)
+    yield app, path
+    database.dispose(app)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the numbers, not the backend
+def test_the_reports_timing_table_matches_the_simulated_trials_it_summarises(classification_app, tmp_path):
+    """Eight simulated participants at 60, 75, 120 and 144 Hz (a late frame on 30 % of trials):
+    the report's table equals a summary computed here from the export's trials and participants."""
+    import pandas as pd
+
+    from humanlike.analysis.io.export import read_export
+    from humanlike.analysis.report.display import display_section
+    from humanlike.server.export import write_export
+    from humanlike.server.simulate import (
+        SimulatedStudy,
+        SimulationSettings,
+        api_client,
+        simulate_participants,
+    )
+
+    app, path = classification_app
+    study = SimulatedStudy(path, SimulationSettings(n_participants=8, fail_catch=0,
+                                                    late_frame_share=0.3, seed=3))
+    with api_client(app=app) as client:
+        simulate_participants(client, study)
+    out = tmp_path / "export"
+    with app.app_context():
+        write_export("small", out)
+    section = display_section(read_export(out))
+    assert section.missing is None
+    from humanlike.analysis.report.display import SHORT_NAMES
+
+    got = section.tables[0].frame.rename(columns={v: k for k, v in SHORT_NAMES.items()})
+
+    trials = pd.read_csv(out / "trials.csv")
+    people = pd.read_csv(out / "participants.csv")
+    trials = trials[~trials["practice"]].merge(people[["participant", "refresh_hz"]], on="participant")
+    requested_frames = np.maximum(1, np.floor(200 * trials["refresh_hz"] / 1000 + 0.5))
+    trials = trials.assign(error=trials["presented_ms"] - 200.0,
+                           on=(trials["frames"] == requested_frames).astype(float),
+                           hz=trials["refresh_hz"].round().astype(int))
+    want = trials.groupby("hz").agg(trials=("error", "size"), mean=("error", "mean"),
+                                    sd=("error", "std"), on=("on", "mean"),
+                                    participants=("participant", "nunique"))
+    assert sorted(got["refresh_hz"]) == sorted(want.index)
+    got = got.set_index("refresh_hz").loc[want.index]
+    assert set(got["trial_type"]) == {"classification"} and set(got["requested_ms"]) == {200}
+    assert got["trials"].tolist() == want["trials"].tolist()
+    assert got["participants"].tolist() == want["participants"].tolist()
+    assert np.allclose(got["duration_error_mean_ms"], want["mean"], atol=1e-3)
+    assert np.allclose(got["duration_error_sd_ms"], want["sd"], atol=1e-3, equal_nan=True)
+    assert np.allclose(got["on_frames"], want["on"])
+    assert 0 < want["on"].min() < 1  # the late frames are there to be seen
