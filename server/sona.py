@@ -127,9 +127,10 @@ def _call(url: str) -> tuple[GrantState, Reply | None, str | None, str | None]:
 
 def send(grant_id: int, *, retry_failed: bool = False, actor: str = "server") -> str:
     """Send one grant if this sender can claim it; record and audit the outcome; its state."""
-    if not _claim(grant_id, retry_failed):
-        return str(db.session.get(SonaGrant, grant_id, populate_existing=True).state)
-    grant = db.session.get(SonaGrant, grant_id, populate_existing=True)
+    claimed = _claim(grant_id, retry_failed)
+    grant = db.session.get_one(SonaGrant, grant_id, populate_existing=True)
+    if not claimed:
+        return str(grant.state)
     state, reply, error, text = _call(grant.url)
     grant.state, grant.last_error, grant.reply = state.value, error, text
     if state == GrantState.GRANTED:
