@@ -10,6 +10,7 @@ from humanlike.server import withdrawal
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import DONE
 from humanlike.server.models import Participant
+from humanlike.server.platforms import Platform
 from humanlike.server.tokens import token_matches
 
 bp = Blueprint("withdrawal", __name__)
@@ -44,7 +45,7 @@ def confirm(pid: str):
     finished = participant.status in DONE
     back = None if finished else f"/run/{pid}"
     return _page("confirm", pid=pid, finished=finished, back=back,
-                 study=participant.experiment.title,
+                 study=participant.experiment.title, account=participant.platform != Platform.LOCAL,
                  advice=withdrawal.platform_advice(participant.platform, finished))
 
 
@@ -63,7 +64,7 @@ def withdraw(pid: str):
     if not withdrawal.still_possible(participant.experiment.slug):
         return _closed(participant)
     finished = participant.status in DONE
-    advice = withdrawal.platform_advice(participant.platform, finished)
+    advice = withdrawal.platform_advice(participant.platform, finished, withdrawn=True)
     withdrawal.withdraw(participant)
     owned = session.get("participants")
     if isinstance(owned, dict) and owned.pop(pid, None) is not None:

@@ -48,8 +48,9 @@ def withdrawn_count(slug: str) -> int:
         .where(AuditEntry.action == ACTION, AuditEntry.experiment == slug)).scalar_one())
 
 
-def platform_advice(platform: str, finished: bool) -> str:
-    """What the participant does on the recruitment platform after withdrawing (in plain words)."""
+def platform_advice(platform: str, finished: bool, withdrawn: bool = False) -> str:
+    """What the participant does on the recruitment platform after withdrawing (in plain words);
+    a local link has no platform: nothing before, "close this window" after."""
     if platform == Platform.PROLIFIC:
         if finished:
             return ("On Prolific, your submission stays as it is; if it has not been reviewed yet "
@@ -59,7 +60,7 @@ def platform_advice(platform: str, finished: bool) -> str:
                 "place goes to someone else.")
     if platform == Platform.MTURK:
         return "Please also return the HIT on Mechanical Turk."
-    return "You can close this window."
+    return "You can close this window." if withdrawn else ""
 
 
 def withdrew(slug: str, platform_id: str | None) -> bool:
