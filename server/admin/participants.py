@@ -13,7 +13,7 @@ import numpy as np
 import sqlalchemy as sa
 from flask import abort, current_app, redirect, render_template, request, session, url_for
 
-from humanlike.server import audit, timeouts, trial_store
+from humanlike.server import audit, display, timeouts, trial_store
 from humanlike.server.admin import bp, charts, stats
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.experiments import experiment_or_404
@@ -302,4 +302,5 @@ def participant(public_id: str):
         scatter=charts.scatter(repeat_pairs(trials)),
         histogram=charts.histogram(rts), reveal=reveal,
         platform_id=p.platform_id if reveal else pseudonym(key, exp.slug, p.platform_id),
-        progress=min(1.0, len(trials) / p.n_trials) if p.n_trials else 1.0)
+        progress=min(1.0, len(trials) / p.n_trials) if p.n_trials else 1.0,
+        certificate=display.participant_certificate(p, exp.spec))

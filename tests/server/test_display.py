@@ -306,3 +306,22 @@ def test_the_reports_timing_table_matches_the_simulated_trials_it_summarises(cla
     assert np.allclose(got["duration_error_sd_ms"], want["sd"], atol=1e-3, equal_nan=True)
     assert np.allclose(got["on_frames"], want["on"])
     assert 0 < want["on"].min() < 1  # the late frames are there to be seen
+
+
+def test_the_participant_page_shows_the_certificate(timed_app):
+    from tests.server.admin.dashboard_helpers import login
+
+    client = timed_app.test_client()
+    pid, token = _consented(client)
+    body = calibration_body(hz=60.0)
+    client.post(f"/api/v1/participants/{pid}/display", json=body, headers=auth(token))
+    sent = _answer_trials(client, pid, token, lambda k: 12 + 2 * (k == 3), 60.0)
+    n_timed = sum(not s["practice"] for s in sent)
+    login(timed_app, client)
+    html = client.get(f"/admin/participants/{pid}").get_data(as_text=True)
+    assert 'data-refresh-hz="60.00"' in html
+    assert f'data-px-per-deg="{body["calibration"]["px_per_deg"]:.2f}"' in html
+    row = html.split('<tr data-trial-type="rating">', 1)[1].split("</tr>", 1)[0]
+    cells = [c.split(">", 1)[1] for c in row.split("</td>")[:-1]]
+    assert cells[:4] == ["rating", str(n_timed), "200", "12"] and cells[6] == "2"  # missed by 2
+    assert 'data-timing-excluded="true"' in html
