@@ -55,7 +55,8 @@ class ErrorConsistencyAnalysis:
                 continue
             ci = f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]" if "ci_low" in row else ""
             lines.append(f"  {row['experiment']}: {label} kappa = {row['kappa']:.5f}{ci}")
-        flat = self.pairs[~self.pairs["informative"]] if "informative" in self.pairs else []
+        flat = (self.pairs[~self.pairs["informative"]] if "informative" in self.pairs
+                else self.pairs.iloc[0:0])
         if len(flat):
             lines.append(f"  {len(flat)} of {len(self.pairs)} pairs have an observer at 0% or 100% "
                          "accuracy: " + ("kappa undefined (NaN), left out of means and rankings"
