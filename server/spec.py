@@ -109,9 +109,10 @@ class BreakerRules(_Strict):
     max_qc_fail_share: Annotated[float, Field(gt=0, le=1)] | None = 0.5
     max_return_share: Annotated[float, Field(gt=0, le=1)] | None = 0.6
     max_error_rate: Annotated[float, Field(gt=0, le=1)] | None = 0.2
-    min_time_share: Annotated[float, Field(gt=0, le=1)] | None = 0.3
+    min_time_share: Annotated[float, Field(ge=0, le=1)] | None = 0.3
     """Trips when the median time on task (sum of reaction times) is below this share of the
-    timeline's estimate of the same trials."""
+    timeline's estimate of the same trials. A ``max_*`` of 1 or a ``min_time_share`` of 0 switches
+    that rule off."""
 
 
 class Block(_Strict):

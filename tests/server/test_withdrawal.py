@@ -131,6 +131,9 @@ def test_withdrawing_mid_study_deletes_every_row_and_audits_a_keyed_hash(app, tm
                                                    "confirm": "yes"})
     assert again.status_code == 200 and "Nothing is stored" in again.get_data(as_text=True)
     assert len(audits(app)) == 1 and client.get(f"/withdraw/{pid}").status_code == 200
+    # the same Prolific id is refused on the study link: they withdrew (matched by the HMAC)
+    back = app.test_client().get(f"/start/small?{link(PID)}")
+    assert back.status_code == 409 and "You withdrew from this study" in back.get_data(as_text=True)
 
 
 def test_withdrawing_after_completion_from_the_completion_page(app, tmp_path):
