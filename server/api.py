@@ -184,6 +184,8 @@ def timeline(pid: str):
         break_every=spec.break_every,
         fullscreen=spec.fullscreen,
         display=(spec.display or display.DisplaySettings()).model_dump(mode="json"),
+        calibration=display.stored_calibration(auth.id) if spec.display and spec.display.calibration
+        else None,
         estimated_minutes=estimated_minutes(auth.designs, presentation, spec.break_every),
     )
 

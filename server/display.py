@@ -419,3 +419,20 @@ def exclude_by_timing(frame: pd.DataFrame, timing: list[pd.DataFrame],
     frame.loc[hit, "exclusion_reasons"] = [f"{o};{reason}" if o else reason for o in old]
     frame.loc[hit, "excluded"] = True
     return frame
+
+
+def stored_calibration(participant_id: int) -> dict[str, Any] | None:
+    """The participant's latest calibration (the answers and what follows from them), for the
+    browser to reuse after a reload or a resume instead of asking again; None if never calibrated."""
+    row = db.session.execute(
+        sa.select(DisplayCalibration).where(DisplayCalibration.participant_id == participant_id,
+                                            DisplayCalibration.px_per_deg.is_not(None))
+        .order_by(DisplayCalibration.id.desc()).limit(1)).scalar_one_or_none()
+    if row is None:
+        return None
+    detail = row.detail or {}
+    return {"card_width_px": detail.get("card_width_px"), "px_per_mm": row.px_per_mm,
+            "blind_spot_px": detail.get("blind_spot_px"),
+            "viewing_distance_mm": row.viewing_distance_mm, "px_per_deg": row.px_per_deg,
+            "card_attempts": detail.get("card_attempts", 1),
+            "blind_spot_attempts": detail.get("blind_spot_attempts", 1)}

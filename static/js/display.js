@@ -9,7 +9,8 @@
  *   durations(timeline)                  -> the distinct requested stimulus durations (ms)
  *   check(settings, frame, durations)    -> null, or {reason, detail} when the spec's [display] refuses
  *   sizePx(deg, px_per_deg), fits(px, width, height)
- *   prepare(timeline, frame, queue)      -> Promise<boolean>: calibration (if the spec asks), the
+ *   prepare(timeline, frame, queue)      -> Promise<boolean>: calibration (if the spec asks; the one the
+ *       server stored is reused after a reload or resume), the
  *       rendered size (presentation.image_height_px set from image_height_deg), the record POSTed to
  *       /display; false (with the "display not suitable" screen) when the display cannot run the study.
  *
@@ -190,7 +191,10 @@ var HumanlikeDisplay = (function () {
     }
     var problem = check(settings, frame, durations(tl));
     if (problem) return refuse(problem.reason, problem.detail);
-    var calibrated = settings.calibration ? calibrate() : Promise.resolve(null);
+    // a reload or a resume reuses the calibration the server stored (the participant is not asked again)
+    var stored = /** @type {any} */ (tl).calibration || null;
+    var calibrated = !settings.calibration ? Promise.resolve(null)
+      : stored ? Promise.resolve(stored) : calibrate();
     return calibrated.then(function (/** @type {any} */ cal) {
       if (cal && cal.failed) {
         record.calibration = null;

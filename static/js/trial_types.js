@@ -40,6 +40,7 @@
  * @property {{mode: string, duration_ms: number | null, mask: string | null, image_height_px: number,
  *   image_height_deg?: number | null, fixation_ms?: number, iti_ms?: number}} presentation
  * @property {Record<string, any>} [display] the spec's [display] table (server/display.py)
+ * @property {Record<string, any> | null} [calibration] the calibration stored earlier, reused on a resume
  * @property {Record<string, {intro: string, trial_type: string, practice_feedback: boolean}>} [blocks]
  * @property {number | null} [break_every]
  * @property {boolean} [fullscreen]

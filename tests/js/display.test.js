@@ -77,4 +77,33 @@ describe("prepare", () => {
     expect(await D.prepare(tl, { refresh_hz: 60, frame_ms: 1000 / 60, n_intervals: 60 }, queue)).toBe(true);
     expect(sent[0]).toMatchObject({ suitable: true, reason: null, calibration: null, image_height_px: 280 });
   });
+  it("reuses the calibration stored before a reload, and sizes the image from it", async () => {
+    const sent = [];
+    const queue = { request: (path, body) => { sent.push(body); return Promise.resolve({}); } };
+    let started = 0;
+    globalThis.initJsPsych = () => { started += 1; return { run: () => {} }; };
+    const stored = { card_width_px: 323, px_per_mm: 323 / 85.6, blind_spot_px: [500],
+                     viewing_distance_mm: 600, px_per_deg: 39.5, card_attempts: 1, blind_spot_attempts: 1 };
+    const tl = { presentation: { mode: "until_response", image_height_px: 280, image_height_deg: 4 },
+                 trials: [], display: { calibration: true }, calibration: stored };
+    Object.defineProperty(window, "innerWidth", { value: 1280, configurable: true });
+    Object.defineProperty(window, "innerHeight", { value: 900, configurable: true });
+    expect(await D.prepare(tl, { refresh_hz: 60, frame_ms: 1000 / 60, n_intervals: 60 }, queue)).toBe(true);
+    expect(started).toBe(0);
+    expect(tl.presentation.image_height_px).toBe(158);
+    expect(sent[0]).toMatchObject({ suitable: true, calibration: stored, image_height_px: 158 });
+    expect(sent[0].image_height_deg).toBeCloseTo(158 / 39.5, 12);
+  });
+  it("refuses a window too small for the size in degrees", async () => {
+    const sent = [];
+    const queue = { request: (path, body) => { sent.push(body); return Promise.resolve({}); } };
+    document.body.innerHTML = "<div id='task'></div>";
+    const stored = { px_per_deg: 60 };
+    const tl = { presentation: { mode: "until_response", image_height_px: 280, image_height_deg: 12 },
+                 trials: [], display: { calibration: true }, calibration: stored };
+    Object.defineProperty(window, "innerHeight", { value: 700, configurable: true });
+    expect(await D.prepare(tl, { refresh_hz: 60, frame_ms: 1000 / 60, n_intervals: 60 }, queue)).toBe(false);
+    expect(sent[0]).toMatchObject({ suitable: false, reason: "too_small", image_height_px: 720 });
+    expect(document.querySelector("[data-screen='unsuitable']").dataset.reason).toBe("too_small");
+  });
 });

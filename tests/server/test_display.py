@@ -134,8 +134,15 @@ def test_the_display_record_is_stored_and_the_timeline_carries_the_display_table
     body = calibration_body()
     resp = client.post(f"/api/v1/participants/{pid}/display", json=body, headers=auth(token))
     assert resp.status_code == 201, resp.get_json()
-    [row] = _rows(timed_app)
+    row = _rows(timed_app)[0]
     assert row.px_per_deg == pytest.approx(body["calibration"]["px_per_deg"])
+    # a reload or a resume gets the stored calibration back instead of asking again
+    again = client.get(f"/api/v1/participants/{pid}/timeline", headers=auth(token)).get_json()
+    assert tl["calibration"] is None
+    assert again["calibration"] == {**body["calibration"], "card_attempts": 1, "blind_spot_attempts": 1}
+    replay = dict(body, calibration=again["calibration"])
+    assert client.post(f"/api/v1/participants/{pid}/display", json=replay,
+                       headers=auth(token)).status_code == 201
     assert row.detail["blind_spot_px"] == [400.0, 404.0, 398.0]
     with timed_app.app_context():
         assert db.session.execute(sa.select(Participant.refresh_hz)).scalar_one() == 120.0
