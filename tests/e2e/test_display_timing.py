@@ -195,3 +195,27 @@ def test_a_144_hz_display_gets_the_polite_screen_before_any_trial(chromium, serv
         n_trials = db.session.execute(sa.select(sa.func.count()).select_from(Trial)).scalar_one()
     assert not record.suitable and record.reason == "whole_frames" and n_trials == 0
     assert participant.refresh_hz == pytest.approx(144, rel=1e-3)
+
+
+def test_implausible_card_answers_are_asked_again_then_end_politely(chromium, server):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    context, page, errors = open_task(chromium, server, 60, "pcard")
+    try:
+        page.wait_for_selector(".hl-calibration[data-phase='card']")
+        for attempt in range(3):  # 100 px for 85.6 mm: 1.17 px/mm, below the plausible 1.5
+            page.fill("#card-size", "100")
+            page.click("#card-done")
+            if attempt < 2:
+                page.wait_for_function("() => document.querySelector('#card-notice').textContent.length > 0")
+                if attempt == 0:
+                    page.screenshot(path=str(SHOTS / "calibration-card-retry.png"))
+        page.wait_for_selector("[data-screen='unsuitable']")
+        assert page.get_attribute("[data-screen='unsuitable']", "data-reason") == "calibration_failed"
+        assert errors == []
+    finally:
+        context.close()
+    with server.app.app_context():
+        [record] = db.session.execute(sa.select(display.DisplayCalibration)).scalars().all()
+        n_trials = db.session.execute(sa.select(sa.func.count()).select_from(Trial)).scalar_one()
+    assert not record.suitable and record.reason == "calibration_failed" and n_trials == 0
+    assert record.px_per_deg is None
