@@ -5,7 +5,7 @@ platform id instead of the id itself."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from flask import current_app
@@ -67,6 +67,11 @@ def referring(table: sa.Table) -> list[tuple[sa.Table, sa.Column[Any]]]:
     return found
 
 
+def _rowcount(result: sa.Result[Any]) -> int:
+    """Rows a DELETE removed (a DML statement's result is a ``CursorResult``)."""
+    return int(cast(sa.CursorResult[Any], result).rowcount or 0)
+
+
 def delete_referring(table: sa.Table, ids: list[Any], counts: dict[str, int]) -> None:
     """Delete the rows of every table that refer to ``table``'s rows ``ids``, deepest first."""
     if not ids:
@@ -76,8 +81,8 @@ def delete_referring(table: sa.Table, ids: list[Any], counts: dict[str, int]) ->
         child_ids = list(db.session.execute(sa.select(key).where(column.in_(ids))).scalars())
         if child is not table:
             delete_referring(child, child_ids, counts)
-        gone = db.session.execute(sa.delete(child).where(column.in_(ids))).rowcount
-        counts[child.name] = counts.get(child.name, 0) + int(gone or 0)
+        gone = _rowcount(db.session.execute(sa.delete(child).where(column.in_(ids))))
+        counts[child.name] = counts.get(child.name, 0) + gone
 
 
 def platform_id_hmac(participant: Participant) -> str:
@@ -103,8 +108,8 @@ def erase(participant: Participant, actor: str, action: str,
     db.session.flush()
     delete_referring(table, [participant.id], counts)
     db.session.expunge(participant)
-    counts["participant"] = int(db.session.execute(
-        sa.delete(table).where(table.c.id == participant.id)).rowcount or 0)
+    counts["participant"] = _rowcount(db.session.execute(
+        sa.delete(table).where(table.c.id == participant.id)))
     db.session.commit()
     auth_cache.forget(public_id)
     return Deletion(public_id, platform, status, n_trials, n_events, counts)
