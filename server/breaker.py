@@ -198,7 +198,7 @@ def _transition(exp: Experiment, action: str) -> str:
         return "local only (no Prolific listing or token): the study link is closed"
     from humanlike.deploy.prolific import ProlificClient, ProlificError
 
-    client = ProlificClient()
+    client = ProlificClient(retries=1, timeout=5.0)  # inside a participant's request: bounded
     try:
         client.transition_study(study, action)
     except ProlificError as exc:
