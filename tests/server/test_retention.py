@@ -174,3 +174,25 @@ def test_retention_replaces_every_platform_id_and_leaves_the_analyses_unchanged(
 def test_retention_names_an_experiment_it_does_not_serve(rapp, spec, database_url):
     result = cli(database_url, spec, "retention", "nope")
     assert result.exit_code != 0 and "not served here" in result.output
+
+
+def test_the_user_agent_is_stored_only_when_the_spec_asks(database_url, tmp_path):
+    agents = []
+    for store in (False, True):
+        path = write_small_experiment(tmp_path / f"ua{store}")
+        path.write_text(path.read_text() + f"\n[privacy]\nstore_user_agent = {str(store).lower()}\n")
+        application = create_app({"TESTING": True, "SECRET_KEY": SECRET,
+                                  "SQLALCHEMY_DATABASE_URI": database_url,
+                                  "EXPERIMENT_PATHS": [str(path)]})
+        database.upgrade(application)
+        experiments.sync_all(application)
+        client = application.test_client()
+        client.environ_base["HTTP_USER_AGENT"] = "Mozilla/5.0 (X11; Linux x86_64) TestBrowser/1.0"
+        public, _ = enter(client, f"PROLIFIC_PID=UA{int(store)}&STUDY_ID=s&SESSION_ID=u")
+        with application.app_context():
+            agents.append(db.session.execute(sa.select(Participant.user_agent).where(
+                Participant.public_id == public)).scalar_one())
+            db.session.execute(sa.delete(Participant).where(Participant.public_id == public))
+            db.session.commit()
+        database.dispose(application)
+    assert not agents[0] and agents[1] == "Mozilla/5.0 (X11; Linux x86_64) TestBrowser/1.0"

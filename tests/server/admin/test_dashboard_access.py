@@ -92,6 +92,7 @@ def evil_participant(app) -> str:
         row = db.session.execute(sa.select(Participant).where(Participant.public_id == pid)
                                  ).scalar_one()
         row.platform_id = evil
+        row.user_agent = f"Mozilla/5.0 {evil}"  # stored only with [privacy] store_user_agent
         db.session.commit()
     return pid
 
