@@ -34,7 +34,10 @@ class ActionForm(FlaskForm):
 
 def _inputs() -> dict[str, str]:
     form = request.form
-    return {k: (form.get(k) or "").strip() for k in ("message", "category", "amount", "reason")}
+    inputs = {k: (form.get(k) or "").strip() for k in ("message", "category", "amount", "reason")}
+    # a hidden "0" before the checkbox: unticked sends "0", ticked "0" then "1"; absent = default on
+    inputs["exclude_too"] = (form.getlist("exclude_too") or [""])[-1]
+    return inputs
 
 
 def _selected(exp: Experiment) -> list[Participant]:
@@ -78,7 +81,15 @@ def _runner(action: str, inputs: dict[str, str]):
     if action == "approve":
         return lambda p: actions.approve(p, who)
     if action == "reject":
-        return lambda p: actions.reject(p, who, inputs["message"], inputs["category"] or None)
+        def reject(p: Participant) -> actions.ActionResult:
+            result = actions.reject(p, who, inputs["message"], inputs["category"] or None)
+            if result.ok and inputs["exclude_too"] != "0":
+                actions.set_analysis_override(
+                    p, who, "exclude", f"rejected ({inputs['category'] or 'no category'}): "
+                    + inputs["message"][:120])
+                result.message += "; excluded from the analysis"
+            return result
+        return reject
     if action == "bonus":
         return lambda p: actions.pay_bonus(p, who, inputs["amount"], inputs["reason"])
     if action == "mark_paid":
@@ -99,14 +110,15 @@ def _render(exp: Experiment, action: str, people: list[Participant], inputs: dic
 
 @bp.post("/experiments/<slug>/actions/confirm")
 def confirm_action(slug: str):
-    """Show what the action will do to whom and ask to confirm (nothing changes yet)."""
+    """Show what the action will do to whom and ask for its inputs and a confirmation (nothing
+    changes yet). The page opens clean: the inputs are checked when it is submitted."""
     exp = experiment_or_404(slug)
     action = request.form.get("action", "")
     if action not in ACTIONS:
         abort(400, f"unknown action {action!r}")
     inputs = _inputs()
     people = _selected(exp)
-    error = _check(action, inputs, exp) or (None if people else "no participants selected")
+    error = None if people else "no participants selected: tick some first"
     return _render(exp, action, people, inputs, error, status=400 if error else 200)
 
 
@@ -127,9 +139,36 @@ def apply_action(slug: str):
     return _render(exp, action, people, inputs, None, results=results)
 
 
+AUDIT_PAGE = 100
+AUDIT_FILTERS = ("action", "experiment", "actor", "target")
+
+
 @bp.get("/audit")
 def audit_log():
-    """The newest audit rows: who did what, when, with which result and platform reply."""
-    rows = db.session.execute(
-        sa.select(AuditEntry).order_by(AuditEntry.id.desc()).limit(500)).scalars().all()
-    return render_template("admin/audit.html", rows=rows)
+    """The audit log, newest first, a page at a time, filtered by action, experiment, actor or
+    target (exact values; ``actor`` and ``target`` also match a prefix)."""
+    args = {k: (request.args.get(k) or "").strip()[:128] for k in AUDIT_FILTERS}
+    try:
+        page = max(1, int(request.args.get("page", 1)))
+    except ValueError:
+        page = 1
+    stmt = sa.select(AuditEntry)
+    if args["action"]:
+        stmt = stmt.where(AuditEntry.action == args["action"])
+    if args["experiment"]:
+        stmt = stmt.where(AuditEntry.experiment == args["experiment"])
+    for name in ("actor", "target"):
+        if args[name]:
+            column = getattr(AuditEntry, name)
+            stmt = stmt.where(column.startswith(args[name], autoescape=True))
+    total = db.session.execute(sa.select(sa.func.count()).select_from(stmt.subquery())).scalar_one()
+    rows = db.session.execute(stmt.order_by(AuditEntry.id.desc()).limit(AUDIT_PAGE)
+                              .offset((page - 1) * AUDIT_PAGE)).scalars().all()
+    known = db.session.execute(sa.select(AuditEntry.action).distinct().order_by(AuditEntry.action)
+                               ).scalars().all()
+    experiments = db.session.execute(sa.select(Experiment.slug).order_by(Experiment.slug)
+                                     ).scalars().all()
+    query = {k: v for k, v in args.items() if v}
+    return render_template("admin/audit.html", rows=rows, total=total, page=page,
+                           pages=max(1, -(-total // AUDIT_PAGE)), args=args, query=query,
+                           actions=known, experiments=experiments)

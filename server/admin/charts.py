@@ -59,12 +59,13 @@ def nice_step(hi: float, n_ticks: int = 4) -> float:
     return float(next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw))
 
 
-def histogram(values: np.ndarray, bins: int = 30) -> Chart:
-    """A histogram (reaction times, ms) on 0 .. a round number above the 99th percentile (values
-    beyond it are counted in the last bin), with round ticks."""
+def histogram(values: np.ndarray, bins: int = 30, x_label: str = "RT (ms)",
+              y_label: str = "trials") -> Chart:
+    """A histogram (reaction times in ms, or minutes taken) on 0 .. a round number above the 99th
+    percentile (values beyond it are counted in the last bin), with round ticks."""
     values = values[np.isfinite(values)]
     if values.size == 0:
-        return Chart(x_label="RT (ms)", y_label="trials")
+        return Chart(x_label=x_label, y_label=y_label)
     hi = float(np.quantile(values, 0.99)) if values.size > 20 else float(values.max())
     step = nice_step(max(hi, 1.0))
     hi = step * np.ceil(max(hi, 1.0) / step)
@@ -75,7 +76,7 @@ def histogram(values: np.ndarray, bins: int = 30) -> Chart:
              round(float(xs[i + 1] - xs[i]) - 0.5, 1), round(float(c / top * (H - PAD - 8)), 1))
             for i, c in enumerate(counts)]
     ticks = np.arange(0, hi + step / 2, step)
-    return Chart(bars=bars, x_label="RT (ms)", y_label="trials",
+    return Chart(bars=bars, x_label=x_label, y_label=y_label,
                  x_ticks=[(round(float(x), 1), f"{t:g}") for x, t in
                           zip(_scale(ticks, 0, hi, PAD, W - 8), ticks)],
                  y_ticks=[(H - PAD, "0"), (8.0, str(int(top)))])

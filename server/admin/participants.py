@@ -91,6 +91,26 @@ def participants_select(experiment_id: int, q: TableQuery) -> sa.Select:
     return stmt
 
 
+def simulated_ids(ids: list[int]) -> set[int]:
+    """Which of these participants are simulated (``humanlike simulate`` marks its environment
+    event ``simulated``)."""
+    if not ids:
+        return set()
+    events = db.session.execute(sa.select(Event.participant_id, Event.value).where(
+        Event.participant_id.in_(ids), Event.type == "environment")).all()
+    return {pid for pid, value in events if isinstance(value, dict) and value.get("simulated")}
+
+
+def reward_of(exp: Any) -> float | None:
+    """The listing's reward per participant in the study currency (Prolific's minor units / 100)."""
+    from humanlike.server.admin.listing import _spec_listing
+
+    if exp.platform != "prolific":
+        return None
+    reward = (exp.recruitment_meta or {}).get("study_reward", _spec_listing(exp).get("reward"))
+    return reward / 100 if reward is not None else None
+
+
 def _page(exp: Any, q: TableQuery) -> tuple[list[dict[str, Any]], int]:
     stmt = participants_select(exp.id, q)
     total = db.session.execute(sa.select(sa.func.count()).select_from(stmt.subquery())).scalar_one()
@@ -106,15 +126,19 @@ def _page(exp: Any, q: TableQuery) -> tuple[list[dict[str, Any]], int]:
     seen = {p.id: stats.as_utc(qc.last_trial_at) for p, qc in rows
             if qc is not None and qc.last_trial_at is not None and qc.n_stored == stored.get(p.id, 0)}
     seen.update(stats.last_seen([i for i in ids if i not in seen]))
-    key = key_from_secret(current_app.config["SECRET_KEY"])
+    simulated = simulated_ids(ids)
+    reward = reward_of(exp)
     out = []
     for p, qc in rows:
+        bonus = float(p.bonus) if p.bonus is not None else None
+        earned = reward if reward is not None and p.status == "approved" else None
         started = stats.as_utc(p.started_at or p.created_at)
         end = stats.as_utc(p.completed_at) or seen.get(p.id)
         out.append({
             "p": p, "qc": qc, "stored": stored.get(p.id, 0),
             "progress": min(1.0, stored.get(p.id, 0) / p.n_trials) if p.n_trials else 1.0,
-            "platform_id": p.platform_id if q.reveal else pseudonym(key, exp.slug, p.platform_id),
+            "simulated": p.id in simulated,
+            "cost": None if earned is None and bonus is None else (earned or 0.0) + (bonus or 0.0),
             "started_at": started, "last_seen": seen.get(p.id),
             "duration_s": (end - started).total_seconds() if end and started else None,
             "excluded": (p.analysis_override == "exclude"
@@ -186,8 +210,17 @@ def experiment(slug: str):
         "admin/experiment.html", **context, statuses=stats.STATUSES, balance=stats.condition_balance(exp.id),
         conditions=[c["name"] for c in exp.spec.get("conditions", [])] or ["default"],
         completions=stats.completions_chart(exp.id), panel=panel_view(exp),
-        listing=listing_view(exp),
+        listing=listing_view(exp), time_taken=time_taken_chart(exp.id),
         timeout_minutes=timeouts.timeout_minutes(exp.spec))
+
+
+def time_taken_chart(experiment_id: int) -> charts.Chart:
+    """Histogram of minutes from start to completion over the finished participants."""
+    rows = db.session.execute(sa.select(Participant.started_at, Participant.completed_at).where(
+        Participant.experiment_id == experiment_id, Participant.completed_at.is_not(None),
+        Participant.started_at.is_not(None))).all()
+    minutes = np.array([(done - began).total_seconds() / 60 for began, done in rows], dtype=float)
+    return charts.histogram(minutes, bins=20, x_label="minutes", y_label="participants")
 
 
 @bp.get("/experiments/<slug>/rows")

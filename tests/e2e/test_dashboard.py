@@ -163,3 +163,151 @@ def stored_of_db(app, public_id: str) -> int:
     with app.app_context():
         return db.session.execute(sa.select(sa.func.count()).select_from(Trial).join(Participant)
                                   .where(Participant.public_id == public_id)).scalar_one()
+
+
+SHOTS = Path("/work/notes/shots")
+
+
+@pytest.fixture
+def small_server(database_url, tmp_path):
+    """The small rating study served live, with 300 simulated participants."""
+    small = write_small_experiment(tmp_path / "small")
+    app = create_app({"SECRET_KEY": "e2e", "SQLALCHEMY_DATABASE_URI": database_url,
+                      "EXPERIMENT_PATHS": [str(small)]})
+    database.upgrade(app)
+    experiments.sync_all(app)
+    add_admin(app, "alice", "correct horse battery")
+    three_hundred(app)
+    live = LiveServer(app)
+    yield live
+    live.stop()
+    database.dispose(app)
+
+
+def three_hundred(app) -> None:
+    """300 participants of the small study in a spread of statuses and durations, each marked as
+    `humanlike simulate` marks its own (an environment event with ``simulated``): one enters
+    through the study link, the others are copies of its row with their own ids."""
+    import datetime as dt
+    import secrets
+
+    from humanlike.server.models import Event, utcnow
+    from tests.server.conftest import enter
+
+    enter(app.test_client(), "PROLIFIC_PID=SIM-0000&STUDY_ID=sim-study&SESSION_ID=SIM-0000-s")
+    statuses = ("completed", "started", "approved", "submitted", "completed", "timed_out")
+    now = utcnow()
+    with app.app_context():
+        seed = db.session.execute(sa.select(Participant)).scalar_one()
+        rows = []
+        for i in range(1, 300):
+            started = now - dt.timedelta(minutes=30 + i % 40)
+            status = statuses[i % len(statuses)]
+            finished = status in ("completed", "approved", "submitted")
+            rows.append({
+                "public_id": secrets.token_hex(8), "experiment_id": seed.experiment_id,
+                "platform": seed.platform, "platform_id": f"SIM-{i:04d}",
+                "study_id": "sim-study", "session_id": f"SIM-{i:04d}-s",
+                "condition": seed.condition, "spec_version_id": seed.spec_version_id,
+                "token_hash": seed.token_hash, "seed": i, "timeline": seed.timeline,
+                "n_trials": seed.n_trials, "status": status, "created_at": started,
+                "consented_at": started, "started_at": started,
+                "completed_at": started + dt.timedelta(minutes=8 + (i * 7) % 15) if finished else None,
+                "bonus": 0.25 * (i % 3) if status == "approved" else None})
+        db.session.execute(sa.insert(Participant), rows)
+        ids = db.session.execute(sa.select(Participant.id)).scalars().all()
+        db.session.execute(sa.insert(Event), [
+            {"participant_id": pid, "type": "environment", "server_time": now,
+             "value": {"screen_width": 1920, "screen_height": 1080, "simulated": True}}
+            for pid in ids])
+        db.session.commit()
+
+
+def ticked_ids(page) -> list[str]:
+    return page.eval_on_selector_all(
+        "#participant-rows input[name=participant]:checked", "boxes => boxes.map(b => b.value)")
+
+
+def refreshes(page) -> int:
+    return int(page.get_attribute("#participant-rows", "data-refreshes") or 0)
+
+
+def test_ticks_survive_live_refreshes_and_the_bulk_action_acts_on_exactly_those(small_server,
+                                                                              chromium):
+    app, url = small_server.app, small_server.url
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    admin = chromium.new_context(viewport={"width": 1500, "height": 1000})
+    page = admin.new_page()
+    page.set_default_timeout(20000)
+    page.goto(f"{url}/admin/login")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "correct horse battery")
+    page.click("button[type=submit]")
+    page.goto(f"{url}/admin/experiments/small?status=completed")
+    page.wait_for_selector("tr[data-participant]")
+    page.screenshot(path=str(SHOTS / "experiment-300-top.png"))
+    page.screenshot(path=str(SHOTS / "experiment-300-full.png"), full_page=True)
+    rows = page.eval_on_selector_all("#participant-rows tr[data-participant]",
+                                     "rows => rows.map(r => r.dataset.participant)")
+    chosen = rows[1:6]
+    for pid in chosen:
+        page.check(f'tr[data-participant="{pid}"] input[name=participant]')
+    assert page.inner_text("#ticked-count") == "5"
+    page.evaluate("() => { window.__noReload = true; }")
+
+    # three live refreshes, while the numbers change underneath: a bonus for a ticked row and
+    # another row's QC-relevant status, so cells are rewritten in place
+    start = refreshes(page)
+    with app.app_context():
+        db.session.execute(sa.update(Participant).where(Participant.public_id == chosen[0])
+                           .values(bonus=2))
+        db.session.commit()
+    page.wait_for_function(f"() => Number(document.getElementById('participant-rows')"
+                           f".dataset.refreshes || 0) >= {start + 3}", timeout=15000)
+    assert page.evaluate("() => window.__noReload === true"), "the page reloaded"
+    assert sorted(ticked_ids(page)) == sorted(chosen)
+    assert page.inner_text(f'tr[data-participant="{chosen[0]}"] td[data-col="bonus"]') == "2.00"
+    page.screenshot(path=str(SHOTS / "experiment-300-ticked.png"))
+
+    # the bulk action: exclude from analysis, reviewed, confirmed; it acts on exactly those five
+    page.select_option("select[name=action]", "exclude")
+    page.click("#review-ticked")
+    page.wait_for_selector("button.confirm-button")
+    assert page.locator(".error").count() == 0  # the confirm page opens clean
+    listed = page.eval_on_selector_all("ul.who input[name=participant]",
+                                       "boxes => boxes.map(b => b.value)")
+    assert sorted(listed) == sorted(chosen)
+    page.fill("input[name=reason]", "pilot: the instructions were changed after these five")
+    page.screenshot(path=str(SHOTS / "confirm-exclude-five.png"), full_page=True)
+    page.click("button.confirm-button")
+    page.wait_for_selector("table.results")
+    with app.app_context():
+        excluded = db.session.execute(sa.select(Participant.public_id).where(
+            Participant.analysis_override == "exclude")).scalars().all()
+        audits = db.session.execute(sa.select(AuditEntry.target).where(
+            AuditEntry.action == "exclude")).scalars().all()
+    assert sorted(excluded) == sorted(chosen) and sorted(audits) == sorted(chosen)
+
+    # the reject confirmation opens clean and makes the researcher choose a category
+    page.goto(f"{url}/admin/experiments/small?status=completed")
+    page.check(f'tr[data-participant="{rows[7]}"] input[name=participant]')
+    page.select_option("select[name=action]", "reject")
+    page.click("#review-ticked")
+    page.wait_for_selector("button.confirm-button")
+    assert page.locator(".error").count() == 0
+    assert page.eval_on_selector("select[name=category]", "s => s.value") == ""
+    assert page.is_checked("input[type=checkbox][name=exclude_too]")
+    page.screenshot(path=str(SHOTS / "confirm-reject.png"), full_page=True)
+
+    # the analysis section is folded below the table and remembers being opened
+    page.goto(f"{url}/admin/experiments/small")
+    page.wait_for_selector("tr[data-participant]")
+    assert page.evaluate("() => document.getElementById('analysis').open") is False
+    page.click("#analysis > summary")
+    page.goto(f"{url}/admin/experiments/small")
+    page.wait_for_selector("tr[data-participant]")
+    assert page.evaluate("() => document.getElementById('analysis').open") is True
+    page.screenshot(path=str(SHOTS / "experiment-300-analysis-open.png"), full_page=True)
+    page.goto(f"{url}/admin/audit?action=exclude")
+    page.screenshot(path=str(SHOTS / "audit-filtered.png"), full_page=True)
+    admin.close()

@@ -1,0 +1,136 @@
+// The experiment page's live participants table and its analysis section (no inline script: the
+// admin pages run under a nonce CSP).
+// - Every few seconds the rows fragment is fetched and merged into the table in place: a row that
+//   is already shown keeps its element and its tick box, only its other cells are replaced when
+//   they changed; new rows are added in the server's order; a row that left the view is removed
+//   unless it is ticked (then it stays, greyed, so a bulk action still acts on it).
+// - "Tick" selects the rows of a status, or failing / passing QC.
+// - The analysis section remembers whether it was open (localStorage).
+(function () {
+  "use strict";
+
+  /** @param {HTMLTableSectionElement} body */
+  function liveTable(body) {
+    const counter = document.getElementById("ticked-count");
+    /** @returns {HTMLTableRowElement[]} */
+    const rowsOf = (/** @type {ParentNode} */ node) =>
+      Array.from(node.querySelectorAll("tr[data-participant]"));
+    /** @returns {HTMLInputElement | null} */
+    const boxOf = (/** @type {HTMLTableRowElement} */ row) =>
+      row.querySelector("input[name=participant]");
+
+    function count() {
+      if (counter) {
+        counter.textContent = String(body.querySelectorAll("input[name=participant]:checked").length);
+      }
+    }
+
+    /** @param {HTMLTableSectionElement} fresh */
+    function merge(fresh) {
+      /** @type {Map<string, HTMLTableRowElement>} */
+      const shown = new Map();
+      for (const row of rowsOf(body)) shown.set(row.dataset.participant || "", row);
+      const incoming = rowsOf(fresh);
+      /** @type {HTMLTableRowElement | null} */
+      let previous = null;
+      for (const row of incoming) {
+        const id = row.dataset.participant || "";
+        let target = shown.get(id);
+        if (target) {
+          shown.delete(id);
+          for (let i = 1; i < row.cells.length; i += 1) {
+            const now = row.cells[i];
+            const old = target.cells[i];
+            if (!old) target.appendChild(now.cloneNode(true));
+            else if (old.outerHTML !== now.outerHTML) target.replaceChild(now.cloneNode(true), old);
+          }
+          for (const name of ["class", "data-status", "data-qc"]) {
+            const value = row.getAttribute(name) || "";
+            if (target.getAttribute(name) !== value) target.setAttribute(name, value);
+          }
+          target.classList.remove("gone");
+        } else {
+          target = row;
+        }
+        /** @type {ChildNode | null} */
+        const place = previous ? previous.nextSibling : body.firstChild;
+        if (place !== target) body.insertBefore(target, place);
+        previous = target;
+      }
+      for (const row of shown.values()) {
+        const box = boxOf(row);
+        if (box && box.checked) row.classList.add("gone");
+        else row.remove();
+      }
+      const empty = body.querySelector("tr.empty");
+      if (incoming.length && empty) empty.remove();
+      if (!incoming.length && !rowsOf(body).length && !empty) {
+        const placeholder = fresh.querySelector("tr.empty");
+        if (placeholder) body.appendChild(placeholder);
+      }
+    }
+
+    let busy = false;
+    async function refresh() {
+      if (busy || document.hidden) return;
+      busy = true;
+      try {
+        const response = await fetch(body.dataset.rowsUrl || "", { credentials: "same-origin" });
+        if (!response.ok) return;
+        const fresh = document.createElement("tbody");
+        fresh.innerHTML = await response.text();
+        merge(fresh);
+        body.dataset.refreshes = String(Number(body.dataset.refreshes || 0) + 1);
+        count();
+      } catch (error) {
+        // offline for a moment: the next tick tries again
+      } finally {
+        busy = false;
+      }
+    }
+
+    /** @param {string} choice */
+    function tickBy(choice) {
+      for (const row of rowsOf(body)) {
+        const box = boxOf(row);
+        if (!box) continue;
+        if (choice === "none") box.checked = false;
+        else if (choice === "all") box.checked = true;
+        else if (choice.startsWith("status:") && row.dataset.status === choice.slice(7)) box.checked = true;
+        else if (choice.startsWith("qc:") && row.dataset.qc === choice.slice(3)) box.checked = true;
+      }
+      count();
+    }
+
+    body.addEventListener("change", count);
+    window.setInterval(refresh, Number(body.dataset.every || 2000));
+    const chooser = document.getElementById("tick-by");
+    if (chooser instanceof HTMLSelectElement) {
+      chooser.addEventListener("change", () => {
+        if (chooser.value) tickBy(chooser.value);
+        chooser.value = "";
+      });
+    }
+    count();
+  }
+
+  const rows = document.getElementById("participant-rows");
+  if (rows instanceof HTMLTableSectionElement) liveTable(rows);
+
+  const analysis = document.getElementById("analysis");
+  if (analysis instanceof HTMLDetailsElement && analysis.dataset.remember) {
+    const key = analysis.dataset.remember;
+    try {
+      if (window.localStorage.getItem(key) === "1") analysis.open = true;
+    } catch (error) {
+      // storage blocked: the section starts closed
+    }
+    analysis.addEventListener("toggle", () => {
+      try {
+        window.localStorage.setItem(key, analysis.open ? "1" : "0");
+      } catch (error) {
+        // storage blocked: not remembered
+      }
+    });
+  }
+})();

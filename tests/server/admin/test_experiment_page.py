@@ -1,0 +1,117 @@
+"""The experiment page as a researcher with many participants uses it: one kind of id (the public
+id; platform ids only after the audited reveal), bonus and cost columns, simulated participants
+marked, confirm pages that open clean and ask for a rejection category, a rejection that also
+excludes from the analysis unless unticked (audited), and a paged, filterable audit log."""
+
+from __future__ import annotations
+
+import re
+
+import sqlalchemy as sa
+
+from humanlike.server import actions, audit
+from humanlike.server.extensions import db
+from humanlike.server.models import AuditEntry, Participant
+from tests.server.admin.dashboard_helpers import csrf_from, login
+from tests.server.conftest import auth, enter
+
+GOOD_MESSAGE = ("Your submission could not be approved because the attention checks embedded in "
+                "the task were answered incorrectly on most occasions.")
+
+
+def completed(app, client, who: str, simulated: bool = False) -> str:
+    pid, token = enter(client, f"PROLIFIC_PID={who}&STUDY_ID=s&SESSION_ID=x-{who}")
+    if simulated:  # what `humanlike simulate` sends
+        assert client.post(f"/api/v1/participants/{pid}/events", headers=auth(token), json={
+            "type": "environment", "value": {"screen_width": 1920, "simulated": True}}
+        ).status_code in (200, 201)
+    with app.app_context():
+        row = db.session.execute(sa.select(Participant).where(Participant.public_id == pid)
+                                 ).scalar_one()
+        row.status = "completed"
+        db.session.commit()
+    return pid
+
+
+def row_html(html: str, pid: str) -> str:
+    match = re.search(rf'<tr data-participant="{pid}".*?</tr>', html, re.S)
+    assert match, f"no row for {pid}"
+    return match.group(0)
+
+
+def test_the_table_shows_public_ids_bonus_and_marks_simulated_participants(app, client):
+    real = completed(app, client, "REAL0001")
+    sim = completed(app, client, "SIM0001", simulated=True)
+    with app.app_context():
+        load = db.session.execute(sa.select(Participant).where(Participant.public_id == real))
+        assert actions.pay_bonus(load.scalar_one(), "admin:alice", "0.50", "accuracy").ok
+    login(app, client)
+    html = client.get("/admin/experiments/small").get_data(as_text=True)
+    first, second = row_html(html, real), row_html(html, sim)
+    assert f"<code>{real}</code>" in first and "REAL0001" not in html and "pn-" not in first
+    assert re.search(r'data-col="bonus">0\.50<', first) and re.search(r'data-col="cost">0\.50<',
+                                                                        first)
+    assert "badge sim" in second and "badge sim" not in first
+    assert "simulated" in second.split(">")[0]
+    # the analysis sits below the table, folded
+    assert html.index('id="participant-rows"') < html.index('id="analysis"')
+    assert '<details id="analysis"' in html and '<details id="analysis" open' not in html
+    # the platform id is shown only after the audited reveal
+    token = csrf_from(html)
+    client.post("/admin/experiments/small/reveal", data={"csrf_token": token})
+    assert "REAL0001" in row_html(client.get("/admin/experiments/small").get_data(as_text=True),
+                                  real)
+
+
+def test_confirm_pages_open_clean_and_reject_asks_for_a_category(app, client):
+    pids = [completed(app, client, f"REJ000{i}") for i in range(3)]
+    login(app, client)
+    token = csrf_from(client.get("/admin/experiments/small").get_data(as_text=True))
+    for action in ("reject", "bonus", "exclude"):
+        page = client.post("/admin/experiments/small/actions/confirm",
+                           data={"csrf_token": token, "action": action, "participant": pids[0]})
+        html = page.get_data(as_text=True)
+        assert page.status_code == 200 and 'class="error"' not in html, action
+    html = client.post("/admin/experiments/small/actions/confirm", data={
+        "csrf_token": token, "action": "reject", "participant": pids[0]}).get_data(as_text=True)
+    assert re.search(r'<select name="category" required>\s*<option value="" selected disabled>',
+                     html)
+    assert "not paid the reward" in html and 'name="exclude_too" value="1" checked' in html
+    no_category = client.post("/admin/experiments/small/actions/apply", data={
+        "csrf_token": token, "action": "reject", "confirmed": "yes", "participant": pids[0],
+        "message": GOOD_MESSAGE})
+    assert no_category.status_code == 400 and "category" in no_category.get_data(as_text=True)
+    base = {"csrf_token": token, "action": "reject", "confirmed": "yes", "message": GOOD_MESSAGE,
+            "category": "FAILED_CHECK"}
+    assert client.post("/admin/experiments/small/actions/apply", data={
+        **base, "participant": pids[0], "exclude_too": ["0", "1"]}).status_code == 200
+    assert client.post("/admin/experiments/small/actions/apply", data={
+        **base, "participant": pids[1], "exclude_too": "0"}).status_code == 200
+    with app.app_context():
+        rows = {p.public_id: (p.status, p.analysis_override) for p in db.session.execute(
+            sa.select(Participant).where(Participant.public_id.in_(pids))).scalars()}
+        assert rows == {pids[0]: ("rejected", "exclude"), pids[1]: ("rejected", None),
+                        pids[2]: ("completed", None)}
+        [excluded] = db.session.execute(sa.select(AuditEntry).where(
+            AuditEntry.action == "exclude")).scalars()
+        assert excluded.target == pids[0] and excluded.actor == "admin:alice"
+        assert excluded.detail["reason"].startswith("rejected (FAILED_CHECK)")
+
+
+def test_the_audit_log_is_paged_and_filtered(app, client):
+    with app.app_context():
+        for i in range(230):
+            audit.record("admin:bob" if i % 2 else "cli:carol", "approve" if i % 3 else "bonus",
+                         experiment="small", target=f"p{i:04d}")
+        db.session.commit()
+    login(app, client)
+    first = client.get("/admin/audit").get_data(as_text=True)
+    assert first.count("<tr data-action=") == 100 and "p0229" in first and "p0129" not in first
+    last = client.get("/admin/audit?page=3").get_data(as_text=True)
+    assert last.count("<tr data-action=") == 30 and "p0000" in last
+    bonuses = client.get("/admin/audit?action=bonus&actor=cli:").get_data(as_text=True)
+    expected = sum(1 for i in range(230) if i % 3 == 0 and i % 2 == 0)
+    assert bonuses.count('<tr data-action="bonus">') == expected
+    assert "admin:bob" not in bonuses.split("<tbody>")[1]
+    one = client.get("/admin/audit?target=p0007").get_data(as_text=True)
+    assert one.count("<tr data-action=") == 1
