@@ -37,6 +37,7 @@ class ExclusionRules(BaseModel):
     min_catch_accuracy: _Share | None = None
     min_repeat_reliability: Annotated[float, Field(ge=-1, le=1)] | None = None
     max_all_zero_share: _Share | None = None
+    max_identical_run_share: _Share | None = None
     min_median_rt_ms: _NonNegative | None = None
     max_median_rt_ms: _NonNegative | None = None
     min_completion_s: _NonNegative | None = None

@@ -63,6 +63,8 @@ PARTICIPANT_COLUMNS = {
     "repeat_reliability": "Pearson r between first and repeated rating vectors",
     "repeat_n": "number of (stimulus, category) pairs behind repeat_reliability",
     "all_zero_share": "share of natural-image rating trials rated 0 for every category",
+    "identical_run_share": "longest run of consecutive rating trials with the same rating of every "
+                           "category, as a share of the participant's rating trials",
     "completion_s": "completion time used by the completion-time rules (= duration_s)",
     "excluded": "true when any exclusion rule of the spec fails",
     "exclusion_reasons": "';'-separated reasons for exclusion",

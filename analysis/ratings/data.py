@@ -333,6 +333,26 @@ def trial_table(frame: pd.DataFrame, validated: bool = False) -> pd.DataFrame:
     return agg.drop(columns=["true_rating", "has_true", "n_at_max"])
 
 
+def identical_run_share(frame: pd.DataFrame, trials: pd.DataFrame) -> pd.Series:
+    """Per participant: the longest run of consecutive trials (in trial order) with the same
+    rating of every category, as a share of their trials (a straight-liner's is 1). A trial's
+    response is summarised by the wrapping sum of the 64-bit hashes of its (category, rating)
+    cells, so the comparison is one vectorised pass."""
+    key = ["participant", "trial_index"] if "trial_index" in frame.columns and (
+        frame["trial_index"].notna().all()) else ["participant", "stimulus", "is_repeat"]
+    cells = pd.util.hash_pandas_object(
+        frame[["category", "rating"]].astype({"category": str}), index=False)
+    response = cells.groupby([frame[c] for c in key], sort=True).sum()
+    people = response.index.get_level_values("participant").to_numpy()
+    values = response.to_numpy()
+    same = np.r_[False, (values[1:] == values[:-1]) & (people[1:] == people[:-1])]
+    run = np.cumsum(~same)  # run id of each trial
+    lengths = pd.Series(run).map(pd.Series(run).value_counts()).to_numpy()
+    longest = pd.Series(lengths, index=people).groupby(level=0).max()
+    n_trials = trials.groupby("participant").size()
+    return (longest / n_trials.reindex(longest.index)).astype(float)
+
+
 def participant_qc(
     frame: pd.DataFrame,
     participants: pd.DataFrame | None = None,
@@ -344,7 +364,9 @@ def participant_qc(
 
     Columns: natural and catch accuracy (argmax rating = true class, over answered trials), median
     trial RT, repeat reliability r and its n, share of all-zero ratings on natural images, share of
-    missing (unanswered or too fast) trials and completion time (``duration_s`` of ``participants``).
+    missing (unanswered or too fast) trials, the longest run of identical responses as a share of
+    the trials (:func:`identical_run_share`) and completion time (``duration_s`` of
+    ``participants``).
     ``frame`` should be the cleaned frame of :func:`clean_ratings`. A rule whose metric is NaN (e.g.
     no catch trials) does not exclude anyone. Participants that ``participants`` (the export's
     table) does not analyse (``analysed`` false, :mod:`humanlike.analysis.sample`: left early,
@@ -366,6 +388,7 @@ def participant_qc(
     qc["catch_accuracy"] = catch.groupby("participant")["correct"].mean()
     qc["median_rt_ms"] = by["rt_ms"].median()
     qc["all_zero_share"] = natural.groupby("participant")["all_zero"].mean()
+    qc["identical_run_share"] = identical_run_share(frame, trials)
     rel = repeat_reliability(frame)
     qc["repeat_r"] = rel["r"]
     qc["repeat_n"] = rel["n"]
@@ -382,6 +405,7 @@ def participant_qc(
         ("catch_accuracy", rules.min_catch_accuracy, "<"),
         ("repeat_r", rules.min_repeat_reliability, "<"),
         ("all_zero_share", rules.max_all_zero_share, ">"),
+        ("identical_run_share", rules.max_identical_run_share, ">"),
         ("median_rt_ms", rules.min_median_rt_ms, "<"),
         ("median_rt_ms", rules.max_median_rt_ms, ">"),
         ("completion_s", rules.min_completion_s, "<"),

@@ -30,6 +30,7 @@ def _rules_text(rules: ExclusionRules) -> str:
         "min_catch_accuracy": "catch-trial accuracy below {v:.0%}",
         "min_repeat_reliability": "repeat reliability below r = {v:g}",
         "max_all_zero_share": "more than {v:.0%} of natural images rated zero throughout",
+        "max_identical_run_share": "the same response on over {v:.0%} of the trials in a row",
         "min_median_rt_ms": "a median RT below {v:g} ms",
         "max_median_rt_ms": "a median RT above {v:g} ms",
         "min_completion_s": "finishing in under {v:g} s",

@@ -249,3 +249,87 @@ def test_one_analysed_set_gives_one_n_everywhere(demo_spec, tmp_path):
     for path in results:
         if path.name != "qc.csv":
             assert returned not in path.read_text(), path
+
+
+def _rating_frames(spec_path, n: int, kind: str, seed: int, noise: float = 0.25) -> pd.DataFrame:
+    """The rating long form (as the export writes it, practice left out) of ``n`` participants of
+    the demo, each on their own timeline: ``good`` answers as the demo's simulated observer (the
+    CNN's probabilities plus Gaussian ``noise``, log-normal RTs around 1.2 s), ``random`` clicks
+    a random level of a random row and moves on (~340 ms), ``uniform`` rates every row at a random
+    level (both answer the catch images right, as the issue's random responder did), ``straight``
+    gives the same response on every trial."""
+    from humanlike.analysis.ratings.scores import load_model_responses
+    from humanlike.server.experiments import load_experiment
+    from humanlike.server.simulate import SimulatedStudy, SimulationSettings
+    from humanlike.server.timeline import generate_timeline
+
+    loaded = load_experiment(spec_path)
+    study = SimulatedStudy(spec_path, SimulationSettings(n_participants=n, noise=noise, seed=seed),
+                           load_model_responses(spec_path.parent / "stimuli" / "model_responses.csv"))
+    labels, levels = study.labels, np.array([0.0, 0.25, 0.5, 0.75, 1.0])
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        timeline = generate_timeline(loaded.spec, loaded.stimuli, "A", seed * 10_000 + i)
+        same = dict(zip(labels, rng.choice(levels, len(labels)).tolist(), strict=True))
+        for entry in timeline["trials"]:
+            if entry["type"] != "rating" or entry["practice"]:
+                continue
+            if kind == "good":
+                ratings = study.answer(entry, False)["ratings"]
+                rt = study.timing(entry, 60.0)["rt_ms"]
+            elif kind == "random":
+                ratings = dict.fromkeys(labels, 0.0)
+                ratings[labels[rng.integers(len(labels))]] = float(rng.choice(levels[1:]))
+                rt = float(rng.lognormal(np.log(340), 0.3))
+            elif kind == "uniform":
+                ratings = dict(zip(labels, rng.choice(levels, len(labels)).tolist(), strict=True))
+                rt = float(rng.lognormal(np.log(2000), 0.3))  # slow: RT alone must not catch it
+            else:
+                ratings, rt = same, float(rng.lognormal(np.log(1500), 0.3))
+            if kind in ("random", "uniform") and entry["kind"] == "catch":
+                ratings = study.answer(entry, False)["ratings"]  # passes the attention checks
+            rows += [(f"{kind}{i}", entry["index"], entry["stimulus"], entry["kind"],
+                      entry["is_repeat"], rt, label, value) for label, value in ratings.items()]
+    return pd.DataFrame(rows, columns=["participant", "trial_index", "stimulus", "stimulus_kind",
+                                       "is_repeat", "rt_ms", "category", "rating"])
+
+
+def test_the_demo_rules_keep_attentive_people_and_catch_random_responders(demo_spec):
+    """200 simulated attentive participants (human-like noise): at most 2% excluded; every
+    random clicker, uniform rater and straight-liner excluded, by rules other than the RT floor
+    too."""
+    import time
+    import tomllib
+
+    from humanlike.analysis.exclusions import ExclusionRules
+    from humanlike.analysis.ratings.data import attach_stimuli, clean_ratings, participant_qc
+    from humanlike.server.experiments import load_experiment
+
+    rules = ExclusionRules.from_mapping(tomllib.loads(demo_spec.read_text())["exclusion"])
+    assert rules.max_identical_run_share and rules.min_natural_accuracy and rules.min_median_rt_ms
+    stimuli = pd.DataFrame([{"stimulus": s.key, "kind": s.kind, "true_class": s.true_class}
+                            for s in load_experiment(demo_spec).stimuli])
+    frames = [_rating_frames(demo_spec, 200, "good", 1)] + [
+        _rating_frames(demo_spec, 30, kind, seed) for kind, seed in
+        (("random", 2), ("uniform", 3), ("straight", 4))]
+    frame = clean_ratings(attach_stimuli(pd.concat(frames, ignore_index=True), stimuli),
+                          rules.min_trial_rt_ms)
+    started = time.perf_counter()
+    qc = participant_qc(frame, None, rules)
+    assert time.perf_counter() - started < 5  # vectorised: 290 participants in well under that
+    kind = qc["participant"].str.extract(r"^([a-z]+)")[0]
+    good = qc[kind == "good"]
+    assert len(good) == 200 and good["excluded"].mean() <= 0.02, good.loc[
+        good["excluded"], "exclusion_reasons"].tolist()
+    for name in ("random", "uniform", "straight"):
+        bad = qc[kind == name]
+        assert len(bad) == 30 and bad["excluded"].all(), (name, bad["exclusion_reasons"].tolist())
+        # still caught without the median RT floor and the catch images: natural accuracy,
+        # repeats or identical runs
+        others = bad["exclusion_reasons"].str.replace(
+            r"(median_rt_ms|catch_accuracy) [^;]*;?", "", regex=True)
+        assert (others != "").all(), name
+    straight = qc[kind == "straight"]
+    assert (straight["identical_run_share"] == 1.0).all()
+    assert straight["exclusion_reasons"].str.contains("identical_run_share 1 > 0.25").all()
