@@ -203,3 +203,11 @@ def retry(slug: str | None = None, *, actor: str) -> dict[str, str]:
         query = query.where(Experiment.slug == slug)
     return {pid: send(gid, retry_failed=True, actor=actor)
             for gid, pid in db.session.execute(query).all()}
+
+
+def retry_one(participant: Participant, *, actor: str) -> str | None:
+    """The dashboard's "retry grant" on one participant: send it now (failed ones too); its new
+    state, or None when the participant has no grant."""
+    grant_id = db.session.execute(sa.select(SonaGrant.id).where(
+        SonaGrant.participant_id == participant.id)).scalar_one_or_none()
+    return None if grant_id is None else send(grant_id, retry_failed=True, actor=actor)

@@ -283,6 +283,21 @@ def test_a_refused_grant_is_visible_and_retried_by_hand_from_the_cli(source_app,
         assert actors[0] == "server" and actors[1].startswith("cli:")
 
 
+def test_the_dashboard_retries_one_participants_grant(source_app, sona_spec, fake):
+    app = source_app(sona_spec)
+    client = app.test_client()
+    pid, token = enter(client, "survey_code=88888")
+    finish(client, pid, token)
+    fake.fake.codes.add("88888")
+    with app.app_context():
+        row = db.session.execute(sa.select(Participant)).scalar_one()
+        assert sona.grant_state(row) == "failed"
+        assert sona.retry_one(row, actor="admin:alice") == "granted"
+        assert sona.retry_one(row, actor="admin:alice") == "granted"  # done: nothing sent again
+        assert sona.grant_state(row) == "granted"
+    assert [c.outcome for c in fake.fake.server_calls("88888")] == ["bad_code", "granted"]
+
+
 def test_without_a_server_side_url_no_grant_is_recorded(source_app, small_experiment, tmp_path,
                                                          fake):
     spec = spec_with(small_experiment, tmp_path / "client-only", sona_table(fake, server_side=False))
