@@ -370,10 +370,11 @@ def participant_certificate(participant: Participant, spec: Mapping[str, Any]) -
                                                if participant.refresh_hz else None)
     fields = ("participant", "trial_index", "trial_type", "block", "condition", "practice",
               "presented_ms", "frames", "design")
-    chunks = list(trial_store.trial_chunks(fields, participant_ids=[participant.id], chunk_rows=None)) \
-        if frame_ms else []
-    timing = trial_timing(chunks[0], spec, {participant.public_id: frame_ms}) if chunks else None
-    rows = certificate(timing).to_dict("records") if timing is not None else []
+    rows: list[dict[str, Any]] = []
+    if frame_ms:
+        [trials] = trial_store.trial_chunks(fields, participant_ids=[participant.id], chunk_rows=None)
+        timing = trial_timing(trials, spec, {participant.public_id: frame_ms})
+        rows = [{str(k): v for k, v in r.items()} for r in certificate(timing).to_dict("records")]
     limit = DisplaySettings.model_validate(spec.get("display") or {}).max_frame_miss
     worst = max((int(r["max_frame_miss"]) for r in rows), default=0)
     return {"record": record, "frame_ms": frame_ms, "by_type": rows, "max_frame_miss": limit,
