@@ -219,3 +219,32 @@ def test_implausible_card_answers_are_asked_again_then_end_politely(chromium, se
         n_trials = db.session.execute(sa.select(sa.func.count()).select_from(Trial)).scalar_one()
     assert not record.suitable and record.reason == "calibration_failed" and n_trials == 0
     assert record.px_per_deg is None
+
+
+def test_an_implausible_viewing_distance_is_measured_again(chromium, server):
+    context, page, errors = open_task(chromium, server, 60, "pblind")
+    try:
+        # 1000 px for 85.6 mm (11.7 px/mm: plausible); Space at once puts the ball at its start,
+        # about 184 px from the square: 184 / 11.7 / tan(13.5 deg) = 65 mm, closer than 200 mm
+        calibrate(page, 1000, [0] * 5, shots=False)
+        page.wait_for_function("() => document.querySelector('#blind-notice').textContent.includes('unlikely')")
+        assert page.text_content("#blind-left") == "5"
+        page.evaluate("() => window.__frames.manual()")
+        offsets = []
+        for _ in range(5):  # now 2 px a frame for 300 frames more: about 784 px, 275 mm
+            page.keyboard.press("Space")
+            page.evaluate("() => window.__frames.step(300)")
+            offsets.append(float(page.get_attribute("#blind-field", "data-ball-offset")))
+            page.keyboard.press("Space")
+        page.evaluate("() => window.__frames.auto()")
+        page.wait_for_selector("#jspsych-html-button-response-btngroup button")  # the instructions
+        assert errors == []
+    finally:
+        context.close()
+    with server.app.app_context():
+        [record] = db.session.execute(sa.select(display.DisplayCalibration)).scalars().all()
+    ppmm = 1000 / 85.6
+    assert record.suitable and record.detail["blind_spot_attempts"] == 2
+    assert record.detail["blind_spot_px"] == offsets
+    assert record.viewing_distance_mm == pytest.approx(
+        sum(offsets) / 5 / ppmm / math.tan(math.radians(13.5)), rel=1e-9)
