@@ -6,6 +6,7 @@ worker's copy of the file)."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from collections.abc import Mapping
@@ -22,13 +23,14 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from humanlike.server import audit
 from humanlike.server.extensions import db
-from humanlike.server.lifecycle import ExperimentStatus
-from humanlike.server.manifest import StimulusRecord, read_manifest
+from humanlike.server.lifecycle import PRE_TRIAL, ExperimentStatus, ParticipantStatus
+from humanlike.server.manifest import StimulusRecord, read_manifest, sha256_of
 from humanlike.server.models import Experiment, Participant, SpecVersion, Stimulus
 from humanlike.server.spec import Block, ExperimentSpec, SpecError, load_spec, version_hash
 from humanlike.server.trial_types import TRIAL_TYPES
 from humanlike.vocabulary import StimulusKind
 
+log = logging.getLogger(__name__)
 #: Seconds a worker trusts its memory of an experiment's current version before asking the DB.
 CURRENT_TTL_S = 1.0
 TEXT_FIELDS = ("consent", "instructions")
@@ -68,6 +70,11 @@ class LoadedExperiment:
     def stimulus_rows(self) -> list[dict[str, Any]]:
         """The manifest rows as JSON-ready dicts (as snapshotted)."""
         return [dataclasses.asdict(r) for r in self.stimuli]
+
+    @cached_property
+    def stimulus_hashes(self) -> dict[str, str]:
+        """Key -> the sha256 this version was validated with (its manifest rows)."""
+        return {s.key: s.sha256 for s in self.stimuli}
 
     def stimulus_keys(self) -> set[str]:
         """Keys of every file this experiment may serve (stimuli and mask)."""
@@ -260,6 +267,16 @@ def _sync_once(loaded: LoadedExperiment, allow_change: bool) -> LoadedExperiment
                 "--allow-spec-change (config ALLOW_SPEC_CHANGE) to give new participants the new "
                 "version (participants already allocated keep theirs)"
             )
+        changed, active = _renamed_content(exp, loaded)
+        if changed:
+            shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5
+                                             else "")
+            raise SpecChangeRefused(
+                f"{loaded.spec_path}: stimulus file(s) {shown} of experiment {loaded.slug!r} have "
+                f"new content under the same name while {active} participant(s) of an older "
+                "version are still in progress (they would be shown the new file): refused. Give "
+                "the changed file a new name in the manifest (a new version then serves both), or "
+                "restore it")
         audit.record("server", "spec_change", experiment=loaded.slug, target=digest[:64],
                      detail={"from": previous, "to": digest, "participants": n,
                              "source": str(loaded.spec_path)})
@@ -443,17 +460,67 @@ def for_participant(participant: Participant) -> LoadedExperiment | None:
     return _version(participant.spec_version_id)
 
 
+_FILE_HASHES: dict[str, tuple[int, int, str]] = {}
+"""Path -> (mtime_ns, size, sha256): a file is hashed again only when its stat changes."""
+_WARNED: set[tuple[str, str | None]] = set()
+
+
+def current_sha256(path: Path) -> str | None:
+    """The sha256 of the file's bytes now (None when it is missing), cached by its stat."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    cached = _FILE_HASHES.get(str(path))
+    if cached is not None and cached[:2] == (stat.st_mtime_ns, stat.st_size):
+        return cached[2]
+    digest = sha256_of(path)
+    _FILE_HASHES[str(path)] = (stat.st_mtime_ns, stat.st_size, digest)
+    return digest
+
+
 def stimulus_root_for(slug: str, filename: str) -> Path | None:
-    """The folder to serve ``filename`` from: that of a version of the experiment that lists it."""
+    """The folder to serve ``filename`` from: that of a version of the experiment that lists it and
+    whose recorded sha256 the file on disk still has (a mask, outside the manifest, is not hashed).
+    A listed file whose bytes match no such version is refused (None) and logged once."""
     current = get(slug)
-    if current is not None and filename in current.stimulus_keys():
-        return current.stimulus_root
     _, ids = _current_ids(slug)
-    for vid in reversed(ids):
-        version = _version(vid)
-        if version is not None and filename in version.stimulus_keys():
+    seen: tuple[str, str | None] | None = None
+    for version in (current, *(_version(vid) for vid in reversed(ids))):
+        if version is None or filename not in version.stimulus_keys():
+            continue
+        expected = version.stimulus_hashes.get(filename)
+        digest = current_sha256(version.stimulus_root / filename)
+        if expected is None or digest == expected:
             return version.stimulus_root
+        seen = (str(version.stimulus_root / filename), digest)
+    if seen is not None and seen not in _WARNED:  # once per file and content
+        _WARNED.add(seen)
+        log.error(
+            "stimulus %s/%s changed on disk since its spec version was validated: not served "
+            "(restore the file, or give new content a new name)", slug, filename)
     return None
+
+
+ACTIVE = PRE_TRIAL | {ParticipantStatus.STARTED, ParticipantStatus.TIMED_OUT}
+"""Participants who may still load stimuli (a timed-out one may resume)."""
+
+
+def _renamed_content(exp: Experiment, loaded: LoadedExperiment) -> tuple[list[str], int]:
+    """Keys the new version gives other bytes than a stored version whose participants are still
+    active, and how many such participants there are."""
+    active = db.session.execute(
+        sa.select(SpecVersion.stimuli, sa.func.count(Participant.id))
+        .join(Participant, Participant.spec_version_id == SpecVersion.id)
+        .where(SpecVersion.experiment_id == exp.id,
+               Participant.status.in_([s.value for s in ACTIVE]))
+        .group_by(SpecVersion.id, SpecVersion.stimuli)).all()
+    changed: set[str] = set()
+    for stimuli, _ in active:
+        old = {r["key"]: r["sha256"] for r in stimuli or []}
+        changed.update(k for k, digest in loaded.stimulus_hashes.items()
+                       if k in old and old[k] != digest)
+    return sorted(changed), sum(int(n) for _, n in active)
 
 
 def version_hashes(experiment_id: int) -> dict[int, str]:
