@@ -8,7 +8,7 @@
  *   offWholeFrames(duration_ms, frame_ms) -> |d/f - round(d/f)|, in frames
  *   durations(timeline)                  -> the distinct requested stimulus durations (ms)
  *   check(settings, frame, durations)    -> null, or {reason, detail} when the spec's [display] refuses
- *   sizePx(deg, px_per_deg), fits(px, width, height)
+ *   sizePx(deg, px_per_deg), fits(px, width, height, across): 90 % of the window, `across` images a row
  *   prepare(timeline, frame, queue)      -> Promise<boolean>: calibration (if the spec asks; the one the
  *       server stored is reused after a reload or resume), the
  *       rendered size (presentation.image_height_px set from image_height_deg), the record POSTed to
@@ -135,14 +135,26 @@ var HumanlikeDisplay = (function () {
   }
 
   /**
-   * Whether an image `px` tall (and wide) fits the window with room around it.
+   * Whether `across` images `px` tall (and wide) side by side fit the window with room around them.
    * @param {number} px
    * @param {number} width
    * @param {number} height
+   * @param {number} [across] images in a row (a triad shows three), default 1
    * @returns {boolean}
    */
-  function fits(px, width, height) {
-    return px <= FIT_SHARE * Math.min(width, height);
+  function fits(px, width, height, across) {
+    var n = across && across > 1 ? across : 1;
+    return px <= FIT_SHARE * height && n * px <= FIT_SHARE * width;
+  }
+
+  /**
+   * @param {Timeline} tl
+   * @returns {number} the most images a trial of the timeline shows side by side
+   */
+  function across(tl) {
+    return tl.trials.reduce(function (most, t) {
+      return Math.max(most, t.stimuli ? t.stimuli.length : 1);
+    }, 1);
   }
 
   /**
@@ -211,7 +223,7 @@ var HumanlikeDisplay = (function () {
         var px = sizePx(deg, cal.px_per_deg);
         record.image_height_px = px;
         record.image_height_deg = px / cal.px_per_deg;
-        if (!fits(px, window.innerWidth, window.innerHeight)) {
+        if (!fits(px, window.innerWidth, window.innerHeight, across(tl))) {
           return refuse("too_small", deg + " degrees is " + px + " pixels here; the window is " +
                         window.innerWidth + " x " + window.innerHeight);
         }

@@ -29,6 +29,8 @@ describe("geometry (Li et al. 2020)", () => {
     expect(D.sizePx(4, 37.6)).toBe(150);
     expect(D.fits(150, 1280, 900)).toBe(true);
     expect(D.fits(820, 1280, 900)).toBe(false);
+    expect(D.fits(380, 1280, 900, 3)).toBe(true);   // a triad: three images in a row
+    expect(D.fits(400, 1280, 900, 3)).toBe(false);
   });
 });
 
