@@ -338,6 +338,8 @@ def identical_run_share(frame: pd.DataFrame, trials: pd.DataFrame) -> pd.Series:
     rating of every category, as a share of their trials (a straight-liner's is 1). A trial's
     response is summarised by the wrapping sum of the 64-bit hashes of its (category, rating)
     cells, so the comparison is one vectorised pass."""
+    if frame.empty:  # no rating trial yet (a practice trial only): np.r_ below would invent one
+        return pd.Series(dtype=float)
     key = ["participant", "trial_index"] if "trial_index" in frame.columns and (
         frame["trial_index"].notna().all()) else ["participant", "stimulus", "is_repeat"]
     cells = pd.util.hash_pandas_object(
