@@ -4,12 +4,13 @@ CIs) and one per participant and sequence; the result prints and saves itself.""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from humanlike.analysis.mlds.batch import ScaleFits, fit_many
+from humanlike.analysis.mlds.batch import ScaleFits, fit_many, with_reference
 from humanlike.analysis.mlds.data import Design
 
 
@@ -24,12 +25,25 @@ class MLDSAnalysis:
     def summary(self) -> str:
         """Pooled and per-participant fits: counts, convergence, median sigma."""
         lines = [self.pooled.summary("pooled")]
+        pooled_ok = self.pooled.informative()[0]
+        if not pooled_ok.all():
+            lines.append(f"{int((~pooled_ok).sum())} pooled scale(s) uninformative (no better "
+                         "than a flat scale; see fits_by_sequence.csv's informative_reason)")
         if self.per_participant is not None:
-            okp = self.per_participant.converged & self.per_participant.identified
+            per = self.per_participant
+            okp = per.converged & per.identified
+            telling = per.informative()[0]
             lines.append(
-                f"{len(self.per_participant.keys)} participant scale(s); {int(okp.sum())} converged "
-                "(the rest are separated or miss a level; see fits_by_participant.csv)"
+                f"{len(per.keys)} participant scale(s); {int(okp.sum())} converged "
+                "(the rest are separated or miss a level; see fits_by_participant.csv); "
+                f"{int(telling.sum())} informative (better than a flat scale, likelihood-ratio "
+                "p < 0.05)"
             )
+            if telling.mean() < 0.5:
+                lines.append(
+                    f"too few triads per participant for individual scales (median "
+                    f"{int(np.median(per.n_trials))} per participant and {self.group_col}): "
+                    "read the pooled scales; the individual ones are mostly no better than flat")
         return "\n".join(lines)
 
     def save(self, out_dir: str | Path, max_panels: int = 12) -> list[Path]:
@@ -66,7 +80,8 @@ def analyze_mlds(
 ) -> MLDSAnalysis:
     """Pooled MLDS scales per ``sequence`` (all trials pooled without one) with a parametric
     bootstrap of ``n_resamples`` replicates (0: no CIs), and, when the trials carry a
-    ``participant`` column, one scale per participant (and sequence) without bootstrap."""
+    ``participant`` column, one scale per participant (and sequence) without bootstrap, judged
+    informative against its sequence's pooled sigma (:meth:`ScaleFits.informative`)."""
     by = "sequence" if "sequence" in triads.columns else None
     pooled = fit_many(
         triads,
@@ -82,4 +97,9 @@ def analyze_mlds(
         per_participant = fit_many(
             triads, by=[c for c in (by, "participant") if c], design=design
         )
+        if by is not None:
+            per_participant = with_reference(per_participant, pooled, by)
+        else:  # one pooled scale: every participant's reference is its sigma
+            per_participant = replace(per_participant, reference_sigma=np.full(
+                len(per_participant.keys), pooled.sigma[0]))
     return MLDSAnalysis(pooled, per_participant)

@@ -59,6 +59,9 @@ class ScaleFits:
     n_resamples: int = 0
     n_failed: np.ndarray | None = None
     confidence_level: float = 0.95
+    reference_sigma: np.ndarray | None = None
+    """(G,) sigma of the pooled fit each group belongs to (participants' scales: their
+    sequence's), for :meth:`informative`; set by :func:`with_reference`."""
 
     @property
     def n_levels(self) -> int:
@@ -82,6 +85,41 @@ class ScaleFits:
         flags[~self.converged] = "not converged"
         return flags
 
+    def flat_test(self) -> tuple[np.ndarray, np.ndarray]:
+        """Likelihood-ratio test of each scale against a flat one (every psi equal: each triad
+        answered 1 with probability 1/2, log-likelihood ``n log 1/2``): ``(LR, p)`` with
+        LR = 2 (loglik - n log 1/2) ~ chi2(N - 1) under the flat scale (Wilks 1938; the MLDS GLM
+        has N - 1 free scale values, Knoblauch & Maloney 2008)."""
+        from scipy import stats
+
+        with np.errstate(invalid="ignore"):
+            lr = 2.0 * (self.loglik - self.n_trials * np.log(0.5))
+            p = stats.chi2.sf(np.maximum(lr, 0.0), self.n_levels - 1)
+        return lr, np.where(np.isfinite(lr), p, np.nan)
+
+    def informative(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+        """``(informative, reason)`` per group: a scale says something when its fit converged,
+        saw every level, beats a flat scale by :meth:`flat_test` at ``alpha`` and, with a
+        ``reference_sigma``, its |sigma| is at most ``MAX_SIGMA_RATIO`` times the pooled fit's
+        (a coin flipper passes the test 1 time in 20 by chance, with a huge sigma); otherwise
+        the reason says why."""
+        lr, p = self.flat_test()
+        reason = np.full(len(self.sigma), "", dtype=object)
+        if self.reference_sigma is not None:
+            ref = np.abs(np.asarray(self.reference_sigma, dtype=float))
+            with np.errstate(invalid="ignore"):
+                noisy = np.abs(self.sigma) > MAX_SIGMA_RATIO * ref
+            for i in np.flatnonzero(noisy):
+                reason[i] = (f"sigma {self.sigma[i]:.3g} over {MAX_SIGMA_RATIO:g} times the pooled "
+                             f"fit's {ref[i]:.3g}")
+        flat = ~(p < alpha)
+        for i in np.flatnonzero(flat):  # the flat test's reason wins over the sigma ratio
+            reason[i] = (f"no better than a flat scale (LR = {lr[i]:.3g}, df = {self.n_levels - 1}, "
+                         f"p = {p[i]:.2g} >= {alpha:g})")
+        reason[~self.identified] = "a level was never shown"
+        reason[~self.converged] = "the fit did not converge"
+        return reason == "", reason
+
     @property
     def valid(self) -> np.ndarray:
         """Groups whose scale converged, saw every level, and is neither reversed nor non-monotone."""
@@ -99,6 +137,8 @@ class ScaleFits:
         out["identified"] = self.identified
         out["flag"] = self.flags()
         out["valid"] = out["flag"] == ""
+        out["lr_flat"], out["p_flat"] = self.flat_test()
+        out["informative"], out["informative_reason"] = self.informative()
         if self.n_failed is not None:
             out["n_resamples"] = self.n_resamples
             out["n_failed"] = self.n_failed
@@ -146,6 +186,23 @@ class ScaleFits:
         self.to_frame().to_csv(scales_path, index=False)
         summary.to_csv(fits_path, index=False)
         return [scales_path, fits_path]
+
+
+MAX_SIGMA_RATIO = 5.0
+"""A participant's scale whose decision noise is this many times the pooled fit's is
+uninformative (its sequence's pooled scale says what it would)."""
+
+
+def with_reference(per: ScaleFits, pooled: ScaleFits, group_col: str = "sequence") -> ScaleFits:
+    """``per`` (e.g. one scale per sequence and participant) with each group's
+    ``reference_sigma``: the sigma of ``pooled``'s scale of the same ``group_col``."""
+    from dataclasses import replace
+
+    if group_col not in per.keys.columns or group_col not in pooled.keys.columns:
+        return per
+    sigma = pd.Series(pooled.sigma, index=pooled.keys[group_col].astype(str).to_numpy())
+    ref = per.keys[group_col].astype(str).map(sigma).to_numpy(dtype=float)
+    return replace(per, reference_sigma=ref)
 
 
 def scales_from_coef(coef: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -31,8 +31,9 @@ def plot_scales(
 ) -> Figure:
     """One panel per group (the first ``max_panels``): the standard scale against level with its
     bootstrap CI as error bars, and the converged per-participant standard scales of the same
-    group as thin grey lines (``excluded`` participants dashed orange). The y axis spans every
-    drawn curve, so none is cut. ``truth`` (group -> standard scale) adds the generating scale of
+    group as thin grey lines (``excluded`` participants dashed orange). A participant's scale no
+    better than a flat one (:meth:`ScaleFits.informative`) is drawn faint and dotted and does not
+    set the y axis; the axis spans every other drawn curve and the pooled CIs, so none is cut. ``truth`` (group -> standard scale) adds the generating scale of
     simulated data. A flagged pooled scale (reversed, non-monotone) says so in its title. Saved
     (SVG, PDF or PNG by suffix) when ``path`` is given; the caption is attached
     (:func:`humanlike.analysis.figures.caption`)."""
@@ -49,7 +50,8 @@ def plot_scales(
     flags = fits.flags()
     excluded = {str(p) for p in excluded}
     drawn: list[np.ndarray] = []
-    n_people = n_excluded_drawn = 0
+    n_people = n_excluded_drawn = n_faint = 0
+    telling = participants.informative()[0] if participants is not None else None
     for i, ax in enumerate(axes.ravel()):
         if i >= n:
             ax.set_visible(False)
@@ -59,8 +61,14 @@ def plot_scales(
                 participants.converged & participants.identified)
             who = (participants.keys["participant"].astype(str).to_numpy()
                    if "participant" in participants.keys.columns else np.full(len(own), ""))
-            for curve, person in zip(participants.scale_std[own], who[own], strict=True):
+            assert telling is not None
+            for curve, person, says in zip(participants.scale_std[own], who[own], telling[own],
+                                           strict=True):
                 if not np.isfinite(curve).all():
+                    continue
+                if not says:  # no better than a flat scale: faint, and it does not set the axis
+                    ax.plot(levels, curve, color="0.85", lw=0.5, ls=":", zorder=0)
+                    n_faint += 1
                     continue
                 out = person in excluded
                 ax.plot(levels, curve, color=_EXCLUDED_COLOUR if out else "0.72",
@@ -101,6 +109,9 @@ def plot_scales(
     if n_excluded_drawn:
         handles.append(Line2D([], [], color=_EXCLUDED_COLOUR, lw=0.9, ls="--",
                               label="excluded participants"))
+    if n_faint:
+        handles.append(Line2D([], [], color="0.8", lw=0.7, ls=":",
+                              label="uninformative participants"))
     if truth is not None:
         handles.append(Line2D([], [], color="black", marker="s", mfc="none", ls="none",
                               label="generating scale"))
@@ -115,6 +126,9 @@ def plot_scales(
         f"scale of each participant who saw every level"
         + (f"; dashed orange: {n_excluded_drawn} scale(s) (participant x sequence) of participants the QC excluded "
            "(not in the pooled fit)" if n_excluded_drawn else "")
+        + (f"; faint dotted grey: {n_faint} uninformative scale(s) (no better than a flat "
+           "scale by likelihood ratio, p >= 0.05, or a sigma over 5 times the pooled one), "
+           "drawn without setting the y axis (they may leave it)" if n_faint else "")
         + ". Dotted: a linear scale. Titles give sigma, the decision noise on the standard "
         "scale; a red title names a flag (reversed: sigma < 0; non-monotone: a drop of more than "
         "two standard errors between adjacent levels)."

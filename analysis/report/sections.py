@@ -273,7 +273,7 @@ def mlds_sections(export: Export, settings: ReportSettings, results: StudyResult
                   truth: Mapping[str, np.ndarray] | None, model_triads: pd.DataFrame | None,
                   progress: Progress) -> list[Section]:
     """MLDS scales with CIs and diagnostics; the Psychophysical-Score."""
-    from humanlike.analysis.mlds.batch import fit_many
+    from humanlike.analysis.mlds.batch import MAX_SIGMA_RATIO, fit_many, with_reference
     from humanlike.analysis.mlds.plots import plot_scales
 
     section = Section("mlds", "MLDS scales")
@@ -297,7 +297,8 @@ def mlds_sections(export: Export, settings: ReportSettings, results: StudyResult
     excluded = export.excluded_participants() if not export.include_excluded else frozenset()
     everyone = _all_triads(export) if excluded else triads  # the excluded are drawn, marked
     everyone = everyone[everyone["sequence"].isin(shown)]
-    per = fit_many(everyone, by=["sequence", "participant"]) if "participant" in everyone else None
+    per = (with_reference(fit_many(everyone, by=["sequence", "participant"]), every)
+           if "participant" in everyone else None)
     results.mlds, results.mlds_all, results.mlds_participants = pooled, every, per
     table = every.summary_frame()
     section.paragraphs.append(
@@ -305,6 +306,11 @@ def mlds_sections(export: Export, settings: ReportSettings, results: StudyResult
         f"triads pooled over the included participants; "
         f"{int(table['valid'].sum())} scales are valid (converged, every level seen, neither "
         "reversed nor non-monotone)."
+        + ("" if per is None else
+           f" {int(per.informative()[0].sum())} of {len(per.keys)} participant scales "
+           "(participant x sequence) are informative: better than a flat scale by likelihood "
+           f"ratio (p < 0.05) and with a sigma under {MAX_SIGMA_RATIO:g} times the pooled one; "
+           "the others are drawn faint and do not set the axis.")
         + (f" The figure and the bootstrap CIs cover the first {len(shown)} sequences; "
            "`humanlike analyze mlds` bootstraps all of them." if len(shown) < len(names) else ""))
     flagged = table[table["flag"] != ""]

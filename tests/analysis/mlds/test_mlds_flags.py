@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from humanlike.analysis.mlds.batch import fit_many
 from humanlike.analysis.mlds.simulate import simulate_responses
@@ -59,3 +60,38 @@ def test_the_scale_figure_keeps_every_participant_curve_inside_its_axes():
     assert low <= curves.min() and high >= curves.max()
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any("excluded" in label for label in labels)
+
+
+def test_a_random_mlds_responder_is_uninformative_and_does_not_set_the_axis():
+    """Four observers of a known scale and one who answers every triad by a coin flip: the coin
+    flipper's scale is flagged uninformative (no better than a flat scale by likelihood ratio),
+    drawn faint, and the y axis stays on the pooled scales' range."""
+    from scipy import stats
+
+    from humanlike.analysis.mlds.analysis import analyze_mlds
+    from humanlike.analysis.mlds.plots import plot_scales
+
+    psi = np.linspace(0, 1, 7) ** 1.5
+    people = [_triads({"s": psi}, 0.15, 3, seed=k).assign(participant=f"p{k}") for k in range(4)]
+    coin = _triads({"s": psi}, 0.15, 3, seed=9).assign(participant="coin")
+    coin["response"] = np.random.default_rng(3).integers(0, 2, len(coin))
+    data = pd.concat([*people, coin], ignore_index=True)
+    result = analyze_mlds(data, n_resamples=100, random_state=0)
+    per = result.per_participant.summary_frame().set_index("participant")
+    assert per.loc["coin", "converged"] and not per.loc["coin", "informative"]
+    assert per.loc["coin", "informative_reason"].startswith("no better than a flat scale")
+    assert per.drop(index="coin")["informative"].all()
+    # the likelihood ratio against p = 1/2 on every triad, recomputed from the responses
+    n = len(coin)
+    assert per.loc["coin", "lr_flat"] == pytest.approx(
+        2 * (per.loc["coin", "loglik"] - n * np.log(0.5)))
+    assert per.loc["coin", "p_flat"] == pytest.approx(
+        stats.chi2.sf(per.loc["coin", "lr_flat"], 6))
+    coin_scale = result.per_participant.scale_std[list(per.index).index("coin")]
+    fig = plot_scales(result.pooled, participants=result.per_participant)
+    low, high = fig.axes[0].get_ylim()
+    pooled = np.r_[result.pooled.ci.low.ravel(), result.pooled.ci.high.ravel()]
+    assert low <= np.nanmin(pooled) and high >= np.nanmax(pooled)
+    assert high - low < 1.6  # the pooled range and the informative participants, padded
+    assert coin_scale.min() < low or coin_scale.max() > high  # it would have set the axis
+    assert "uninformative" in " ".join(t.get_text() for t in fig.legends[0].get_texts())
