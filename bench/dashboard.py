@@ -8,11 +8,15 @@ The panel worker runs as in production (``humanlike panel-worker``, at nice 10):
 reads every trial (``panel_seconds``, ``trial_*_during_panel``); the live participants' trials
 change the data meanwhile, and its next pass reads only theirs (``*_next_pass``).
 
+The experiment is listed on Prolific (a study id, its numbers as a sync leaves them, bonuses paid
+to a tenth of the participants), so the experiment page carries the listing panel (issue 27).
+
 Ends with one JSON line: {"pages_p99_ms": <worst page p99>, "panel_seconds": ...,
 "trial_p99_ms_during_panel": ..., ...}. Targets: pages p99 <= 200 ms, panel <= 60 s, trial
-requests no slower while it runs.
+requests no slower while it runs. ``--pages-only`` stops after the page timings.
 
     .venv/bin/python bench/dashboard.py [--participants 2000] [--trials 820] [--database-url URL]
+                                        [--pages-only]
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ def time_pages(url: str, spec: Path, repeats: int) -> tuple[dict[str, dict[str, 
         db.session.add(user)
         db.session.commit()
         exp = db.session.execute(sa.select(Experiment).where(Experiment.slug == "bench")).scalar_one()
+        list_on_prolific(exp)
         start = time.perf_counter()
         refresh_qc(exp)  # first pass: every participant's QC (later passes only the changed ones)
         qc_seconds = time.perf_counter() - start
@@ -69,6 +74,7 @@ def time_pages(url: str, spec: Path, repeats: int) -> tuple[dict[str, dict[str, 
                                              "password": "bench password"}).status_code == 302
     pages = {"experiments": "/admin/",
              "experiment_sorted_by_qc": "/admin/experiments/bench?sort=catch_accuracy&order=desc",
+             "experiment_with_listing": "/admin/experiments/bench",
              "experiment_rows_fragment": "/admin/experiments/bench/rows?sort=median_rt_ms",
              "participant": f"/admin/participants/{public_id}"}
     out = {}
@@ -83,6 +89,34 @@ def time_pages(url: str, spec: Path, repeats: int) -> tuple[dict[str, dict[str, 
         out[name] = percentiles(samples)
         print(f"{name:28s} {out[name]}", flush=True)
     return out, qc_seconds
+
+
+def list_on_prolific(exp) -> None:
+    """Make the bench experiment a Prolific one with a listing, as ``recruit prolific create``,
+    ``publish`` and a sync leave it, and bonuses paid to every tenth participant."""
+    import datetime as dt
+
+    import sqlalchemy as sa
+
+    from humanlike.server.extensions import db
+    from humanlike.server.models import Participant, Payment
+
+    exp.platform = "prolific"
+    exp.recruitment_ref = "6000000000000000000bench"
+    exp.recruitment_meta = {"status": "ACTIVE", "platform_status": "ACTIVE",
+                            "synced_at": dt.datetime.now(dt.UTC).isoformat(),
+                            "study_places_taken": 2000, "study_total_available_places": 2000,
+                            "study_reward": 150, "study_estimated_completion_time": 10,
+                            "hooks": {"subscriptions": {}}}
+    ids = db.session.execute(sa.select(Participant.id).order_by(Participant.id)).scalars().all()
+    now = dt.datetime.now(dt.UTC)
+    db.session.execute(sa.insert(Payment), [
+        {"participant_id": pid, "reason": "accuracy", "amount": 0.5, "idempotency_key": f"bench{pid}",
+         "status": "paid", "actor": "bench", "created_at": now, "paid_at": now,
+         "reply": {"created": {"fees": 16.67}}} for pid in ids[::10]])
+    db.session.execute(sa.update(Participant).where(Participant.id.in_(ids[::10]))
+                       .values(bonus=0.5))
+    db.session.commit()
 
 
 def vacuum(url: str) -> None:
@@ -108,6 +142,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=30, help="requests per page")
     parser.add_argument("--live", type=int, default=2, help="participants posting trials at once")
     parser.add_argument("--database-url", default=None, help="default: a SQLite file in a temp dir")
+    parser.add_argument("--pages-only", action="store_true",
+                        help="stop after the page timings (no app server, no panel worker)")
     parser.add_argument("--server", choices=SERVERS, default=DEFAULT_SERVER,
                         help="app server the participants post to (the shipped deploy/ config)")
     args = parser.parse_args()
@@ -131,6 +167,11 @@ def main() -> None:
                   flush=True)
             pages, qc_seconds = time_pages(url, spec, args.repeats)
             print(f"initial QC of every participant: {qc_seconds:.1f} s", flush=True)
+            if args.pages_only:
+                print(json.dumps({"pages_p99_ms": max(p["p99_ms"] for p in pages.values()),
+                                  "pages": pages, "participants": args.participants,
+                                  "trials": args.trials, "database": url.split(":")[0]}))
+                return
 
             servers, base = start_servers(spec, url, folder / "instance", args.server)
             try:

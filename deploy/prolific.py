@@ -48,6 +48,26 @@ STATUS_TRANSITIONS: dict[str, Transition | None] = {
 a screened-out submission is reported, the researcher decides)."""
 
 
+def api_origin(url: str) -> str:
+    """The API's origin from ``PROLIFIC_API_URL``, which may be the origin or the documented base
+    ``https://api.prolific.com/api/v1/`` (the paths here carry ``/api/v1/`` themselves)."""
+    url = url.strip().rstrip("/")
+    return url.removesuffix("/api/v1").rstrip("/")
+
+
+def error_text(body: Any) -> str:
+    """Prolific's own words from an error body (``{"error": {"title", "detail"}}`` or DRF's
+    ``{"detail": ...}``), or the body's text; never a Python repr."""
+    if isinstance(body, dict):
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        parts = [str(inner[k]) for k in ("title", "detail", "message")
+                 if isinstance(inner.get(k), str | int | float) and str(inner[k]).strip()]
+        if parts:
+            return ": ".join(dict.fromkeys(parts))
+        return json.dumps(body)
+    return str(body)
+
+
 class ProlificError(PlatformError):
     """Prolific refused or failed a request; ``fields`` names what it rejected (4xx)."""
 
@@ -104,8 +124,8 @@ class ProlificClient:
         if not token and not dry_run:
             raise ProlificError("PROLIFIC_TOKEN is not set: create a token in Prolific's settings "
                                 "and export it (it is read from the environment only)")
-        self.base_url = (base_url or os.environ.get("PROLIFIC_API_URL")
-                         or DEFAULT_API_URL).rstrip("/")
+        self.base_url = api_origin(base_url or os.environ.get("PROLIFIC_API_URL")
+                                   or DEFAULT_API_URL)
         self.dry_run, self.echo = dry_run, echo
         self.last_headers: httpx.Headers = httpx.Headers()
         self.retries, self.backoff, self.sleep = retries, backoff, sleep
@@ -182,8 +202,8 @@ class ProlificClient:
             named = "; ".join(f"field {k!r}: {v}" for k, v in fields.items())
             return ProlificError(f"Prolific refused {method} {path} (HTTP {status}): {named}",
                                  reply, status, tuple(fields))
-        return ProlificError(f"Prolific refused {method} {path} (HTTP {status}): {body}", reply,
-                             status)
+        return ProlificError(f"Prolific refused {method} {path} (HTTP {status}): "
+                             f"{error_text(body)}", reply, status)
 
     # studies ----------------------------------------------------------------------------------
     def create_study(self, body: dict[str, Any]) -> dict[str, Any]:

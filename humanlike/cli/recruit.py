@@ -31,6 +31,17 @@ class Context:
         self.platform, self.slug, self.dry_run = platform, slug, dry_run
         self.app: Flask = make_app([spec_path] if spec_path else (), database_url)
         self.actor = f"cli:{getpass.getuser()}"
+        if spec_path:  # a fresh database is created; the experiment named is recorded
+            import sqlalchemy as sa
+
+            from humanlike.server import database, experiments
+            from humanlike.server.extensions import db
+
+            with self.app.app_context():
+                fresh = not sa.inspect(db.engine).has_table("experiment")
+            if fresh:
+                database.upgrade(self.app)
+            experiments.sync_all(self.app)
 
     def experiment(self) -> Any:
         import sqlalchemy as sa
@@ -147,6 +158,34 @@ def _store(exp: Any, ref: str | None = None, **meta: Any) -> None:
     db.session.commit()
 
 
+def server_estimate(slug: str, spec: Any) -> int:
+    """The minutes the server tells participants the task takes (``timeline.estimated_minutes``,
+    the task page's own estimate), the longest over the conditions."""
+    from humanlike.server import experiments
+    from humanlike.server.timeline import estimated_minutes, generate_timeline
+
+    loaded = experiments.registry().get(slug)
+    stimuli = list(loaded.stimuli) if loaded is not None else []
+    names = [c.name for c in spec.conditions] or ["default"]
+    return max(estimated_minutes(generate_timeline(spec, stimuli, name, 0)["trials"],
+                                 spec.presentation_for(name), spec.break_every)
+               for name in names)
+
+
+def _warn_estimate(slug: str, spec: Any) -> None:
+    """Warn when the listing promises fewer minutes than the server's own estimate (participants
+    paid by the hour would be underpaid, and Prolific flags slow studies)."""
+    table = spec.recruitment.prolific if spec.recruitment else None
+    if table is None:
+        return
+    ours = server_estimate(slug, spec)
+    if table.estimated_minutes < ours:
+        click.echo(f"warning: recruitment.prolific.estimated_minutes is {table.estimated_minutes}, "
+                   f"below the {ours} minutes the server estimates for this task (and shows "
+                   "participants); raise it, or the reward per hour is lower than it looks",
+                   err=True)
+
+
 def _common(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option("--dry-run", is_flag=True,
                      help="Print the exact request(s) (token redacted); send and change nothing.")(f)
@@ -187,6 +226,7 @@ def _platform_group(platform: str) -> click.Group:
             if platform == "prolific":
                 from humanlike.deploy.prolific import study_body
 
+                _warn_estimate(slug, ctx.spec())
                 study = ctx.client().create_study(study_body(ctx.spec(), public_url))
                 if not dry_run:
                     _store(exp, study["id"], status=study.get("status", "UNPUBLISHED"))

@@ -105,6 +105,7 @@ def test_researcher_watches_judges_and_pays_without_reloads(dashboard_server, ch
     with app.app_context():
         refresh_all()  # what the background worker does: QC rows and the live panel
     page.goto(f"{url}/admin/experiments/small")
+    page.click("#analysis > summary")  # the analysis is folded below the participants table
     page.wait_for_selector("#panel [data-panel=computed]")
     shoot(page, "experiment-small-with-panel")
     page.click("button.preset")

@@ -498,3 +498,45 @@ def test_the_recruitment_table_is_validated_and_left_out_of_the_spec_hash(tmp_pa
         'public_url = "https://study.example.org"', 'public_url = "http://study.example.org"'))
     with pytest.raises(SpecError, match=r"recruitment\.public_url"):
         load_spec(spec)
+
+
+def test_the_documented_base_url_is_accepted(fake):
+    client = ProlificClient(base_url=fake_url() + "/api/v1/")
+    with pytest.raises(ProlificError):
+        client.get_study("s404")
+    assert fake.log[-1][1] == "/api/v1/studies/s404/"  # not /api/v1/api/v1/...
+
+
+def test_prolifics_own_message_is_shown_not_a_python_repr(fake):
+    client = ProlificClient(token="wrong-token")
+    with pytest.raises(ProlificError) as err:
+        client.get_study("s1")
+    text = str(err.value)
+    assert text.endswith("(HTTP 401): Not authenticated: Authentication credentials were not "
+                         "provided.")
+    assert "{'" not in text and "{\"" not in text
+
+
+def test_recruit_works_on_a_fresh_database_with_experiment(fake, recruit_spec, tmp_path):
+    fresh = f"sqlite:///{tmp_path / 'fresh.sqlite'}"
+    out = CliRunner().invoke(main, ["recruit", "prolific", "create", "small", "--experiment",
+                                    str(recruit_spec), "--database-url", fresh])
+    assert out.exit_code == 0, out.output
+    assert "Traceback" not in out.output and len(fake.studies) == 1
+
+
+def test_create_warns_when_the_listing_promises_fewer_minutes_than_the_server_shows(
+        rapp, fake, database_url, recruit_spec, tmp_path):
+    pid, token = enter(rapp.test_client(), "PROLIFIC_PID=EST1&STUDY_ID=s&SESSION_ID=x")
+    shown = rapp.test_client().get(f"/api/v1/participants/{pid}/timeline", headers={
+        "Authorization": f"Bearer {token}"}).get_json()["estimated_minutes"]
+    assert 3 < shown <= 10
+    out = recruit(database_url, recruit_spec, "create")  # the listing says 10 minutes: fine
+    assert out.exit_code == 0 and "warning" not in out.output
+    short = write_small_experiment(tmp_path / "short")
+    short.write_text(short.read_text() + RECRUITMENT.replace("estimated_minutes = 10",
+                                                             "estimated_minutes = 3"))
+    out = recruit(database_url, short, "create", "--force")
+    assert out.exit_code == 0, out.output
+    assert (f"warning: recruitment.prolific.estimated_minutes is 3, below the {shown} minutes "
+            "the server estimates") in out.output
