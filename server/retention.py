@@ -1,7 +1,8 @@
-"""Minimal storage and retention (spec ``[privacy]``): the user agent only when asked for, never the
-IP address, and after ``retention_days`` the participant's platform ids replaced by their keyed
-hash (the export's pseudonym, ``pseudonyms.pseudonym``) in every table: the participant's row,
-every row referring to it (psiTurk's records included) and the experiment's audit entries."""
+"""Minimal storage and retention (spec ``[privacy]``): the user agent only when asked for, no IP
+address (psiTurk's own ``ipaddress`` column aside, emptied here), and after ``retention_days`` the
+participant's platform ids replaced by their keyed hash (the export's pseudonym,
+``pseudonyms.pseudonym``) in every table: the participant's row, every row referring to it
+(psiTurk's records included) and the experiment's audit entries."""
 
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ PERSONAL_COLUMNS = ("platform_id", "session_id", "assignment_id")
 """A participant's own ids on the platform: replaced wherever they occur."""
 LISTING_COLUMNS = ("study_id", "hit_id")
 """The listing's ids on a participant's row: replaced there (the experiment keeps its listing)."""
+IP_COLUMNS = ("ipaddress", "ip_address")
+"""Columns holding a client's IP address (psiTurk's ``psiturk_assignment.ipaddress``, kept as psiTurk
+keeps it): emptied by retention with the ids."""
 MIN_SUBSTRING = 6
 """Shorter ids are replaced only where they are a whole value, never inside a longer text."""
 ACTION = "retention"
@@ -77,7 +81,8 @@ def _scrub_rows(table: sa.Table, column: sa.Column[Any], ids: list[Any],
     rows = db.session.execute(sa.select(*keys, *texts).where(column.in_(ids))).all()
     for row in rows:
         values = dict(zip([c.name for c in texts], row[len(keys):], strict=True))
-        changed = {k: scrub(v, mapping) for k, v in values.items() if v is not None}
+        changed = {k: None if k in IP_COLUMNS else scrub(v, mapping)
+                   for k, v in values.items() if v is not None}
         changed = {k: v for k, v in changed.items() if v != values[k]}
         if changed:
             where = sa.and_(*(k == row[i] for i, k in enumerate(keys)))

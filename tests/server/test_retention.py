@@ -1,7 +1,8 @@
 """Retention with a moved clock: ``humanlike retention --now`` past ``[privacy] retention_days``
 replaces every platform id (PROLIFIC_PID, SESSION_ID, STUDY_ID on the participant's row) by its
-keyed hash everywhere: no id is left in any text or JSON column of any table of the database (read
-back column by column), nor in any export file; analyses give the same numbers; audited; a
+keyed hash everywhere: no id (nor psiTurk's stored IP address) is left in any column of any table
+of the database (read back column by column; a payment's reply, psiTurk's assignment and records
+and an audit entry hold them before), nor in any export file; analyses give the same numbers; audited; a
 participant still active inside the period keeps their ids; a second run changes nothing."""
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from humanlike.server import audit, create_app, database, experiments
 from humanlike.server.export import write_export
 from humanlike.server.extensions import db
 from humanlike.server.models import AuditEntry, Participant, Payment
+from humanlike.server.psiturk.models import PsiturkAssignment, PsiturkTrial
 from humanlike.server.pseudonyms import key_from_secret, pseudonym
 from tests.server.conftest import enter, write_small_experiment
 from tests.server.test_export import run_participant
@@ -36,6 +38,7 @@ SECRET = "test-secret"
 DONE = [(f"RETAINPID{i:04d}", f"RETAINSESSION{i:04d}") for i in range(4)]
 RECENT = ("RECENTPID9999", "RECENTSESSION9999")
 STUDY = "RETAINSTUDY77"
+IP = "203.0.113.77"
 
 
 @pytest.fixture
@@ -104,6 +107,16 @@ def test_retention_replaces_every_platform_id_and_leaves_the_analyses_unchanged(
             Participant.platform_id == DONE[1][0])).scalar_one()
         db.session.add(Payment(participant_id=first.id, reason="bonus", amount=1, status="paid",
                                idempotency_key="k1", actor="t", reply={"participant_id": DONE[1][0]}))
+        # psiTurk's assignment and a record of its data blob, as its compatibility layer keeps them
+        uniqueid = f"{DONE[1][0]}:{DONE[1][1]}"
+        assignment = PsiturkAssignment(
+            participant_id=first.id, experiment_id=first.experiment_id, uniqueid=uniqueid,
+            assignmentid=DONE[1][1], workerid=DONE[1][0], hitid=STUDY, ipaddress=IP,
+            meta={"uniqueid": uniqueid, "useragent": "x"})
+        db.session.add(assignment)
+        db.session.flush()
+        db.session.add(PsiturkTrial(assignment_id=assignment.id, position=0,
+                                    record=json.dumps({"uniqueid": uniqueid, "trialdata": {}})))
         db.session.commit()
     before = tmp_path / "before"
     with rapp.app_context():
@@ -111,7 +124,7 @@ def test_retention_replaces_every_platform_id_and_leaves_the_analyses_unchanged(
     assert DONE[0][0] in export_files(rapp, before) and DONE[0][1] in every_text(rapp)
     ids = [v for pair in DONE for v in pair]
     held = every_text(rapp)
-    assert all(v in held for v in ids)  # the check below can fail
+    assert all(v in held for v in [*ids, IP])  # the check below can fail
 
     # inside the period nothing changes
     soon = cli(database_url, spec, "retention", "small", "--now",
@@ -130,7 +143,7 @@ def test_retention_replaces_every_platform_id_and_leaves_the_analyses_unchanged(
     assert result.exit_code == 0, result.output
     assert "small: 4 participants' platform ids replaced" in result.output
     held = every_text(rapp)
-    assert [v for v in ids if v in held] == []
+    assert [v for v in [*ids, IP] if v in held] == []
     assert RECENT[0] in held  # still inside its period
     exported = export_files(rapp, tmp_path / "after")
     book = json.loads((tmp_path / "after" / "codebook.json").read_text())
