@@ -100,6 +100,7 @@ LONGEST_FIRST = (
     "test_demo_command.py",
     "test_protocol.py",
     "test_scale_out.py",
+    "test_breaker.py",
     "test_stroop_browser.py",
     "test_controversial_colour.py",
     "test_controversial_manifest.py",

@@ -29,8 +29,8 @@ from humanlike.server import audit, create_app, database, experiments
 from humanlike.server.export import write_export
 from humanlike.server.extensions import db
 from humanlike.server.models import AuditEntry, Participant, Payment
-from humanlike.server.psiturk.models import PsiturkAssignment, PsiturkTrial
 from humanlike.server.pseudonyms import key_from_secret, pseudonym
+from humanlike.server.psiturk.models import PsiturkAssignment, PsiturkTrial
 from tests.server.conftest import enter, write_small_experiment
 from tests.server.test_export import run_participant
 
