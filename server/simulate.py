@@ -59,10 +59,18 @@ class SimulationSettings:
     late_frame_share: float = 0.05
     seed: int = 0
     id_prefix: str = "sim"
+    study_id: str | None = None
+    """The STUDY_ID sent (a study on a fake or staging Prolific); default ``<id_prefix>-study``."""
+    sessions: tuple[tuple[str, str], ...] = ()
+    """(PROLIFIC_PID, SESSION_ID) per participant, as the platform handed them out, so a whole
+    study can be rehearsed end to end; default generated ids."""
 
     def __post_init__(self) -> None:
         if self.n_participants < 1:
             raise ValueError("participants must be at least 1")
+        if self.sessions and len(self.sessions) != self.n_participants:
+            raise ValueError(f"{len(self.sessions)} sessions given for {self.n_participants} "
+                             "participants: give one (participant id, session id) per participant")
         if not 0 <= self.fail_catch <= self.n_participants:
             raise ValueError(f"fail_catch must be between 0 and {self.n_participants}")
         for name in ("noise", "mlds_sigma", "rt_log_sd"):
@@ -180,10 +188,11 @@ def run_participant(client: httpx.Client, study: SimulatedStudy, number: int,
                     fails_catch: bool) -> dict[str, Any]:
     """One simulated participant from entry to completion; returns its ground-truth record."""
     s = study.settings
-    platform_id = f"{s.id_prefix}{s.seed}-{number:04d}"
+    platform_id, session_id = (s.sessions[number] if s.sessions else
+                               (f"{s.id_prefix}{s.seed}-{number:04d}", ""))
     start = _check(client.get(f"/start/{study.slug}", params={
-        "PROLIFIC_PID": platform_id, "STUDY_ID": f"{s.id_prefix}-study",
-        "SESSION_ID": f"{platform_id}-session"}), "entry")
+        "PROLIFIC_PID": platform_id, "STUDY_ID": s.study_id or f"{s.id_prefix}-study",
+        "SESSION_ID": session_id or f"{platform_id}-session"}), "entry")
     location = start.headers.get("location", "")
     path, _, fragment = location.partition("#")
     if not fragment.startswith("token="):

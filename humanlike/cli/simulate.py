@@ -11,6 +11,24 @@ from tqdm import tqdm
 from humanlike.cli.app_context import database_option, make_app
 
 
+def read_sessions(path: Path) -> tuple[tuple[str, str], ...]:
+    """(participant id, session id) pairs from a CSV file; a bad line is a CLI error naming it."""
+    import csv
+
+    out = []
+    with path.open(newline="") as fh:
+        for number, row in enumerate(csv.reader(fh), start=1):
+            if not row or row[0].startswith("#"):
+                continue
+            if len(row) != 2 or not row[0].strip() or not row[1].strip():
+                raise click.ClickException(f"{path}: line {number}: expected "
+                                           f"'participant_id,session_id', got {row!r}")
+            out.append((row[0].strip(), row[1].strip()))
+    if not out:
+        raise click.ClickException(f"{path}: no 'participant_id,session_id' lines")
+    return tuple(out)
+
+
 def resolve_spec(experiment: str, database_url: str | None) -> Path:
     """EXPERIMENT as a spec path; ``demo`` is the demo experiment `humanlike demo` built."""
     path = Path(experiment)
@@ -52,6 +70,12 @@ def resolve_spec(experiment: str, database_url: str | None) -> Path:
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--url", default=None, help="A running server (e.g. http://127.0.0.1:5000); "
               "default: the app in-process on --database-url.")
+@click.option("--study-id", default=None,
+              help="STUDY_ID to send (a study on a fake or staging Prolific); default sim-study.")
+@click.option("--sessions", "sessions_csv", type=click.Path(exists=True, dir_okay=False,
+                                                            path_type=Path), default=None,
+              help="A file of 'participant_id,session_id' lines, one per participant (their "
+                   "number sets --participants), as the platform handed them out.")
 @click.option("--truth", "truth_dir", type=click.Path(file_okay=False, path_type=Path),
               default=Path("simulation_truth"), show_default=True,
               help="Folder for truth.json and truth_participants.csv.")
@@ -59,7 +83,8 @@ def resolve_spec(experiment: str, database_url: str | None) -> Path:
 def command(experiment: str, n_participants: int, observer: str, responses: Path | None,
             noise: float, lapse: float, fail_catch: int, mlds_sigma: float,
             gamma_range: tuple[float, float], rt_median_ms: float, seed: int, url: str | None,
-            truth_dir: Path, database_url: str | None) -> None:
+            study_id: str | None, sessions_csv: Path | None, truth_dir: Path,
+            database_url: str | None) -> None:
     """Send simulated participants through EXPERIMENT (an experiment.toml, or 'demo')."""
     import pandas as pd
 
@@ -75,11 +100,15 @@ def command(experiment: str, n_participants: int, observer: str, responses: Path
     spec = resolve_spec(experiment, database_url)
     if responses is None and (spec.parent / "stimuli" / "model_responses.csv").is_file():
         responses = spec.parent / "stimuli" / "model_responses.csv"
+    sessions = read_sessions(sessions_csv) if sessions_csv is not None else ()
+    if sessions:
+        n_participants = len(sessions)
+        fail_catch = min(fail_catch, n_participants)
     try:
         settings = SimulationSettings(
             n_participants=n_participants, observer=observer, noise=noise, lapse=lapse,
             fail_catch=fail_catch, mlds_sigma=mlds_sigma, gamma_range=gamma_range,
-            rt_median_ms=rt_median_ms, seed=seed)
+            rt_median_ms=rt_median_ms, seed=seed, study_id=study_id, sessions=sessions)
         models: pd.DataFrame | None = (load_model_responses(responses)
                                        if responses is not None else None)
         study = SimulatedStudy(spec, settings, models)

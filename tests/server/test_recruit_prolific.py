@@ -540,3 +540,35 @@ def test_create_warns_when_the_listing_promises_fewer_minutes_than_the_server_sh
     assert out.exit_code == 0, out.output
     assert (f"warning: recruitment.prolific.estimated_minutes is 3, below the {shown} minutes "
             "the server estimates") in out.output
+
+
+def test_simulate_rehearses_a_study_with_the_platforms_study_and_session_ids(
+        rapp, fake, database_url, recruit_spec, tmp_path):
+    assert recruit(database_url, recruit_spec, "create").exit_code == 0
+    assert recruit(database_url, recruit_spec, "publish").exit_code == 0
+    [study] = fake.studies.values()
+    joined = {f"RHS{i}": fake.join(study["id"], f"RHS{i}")[0] for i in range(2)}
+    sessions = tmp_path / "sessions.csv"
+    sessions.write_text("".join(f"{pid},{sid}\n" for pid, sid in joined.items()))
+    out = CliRunner().invoke(main, ["simulate", str(recruit_spec), "--study-id", study["id"],
+                                    "--sessions", str(sessions), "--fail-catch", "0",
+                                    "--truth", str(tmp_path / "truth"),
+                                    "--database-url", database_url])
+    assert out.exit_code == 0, out.output
+    with rapp.app_context():
+        rows = {p.platform_id: (p.study_id, p.session_id, p.status) for p in db.session.execute(
+            sa.select(Participant)).scalars()}
+    assert rows == {pid: (study["id"], sid, "completed") for pid, sid in joined.items()}
+    for sid in joined.values():
+        fake.complete(sid, "CODE1234")
+    out = recruit(database_url, recruit_spec, "sync")
+    assert out.exit_code == 0 and json.loads(out.output[out.output.index("{"):])["changed"]
+    with rapp.app_context():
+        assert {p.status for p in db.session.execute(sa.select(Participant)).scalars()} == {
+            "submitted"}
+    bad = tmp_path / "bad.csv"
+    bad.write_text("RHS9\n")
+    out = CliRunner().invoke(main, ["simulate", str(recruit_spec), "--sessions", str(bad),
+                                    "--database-url", database_url])
+    assert out.exit_code != 0 and "bad.csv: line 1: expected 'participant_id,session_id'" in \
+        out.output
