@@ -150,3 +150,29 @@ def test_two_hundred_good_participants_never_trip_it(bapp, spec, fake, database_
         reading = breaker.read(exp, breaker.rules_for("small"), breaker.utcnow())
     assert reading.n_finished == 200 and reading.n_qc_failed == 10  # the ten made to fail catches
     assert reading.fired == []
+
+
+@pytest.mark.parametrize("cause", ["fast", "errors"])
+def test_fast_answers_alone_or_server_errors_alone_trip_it(bapp, spec, fake, cause):
+    """Attentive answers (every catch trial right) given far faster than the estimate; or
+    ordinary participants while the API answered 5xx to a third of requests in the window."""
+    fast = cause == "fast"
+    study = SimulatedStudy(spec, SimulationSettings(
+        n_participants=10, fail_catch=0, rt_median_ms=300.0 if fast else 5000.0, seed=5,
+        id_prefix=cause))
+    if not fast:
+        for _ in range(150):
+            breaker.TALLY.add(True)  # the 5xx answers of a failing stimulus server, say
+    with api_client(app=bapp) as client:
+        for number in range(10):
+            run_participant(client, study, number, fails_catch=False)
+            client.cookies.clear()
+    notice = state(bapp)
+    assert notice is not None and transitions(fake) == ["PAUSE"]
+    fired = notice["reason"].split("; ")
+    if fast:
+        assert [f.split()[0] for f in fired] == ["median_time_share"]
+    else:
+        assert [f.split()[0] for f in fired] == ["error_rate"]
+        answers, errors = notice["numbers"]["api_answers"], notice["numbers"]["api_errors"]
+        assert errors == 150 and answers > 150
