@@ -85,7 +85,7 @@ def init_app(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):
         page = render_template("message.html", title=exc.name, message=exc.description)
-        return with_allow(exc, app.make_response((page, exc.code)))
+        return with_allow(exc, app.make_response((page, exc.code or 500)))
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception):

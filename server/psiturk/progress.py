@@ -65,7 +65,8 @@ def psiturk_panel(exp: Experiment) -> dict[str, Any]:
         .join(Participant, Participant.id == a.participant_id)
         .where(a.experiment_id == exp.id)).all(),
         columns=["mode", "status", "records", "arrived", "ended"])
-    modes = []
+    modes: list[dict[str, Any]] = []
+    n_completed = 0
     for mode, group in frame.groupby(frame["mode"].fillna("unknown"), sort=True):
         status = group["status"].to_numpy(dtype=int)
         done = np.isin(status, PANEL_STATUSES["completed"])
@@ -74,6 +75,7 @@ def psiturk_panel(exp: Experiment) -> dict[str, Any]:
         arrived = pd.to_datetime(group["arrived"], utc=True)
         minutes = ((ended - arrived).dt.total_seconds() / 60).to_numpy(dtype=float)[done]
         minutes = minutes[np.isfinite(minutes)]
+        n_completed += int(done.sum())
         modes.append({
             "mode": str(mode), "n": len(group), "completed": int(done.sum()),
             **{name: int(np.isin(status, codes).sum()) for name, codes in PANEL_STATUSES.items()
@@ -84,4 +86,4 @@ def psiturk_panel(exp: Experiment) -> dict[str, Any]:
             "minutes_median": float(np.median(minutes)) if len(minutes) else None,
             "minutes_max": float(minutes.max()) if len(minutes) else None})
     return {"kind": "psiturk", "n_participants": len(frame),
-            "n_completed": int(sum(m["completed"] for m in modes)), "modes": modes}
+            "n_completed": n_completed, "modes": modes}

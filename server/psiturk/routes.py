@@ -349,7 +349,9 @@ def _client() -> dict[str, str | None]:
 def _proven(part: PsiturkAssignment) -> bool:
     """True when the request carries the participant's write cookie (set by ``/exp``)."""
     token = request.cookies.get(_token_cookie(part.uniqueid))
-    return bool(token) and token_matches(part.participant.token_hash, token)
+    if not token:
+        return False
+    return token_matches(part.participant.token_hash, token)
 
 
 def _forbidden() -> Response:
