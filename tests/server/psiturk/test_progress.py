@@ -75,3 +75,23 @@ def test_records_mode_and_panel_of_psiturk_participants(psiturk_app, database_ur
         as_text=True)
     assert 'data-section="psiturk"' in fragment and 'data-mode="sandbox"' in fragment
     assert 'data-completed="1"' in fragment
+
+
+@SQLITE
+def test_participants_csv_has_the_records_and_the_mode_of_psiturk_participants(
+        psiturk_app, tmp_path):
+    import json
+
+    import pandas as pd
+
+    from humanlike.server.export import write_export
+
+    client = psiturk_app.test_client()
+    uid = start(client, "hitId=H1&assignmentId=A1&workerId=W1", mode="sandbox")
+    client.put(f"/sync/{uid}", json=blob(uid, 7))
+    with psiturk_app.app_context():
+        write_export("psiturk-psiturk-example", tmp_path)
+    people = pd.read_csv(tmp_path / "participants.csv")
+    assert people["n_trials"].tolist() == [7] and people["psiturk_mode"].tolist() == ["sandbox"]
+    book = json.loads((tmp_path / "codebook.json").read_text())
+    assert set(people.columns) <= set(book["participants"])
