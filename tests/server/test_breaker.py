@@ -176,3 +176,39 @@ def test_fast_answers_alone_or_server_errors_alone_trip_it(bapp, spec, fake, cau
         assert [f.split()[0] for f in fired] == ["error_rate"]
         answers, errors = notice["numbers"]["api_answers"], notice["numbers"]["api_errors"]
         assert errors == 150 and answers > 150
+
+
+def test_two_servers_reading_a_bad_window_at_once_trip_once(bapp, fake, monkeypatch):
+    """Two processes' checks that both read a window breaking a rule: the experiment's lock lets
+    one trip; the other finds the trip and sends nothing (one row, one PAUSE)."""
+    import threading
+
+    both_read = threading.Barrier(2, timeout=10)
+    real_read = breaker.read
+
+    def read_together(exp, rules, now):
+        reading = real_read(exp, rules, now)
+        reading.fired = ["qc_fail_share 0.90 > 0.50"]  # as a bad window would
+        both_read.wait()  # neither has tripped yet when both decide to
+        return reading
+
+    monkeypatch.setattr(breaker, "read", read_together)
+    trips, errors = [], []
+
+    def check():
+        try:
+            with bapp.app_context():
+                exp = db.session.execute(sa.select(Experiment)).scalar_one()
+                trips.append(breaker.check(exp))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=check) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == [] and sum(t is not None for t in trips) == 1
+    assert transitions(fake) == ["PAUSE"]
+    with bapp.app_context():
+        assert db.session.execute(sa.select(sa.func.count()).select_from(breaker.BreakerTrip)).scalar_one() == 1
