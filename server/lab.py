@@ -28,7 +28,7 @@ def lab_entry(typed: str, session: str, rules) -> Entry:
     typed = typed.strip()
     if not typed:
         raise ValueError("Type the participant id.")
-    if not re.fullmatch(rules.id_pattern, typed) or not ID_PATTERN.match(typed) or ":" in typed:
+    if not ID_PATTERN.match(typed) or ":" in typed or not re.fullmatch(rules.id_pattern, typed):
         raise ValueError(f"The id {typed!r} does not have this study's format "
                          f"({rules.id_pattern}).")
     session = session.strip() or "1"

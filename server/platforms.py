@@ -130,7 +130,7 @@ class EntryError(ValueError):
 def _clean(value: str | None, name: str, pattern: str = ID_PATTERN.pattern) -> str | None:
     if value is None or value == "":
         return None
-    if not re.fullmatch(pattern, value) or not ID_PATTERN.match(value):
+    if not ID_PATTERN.match(value) or not re.fullmatch(pattern, value):  # bounded length first
         raise EntryError(f"parameter {name} has an unexpected format")
     return value
 
