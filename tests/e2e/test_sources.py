@@ -4,6 +4,7 @@ started from the lab entry page runs full screen and exports the typed id."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -21,7 +22,13 @@ from tests.e2e.participant_driver import Played, play
 from tests.server.conftest import write_small_experiment
 from tests.server.fake_sona import RunningSona
 
-SHOTS = Path("/work/notes/shots")
+
+@pytest.fixture
+def shots(tmp_path) -> Path:
+    """Where the screenshots go: $HUMANLIKE_SHOTS (to look at them), else the test's folder."""
+    folder = Path(os.environ.get("HUMANLIKE_SHOTS") or tmp_path / "shots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +57,7 @@ def fake_sona():
 
 
 def test_a_sona_arrival_completes_on_the_client_side_url_with_its_survey_code(
-        chromium, database_url, small_folder, tmp_path, fake_sona):
+        chromium, database_url, small_folder, tmp_path, fake_sona, shots):
     fake = fake_sona.fake
     table = (f'[platform]\npreset = "sona"\ncompletion_url = "{fake.client_side_url}"\n'
              f'server_completion_url = "{fake.server_side_url}"\n')
@@ -68,7 +75,7 @@ def test_a_sona_arrival_completes_on_the_client_side_url_with_its_survey_code(
                                           "survey_code": [code]}
         # the server-side grant came first, so SONA tells the participant the credit is there
         assert page.inner_text("#sona-status") == "You have already received credit for this study."
-        page.screenshot(path=str(SHOTS / "sona-client-side-landing.png"))
+        page.screenshot(path=str(shots / "sona-client-side-landing.png"))
     finally:
         context.close()
         live.stop()
@@ -84,7 +91,7 @@ def test_a_sona_arrival_completes_on_the_client_side_url_with_its_survey_code(
 
 
 def test_a_lab_session_runs_full_screen_and_exports_the_typed_id(chromium, database_url,
-                                                                  small_folder, tmp_path):
+                                                                  small_folder, tmp_path, shots):
     table = '[platform]\npreset = "lab"\nid_pattern = "P[0-9]{2}"\n'
     app, live = serve(small_folder, tmp_path / "lab", "", table, database_url)
     context = chromium.new_context(viewport={"width": 1280, "height": 800})
@@ -92,25 +99,25 @@ def test_a_lab_session_runs_full_screen_and_exports_the_typed_id(chromium, datab
         page = context.new_page()
         page.goto(f"{live.url}/lab/small")
         assert page.evaluate("document.activeElement.id") == "participant_id"  # ready to scan
-        page.screenshot(path=str(SHOTS / "lab-entry.png"))
+        page.screenshot(path=str(shots / "lab-entry.png"))
         page.keyboard.type("participant 7")
         page.keyboard.press("Enter")
         page.wait_for_selector("#lab-error")
         assert "format" in page.inner_text("#lab-error")
-        page.screenshot(path=str(SHOTS / "lab-entry-error.png"))
+        page.screenshot(path=str(shots / "lab-entry-error.png"))
         page.fill("#participant_id", "P07")
         page.keyboard.press("Enter")
         page.wait_for_url(f"{live.url}/run/**")
         page.wait_for_selector("#consent-agree:not([disabled])")
         page.keyboard.press("Enter")  # the participant consents, then the study asks for full screen
         page.wait_for_selector("[data-screen='fullscreen']")
-        page.screenshot(path=str(SHOTS / "lab-fullscreen-prompt.png"))
+        page.screenshot(path=str(shots / "lab-fullscreen-prompt.png"))
         page.keyboard.press("Enter")
         page.wait_for_function("() => document.fullscreenElement !== null")
         play(page, Played(), until=f"{live.url}/done/")
         page.wait_for_selector("#lab-finished")
         assert page.locator("#return-link").count() == 0  # no platform to return to
-        page.screenshot(path=str(SHOTS / "lab-done.png"))
+        page.screenshot(path=str(shots / "lab-done.png"))
         # the same id again (another participant typed the wrong id?): refused, nothing changed
         page.goto(f"{live.url}/lab/small")
         page.fill("#participant_id", "P07")
