@@ -70,7 +70,8 @@ def _count(response: Response) -> Response:
     """Count the participant API's answers; check the breaker after a completion or a decline."""
     if request.blueprint == "api" and request.view_args and "pid" in request.view_args:
         TALLY.add(response.status_code >= 500)
-        declined = request.endpoint == "api.consent" and b'"returned"' in response.get_data()
+        returned = f'"{ParticipantStatus.RETURNED.value}"'.encode()  # the consent answer's status
+        declined = request.endpoint == "api.consent" and returned in response.get_data()
         if response.status_code == 200 and (request.endpoint == "api.complete" or declined):
             try:
                 if any(loaded.spec.breaker for loaded in experiments.registry().values()):

@@ -31,7 +31,7 @@ def _page(state: str, status: int = 200, **context):
 def _closed(participant: Participant):
     """The page refusing a withdrawal after the data's publication date."""
     until = withdrawal.withdraw_until(participant.experiment.slug)
-    return _page("closed", 410, until=until)
+    return _page("past_deadline", 410, until=until)
 
 
 @bp.get("/withdraw/<pid>")
