@@ -88,7 +88,36 @@ def time_pages(url: str, spec: Path, repeats: int) -> tuple[dict[str, dict[str, 
             assert resp.status_code == 200
         out[name] = percentiles(samples)
         print(f"{name:28s} {out[name]}", flush=True)
+    listed, unlisted = listing_cost(app, client, repeats)
+    print(f"{'listing panel: with':28s} {listed}\n{'listing panel: without':28s} {unlisted}",
+          flush=True)
+    out["experiment_listed_interleaved"], out["experiment_unlisted_interleaved"] = listed, unlisted
     return out, qc_seconds
+
+
+def listing_cost(app, client, repeats: int) -> tuple[dict[str, float], dict[str, float]]:
+    """The experiment page with and without its Prolific listing, sampled alternately (the same
+    machine load for both): what the listing panel adds."""
+    import sqlalchemy as sa
+
+    from humanlike.server.extensions import db
+    from humanlike.server.models import Experiment
+
+    def listed(on: bool) -> None:
+        with app.app_context():
+            db.session.execute(sa.update(Experiment).where(Experiment.slug == "bench").values(
+                recruitment_ref="6000000000000000000bench" if on else None))
+            db.session.commit()
+
+    samples: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(repeats):
+        for on in (True, False):
+            listed(on)
+            start = time.perf_counter()
+            assert client.get("/admin/experiments/bench").status_code == 200
+            samples[on].append((time.perf_counter() - start) * 1000)
+    listed(True)
+    return percentiles(samples[True]), percentiles(samples[False])
 
 
 def list_on_prolific(exp) -> None:

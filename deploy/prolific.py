@@ -59,7 +59,9 @@ def error_text(body: Any) -> str:
     """Prolific's own words from an error body (``{"error": {"title", "detail"}}`` or DRF's
     ``{"detail": ...}``), or the body's text; never a Python repr."""
     if isinstance(body, dict):
-        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        inner = body.get("error")
+        if not isinstance(inner, dict):
+            inner = body
         parts = [str(inner[k]) for k in ("title", "detail", "message")
                  if isinstance(inner.get(k), str | int | float) and str(inner[k]).strip()]
         if parts:

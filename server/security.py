@@ -167,6 +167,7 @@ def login_wait(username: str, address: str) -> int:
     if not config.get("RATELIMIT_ENABLED", True):
         return 0
     device = device_of(username)
+    checks: list[tuple[str, str, str, str | None]]
     if device is not None:
         checks = [(login_limit(), LOGIN_FAILED_DEVICE, f"device:{device}", username)]
     else:

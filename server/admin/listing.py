@@ -78,14 +78,10 @@ def _spec_listing(exp: Experiment) -> dict[str, Any]:
 
 def median_minutes(exp: Experiment) -> tuple[float | None, int]:
     """Median of completed_at - started_at over the finished participants, and their number."""
-    rows = db.session.execute(sa.select(Participant.started_at, Participant.completed_at).where(
-        Participant.experiment_id == exp.id, Participant.completed_at.is_not(None),
-        Participant.started_at.is_not(None))).all()
-    if not rows:
-        return None, 0
-    seconds = np.fromiter(((done - began).total_seconds() for began, done in rows), float,
-                          count=len(rows))
-    return float(np.median(seconds) / 60.0), len(rows)
+    from humanlike.server.admin.participants import finished_minutes
+
+    minutes = finished_minutes(exp.id)
+    return (float(np.median(minutes)) if minutes.size else None), int(minutes.size)
 
 
 def money(exp: Experiment, reward_minor: int | None) -> tuple[Decimal, Decimal, Decimal, int]:
