@@ -211,20 +211,19 @@ def _constant_model(export: Export) -> pd.DataFrame:
 
 def kappa_section(export: Export, settings: ReportSettings, results: StudyResults,
                   progress: Progress) -> Section:
-    """Error-consistency matrices with bootstrap CIs from the classification trials."""
-    from humanlike.analysis.error_consistency.analysis import (
-        analyze_error_consistency,
-        standard_trials,
-    )
+    """Error-consistency matrices with bootstrap CIs of what ``humanlike analyze ec`` scores in
+    the export (``error_consistency.inputs.ec_trials``: classifications and rating decisions)."""
+    from humanlike.analysis.error_consistency.analysis import analyze_error_consistency
+    from humanlike.analysis.error_consistency.inputs import ec_trials, has_trials
     from humanlike.analysis.error_consistency.plots import plot_kappa_matrix
 
     section = Section("kappa", "Error consistency (kappa matrices)")
-    if not export.has("classifications"):
-        section.missing = "the study has no classification trials"
+    if not has_trials(export):
+        section.missing = "the study has no classification or rating trials"
         return section
-    frame = standard_trials(export.classifications().frame)
-    if frame["observer"].nunique() < 2:
-        section.missing = "fewer than two observers classified"
+    frame, _ = ec_trials(export)
+    if frame.empty or frame.groupby("experiment")["observer"].nunique().max() < 2:
+        section.missing = "fewer than two observers classified or rated"
         return section
     progress("error consistency: bootstrap")
     result = analyze_error_consistency(
@@ -234,8 +233,10 @@ def kappa_section(export: Export, settings: ReportSettings, results: StudyResult
     results.error_consistency = result
     summary = result.kappa.summary
     section.paragraphs.append(
-        f"{frame['observer'].nunique()} observers classified {frame['stimulus'].nunique()} "
-        f"stimuli. Error consistency is Cohen's kappa on trial-by-trial correctness; CIs from "
+        f"{frame['observer'].nunique()} observers classified or rated "
+        f"{frame['stimulus'].nunique()} stimuli (rating trials read as decisions, the "
+        "highest-rated category, in their own matrix '<experiment>-ratings'; the same trials "
+        "`humanlike analyze ec` scores). Error consistency is Cohen's kappa on trial-by-trial correctness; CIs from "
         f"{settings.n_resamples} bootstrap resamples of stimuli; the independence test of each "
         f"pair uses {settings.n_sim} simulations and Holm-Sidak correction over pairs.")
     for experiment in sorted(result.pairs["experiment"].astype(str).unique()):

@@ -18,34 +18,20 @@ from tqdm import tqdm
 from humanlike.analysis.error_consistency.analysis import (
     analyze_error_consistency,
     drop_conditions,
-    model_decision_trials,
-    standard_trials,
 )
-from humanlike.analysis.io.export import find_table, flag, read_export
+from humanlike.analysis.error_consistency.inputs import ModelsError, Ties, ec_trials
+from humanlike.analysis.io.export import find_table, read_export
 from humanlike.analysis.io.model_vs_human import is_trial_file, read_model_vs_human
 from humanlike.cli.options import alpha_option, confidence_option, n_resamples_option
 
 _STANDARD = ["experiment", "condition", "observer", "group", "stimulus", "correct"]
 
 
-Ties = Literal["random", "incorrect"]
-
-
-def _decision_trials(frame: pd.DataFrame, ties: Ties) -> pd.DataFrame:
-    """Rating decisions as standard trials, in their own experiment ``<experiment>-ratings``;
-    with ``ties="incorrect"`` a decision among tied top ratings counts as wrong."""
-    if ties == "incorrect" and "n_tied" in frame.columns:
-        frame = frame.assign(correct=flag(frame, "correct") & (frame["n_tied"] <= 1))
-    standard = standard_trials(frame)
-    standard["experiment"] = standard["experiment"].astype(str) + "-ratings"
-    return standard
-
-
 def _read_export(
     path: Path, include_excluded: bool, ties: Ties = "random", models: pd.DataFrame | None = None
 ) -> tuple[pd.DataFrame, list[str]]:
-    """Scoring classification trials (and rating decisions, with each model's decisions on the
-    same images when ``models`` is given) of our export as the standard columns, with notes."""
+    """What error consistency scores in our export (``error_consistency.inputs.ec_trials``, as
+    the report and the panel choose it), with the analysed-sample sentence first."""
     try:
         if path.is_dir():
             export = read_export(path, None, include_excluded)
@@ -53,33 +39,13 @@ def _read_export(
             export = read_export(path, "classifications", include_excluded)
             if path.name.split(".")[0] == "decisions":
                 export = read_export(path, "decisions", include_excluded)
-        frames, notes = [], []
-        if (sentence := export.sample_sentence()) is not None:
-            notes.append(sentence)
-        if export.has("classifications"):
-            selection = export.classifications()
-            frames.append(standard_trials(selection.frame))
-            notes += [f"classifications: {n}" for n in selection.notes]
-        if export.has("decisions"):
-            selection = export.decisions()
-            decisions = _decision_trials(selection.frame, ties)
-            frames.append(decisions)
-            notes += [f"decisions: {n}" for n in selection.notes]
-            if models is not None:
-                cells = decisions.assign(category=selection.frame["category"].to_numpy())
-                try:
-                    frames.append(model_decision_trials(models, cells))
-                except ValueError as exc:
-                    raise click.BadParameter(str(exc), param_hint="--models") from None
-                notes.append(f"decisions: {models['model'].nunique()} models' decisions added")
-        elif models is not None:
-            raise click.BadParameter("model responses are scored against rating decisions, "
-                                     f"and {path} holds none", param_hint="--models")
+        sentence = export.sample_sentence()
+        frame, notes = ec_trials(export, ties, models)
+    except ModelsError as exc:
+        raise click.BadParameter(str(exc), param_hint="--models") from None
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="TRIALS") from None
-    if not frames:
-        raise click.BadParameter(f"{path} holds no classifications or decisions", param_hint="TRIALS")
-    return pd.concat(frames, ignore_index=True), notes
+    return frame, ([sentence] if sentence is not None else []) + notes
 
 
 def _read_mvh(path: Path) -> tuple[pd.DataFrame, list[str]]:

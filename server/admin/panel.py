@@ -217,7 +217,8 @@ def _ratings_panel(exp: Experiment, settings: dict[str, Any],
 
 
 SECTION_TABLES = ("triads", "classifications", "participants", "stimuli")
-"""The export tables the MLDS and error-consistency sections read."""
+"""The export tables the MLDS and error-consistency sections read (and ``decisions``, the rating
+trials read as decisions, for a study small enough: ``panel_sections.section_tables``)."""
 
 
 def section_types() -> set[str]:
@@ -260,10 +261,11 @@ def compute(exp: Experiment, errors: dict[str, str] | None = None) -> dict[str, 
             result = {"kind": "ratings", "n_participants": 0, "error": errors["ratings"]}
     alpha = float((stopping or {}).get("alpha", 0.05))
     result[MLDS_SECTION] = result["ec"] = None
-    if types & section_types():
+    tables = panel_sections.section_tables(exp, types, section_types(), SECTION_TABLES)
+    if tables:
         with tempfile.TemporaryDirectory(prefix="humanlike-panel-") as tmp:
             try:
-                write_export(exp.slug, Path(tmp), raw_parquet=False, tables=SECTION_TABLES)
+                write_export(exp.slug, Path(tmp), raw_parquet=False, tables=tables)
                 db.session.rollback()  # end the read transaction: the analysis may take a while
                 data = read_export(tmp)
             except Exception as exc:  # both sections read this export

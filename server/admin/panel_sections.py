@@ -67,19 +67,19 @@ def mlds_section(data: Any, settings: dict[str, Any]) -> dict[str, Any] | None:
 
 def ec_section(data: Any, settings: dict[str, Any], alpha: float) -> dict[str, Any] | None:
     """Cohen's kappa on trial-by-trial correctness of every participant pair within each stimulus
-    condition (Geirhos et al. 2020) with bootstrap CIs (``analyze_error_consistency``), the
-    human-human mean per condition, the widest per-pair CI half-width and the kappa matrix figure;
-    None when the export has no scoring classification trials."""
-    from humanlike.analysis.error_consistency.analysis import (
-        analyze_error_consistency,
-        standard_trials,
-    )
+    condition (Geirhos et al. 2020) with bootstrap CIs (``analyze_error_consistency``) of what
+    ``error_consistency.inputs.ec_trials`` selects (classifications and rating decisions, as
+    ``humanlike analyze ec`` and the report), the human-human mean per condition, the widest
+    per-pair CI half-width and the kappa matrix figure (one per experiment); None when the export
+    has nothing to score."""
+    from humanlike.analysis.error_consistency.analysis import analyze_error_consistency
+    from humanlike.analysis.error_consistency.inputs import ec_trials, has_trials
     from humanlike.analysis.error_consistency.plots import plot_kappa_matrix
     from humanlike.analysis.figures import to_svg
 
-    if not data.has("classifications") or not len(data.table("classifications")):
+    if not has_trials(data):
         return None
-    frame = standard_trials(data.classifications().frame)
+    frame, _ = ec_trials(data)  # what `humanlike analyze ec` and the report score
     if frame.empty:
         return None
     level = float(settings.get("confidence_level", 0.95))
@@ -88,8 +88,8 @@ def ec_section(data: Any, settings: dict[str, Any], alpha: float) -> dict[str, A
     try:
         result = analyze_error_consistency(frame, n_resamples=n_resamples, n_sim=n_resamples,
                                            confidence_level=level, alpha=alpha, random_state=0)
-    except ValueError as exc:
-        return {"n_participants": n_people, "error": f"error consistency: {exc}"}
+    except ValueError as exc:  # e.g. one observer left: nobody analysed by this section
+        return {"n_participants": 0, "n_observers": n_people, "error": f"error consistency: {exc}"}
     pairs = result.pairs
     summary = result.kappa.summary
     hh = summary[(summary["statistic"] == "human-human") & (summary["level"] == "condition")]
@@ -98,33 +98,60 @@ def ec_section(data: Any, settings: dict[str, Any], alpha: float) -> dict[str, A
     # the accuracies behind the copy model's planning are those of the pairs whose kappa is
     # defined (an observer at 0% or 100% accuracy has none: NaN, left out of the mean kappa too)
     informative = pairs["informative"] if "informative" in pairs else pairs["kappa"].notna()
-    per_condition = pairs[informative].groupby("condition", sort=True).agg(
+    cells = [pairs["experiment"].astype(str), pairs["condition"].astype(str)]
+    per_condition = pairs[informative].groupby(
+        [c[informative] for c in cells], sort=True).agg(
         n_pairs=("kappa", "size"), trials_per_pair=("n", "median"), acc_a=("acc_a", "mean"),
         acc_b=("acc_b", "mean"))
-    uninformative = (~informative).groupby(pairs["condition"]).sum()
-    extras: dict[str, Any] = {
-        str(k): v for k, v in per_condition.to_dict("index").items()}
+    uninformative = (~informative).groupby(cells).sum()
+    extras: dict[Any, Any] = per_condition.to_dict("index")
     conditions = []
     for row in hh.to_dict("records"):
-        extra = extras.get(str(row["condition"]))
+        key = (str(row["experiment"]), str(row["condition"]))
+        extra = extras.get(key)
         conditions.append({
-            "condition": str(row["condition"]), "kappa": _num(row["kappa"]),
+            "experiment": key[0], "condition": key[1], "kappa": _num(row["kappa"]),
             "ci_low": _num(row["ci_low"]), "ci_high": _num(row["ci_high"]),
             "n_pairs": int(row["n_pairs"]),
-            "n_uninformative": int(uninformative.get(row["condition"], 0)),
+            "n_uninformative": int(uninformative.get(key, 0)),
             "trials_per_pair": None if extra is None else _num(extra["trials_per_pair"]),
             "accuracy": None if extra is None else _num((extra["acc_a"] + extra["acc_b"]) / 2)})
+    matrices = {}
+    for experiment in sorted(pairs["experiment"].astype(str).unique()):
+        matrix = result.kappa.matrix(experiment)
+        matrices[experiment] = {"observers": [str(o) for o in matrix.index],
+                                "kappa": [[_num(v) for v in row] for row in matrix.to_numpy()]}
     figure = plot_kappa_matrix(result.kappa)
     return {
         "n_participants": n_people, "confidence_level": level, "n_resamples": n_resamples,
         "n_pairs": len(pairs), "n_significant": int(pairs["significant"].sum()),
         "n_uninformative": int((~informative).sum()),
-        "conditions": conditions,
+        "conditions": conditions, "matrices": matrices,
         "max_halfwidth": None if widest is None else _num(halfwidths[widest]),
         "widest_pair": None if widest is None else {
             "condition": str(pairs["condition"].iloc[widest]),
             "n": int(pairs["n"].iloc[widest]), "kappa": _num(pairs["kappa"].iloc[widest])},
         "svg": to_svg(figure)}
+
+
+DECISIONS_MAX_TRIALS = 200_000
+"""Stored trials up to which the live panel also scores the rating trials as decisions (error
+consistency of a rating study, as ``humanlike analyze ec`` scores it); a larger study's panel
+would write a full temporary export on every refresh, so there ``analyze ec`` is the way."""
+
+
+def section_tables(exp: Any, types: set[str], section_types: set[str],
+                   tables: tuple[str, ...]) -> tuple[str, ...]:
+    """The export tables the MLDS and kappa sections read for this experiment (empty: none to
+    write): ``tables`` when it has triad or classification trials, plus ``decisions`` when it
+    has rating trials and at most ``DECISIONS_MAX_TRIALS`` stored trials."""
+    from humanlike.server.export import stored_trials
+    from humanlike.server.trial_types import rated_types
+
+    wanted = list(tables) if types & section_types else []
+    if types & set(rated_types()) and stored_trials(exp) <= DECISIONS_MAX_TRIALS:
+        wanted = [*(wanted or tables), "decisions"]
+    return tuple(wanted)
 
 
 def sample_summary(exp: Any) -> dict[str, Any]:

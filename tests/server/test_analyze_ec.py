@@ -240,3 +240,48 @@ def test_rating_decisions_in_an_export_get_their_own_matrix_and_ties_can_count_a
     assert res.exit_code == 0, res.output
     pairs = pd.read_csv(tmp_path / "o2" / "pairs.csv")
     assert (pairs["acc_a"].round(4) == round(10 / 30, 4)).all()  # correct and untied: i % 6 in {2, 4}
+
+
+def test_a_rating_only_studys_report_and_panel_show_the_kappa_matrix_of_analyze_ec(app, tmp_path):
+    """Error consistency of a study with rating trials only: `analyze ec`, the report and the live
+    panel score the same trials (error_consistency.inputs.ec_trials) and give one matrix."""
+    import sqlalchemy as sa
+
+    from humanlike.analysis.io.export import read_export
+    from humanlike.analysis.report import ReportSettings, build_report
+    from humanlike.server.admin.panel import refresh
+    from humanlike.server.export import write_export
+    from humanlike.server.extensions import db
+    from humanlike.server.models import Experiment, PanelResult
+    from tests.server.conftest import enter
+    from tests.server.test_export import run_participant
+
+    rng = np.random.default_rng(5)
+    for i in range(4):
+        client = app.test_client()
+        pid, token = enter(client, f"PROLIFIC_PID=R{i}&STUDY_ID=s&SESSION_ID=x{i}")
+        run_participant(client, pid, token, rng)
+    with app.app_context():
+        write_export("small", tmp_path / "export")
+        assert refresh(db.session.execute(sa.select(Experiment)).scalar_one(), force=True)
+        panel = db.session.execute(sa.select(PanelResult.result)).scalar_one()
+    assert pd.read_csv(tmp_path / "export" / "classifications.csv").empty  # ratings only
+    res = _ec(str(tmp_path / "export"), "--out", str(tmp_path / "ec"), "--n-resamples", "20",
+              "--n-sim", "20", "--no-figures")
+    assert res.exit_code == 0, res.output
+    cli = pd.read_csv(tmp_path / "ec" / "matrix_small-ratings.csv", index_col=0,
+                      dtype={"observer": str})
+    cli.columns = cli.columns.astype(str)
+    assert cli.shape == (4, 4)
+    report = build_report(read_export(tmp_path / "export"),
+                          settings=ReportSettings(n_resamples=20, n_sim=20))
+    section = next(s for s in report.sections if s.key == "kappa")
+    assert section.missing is None and section.figures
+    from_report = report.results.error_consistency.kappa.matrix("small-ratings")
+    pd.testing.assert_frame_equal(from_report.loc[cli.index, cli.columns], cli,
+                                  check_names=False, atol=1e-12)
+    shown = panel["ec"]["matrices"]["small-ratings"]
+    from_panel = pd.DataFrame(shown["kappa"], index=shown["observers"],
+                              columns=shown["observers"]).astype(float)
+    pd.testing.assert_frame_equal(from_panel.loc[cli.index, cli.columns], cli,
+                                  check_names=False, atol=1e-12)
