@@ -32,6 +32,7 @@ class LazyGroup(click.Group):
     cls=LazyGroup,
     lazy_commands={
         "serve": "humanlike.cli.serve:command",
+        "check": "humanlike.cli.check:command",
         "demo": "humanlike.cli.demo:command",
         "db": "humanlike.cli.db:command",
         "create-admin": "humanlike.cli.create_admin:command",
