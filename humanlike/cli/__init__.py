@@ -47,6 +47,8 @@ class LazyGroup(click.Group):
         "report": "humanlike.cli.report:command",
         "panel-worker": "humanlike.cli.panel_worker:command",
         "sona": "humanlike.cli.sona:command",
+        "publish": "humanlike.cli.publish:command",
+        "score": "humanlike.cli.score:command",
     },
 )
 @click.version_option(package_name="humanlike")
