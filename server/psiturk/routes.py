@@ -324,7 +324,7 @@ def start_exp() -> Response:
         codeversion=project.code_version)
     # the proof of being this participant: sent by the task page's own requests (/sync, /inexp,
     # /quitter's beacon, /complete), never by another browser (docs/psiturk.md, "Who may call what")
-    response.delete_cookie(_token_cookie(part.uniqueid), path="/sync/")  # before humanlike 0.x
+    response.delete_cookie(_token_cookie(part.uniqueid), path="/sync/")  # as issued before issue 25
     response.set_cookie(_token_cookie(part.uniqueid), token, path="/", httponly=True,
                         samesite="Lax", secure=current_app.config["PRODUCTION"])
     return nocache(response)
