@@ -26,6 +26,7 @@ from typing import Any
 from humanlike.analysis.psychds.dataset import OFFICIAL_KEYWORDS
 
 DATAFILE = re.compile(r"([a-z]+-[a-zA-Z0-9]+)(_[a-z]+-[a-zA-Z0-9]+)*_data\.csv")
+"""A data file's name (the schema's ``fileRegex``; the schema's data files are CSV only)."""
 REQUIRED = ("name", "description", "variableMeasured")
 RECOMMENDED = ("author", "citation", "license", "funder", "url", "identifier", "privacyPolicy",
                "keywords")
@@ -109,7 +110,8 @@ def _check_jsonld(meta: dict[str, Any], path: Path, report: Validation) -> None:
     kind = meta.get("@type", meta.get("type"))
     if kind is None:
         report.add("MISSING_DATASET_TYPE", "error", path, "no @type")
-    elif kind not in DATASET_TYPES:
+    elif not any(isinstance(k, str) and k in DATASET_TYPES
+                 for k in (kind if isinstance(kind, list) else [kind])):
         report.add("INCORRECT_DATASET_TYPE", "error", path, f"@type {kind!r}, not Dataset")
 
 
