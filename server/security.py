@@ -105,6 +105,12 @@ def dummy_password_hash() -> str:
     return generate_password_hash(secrets.token_hex(16))
 
 
+@limiter.request_filter
+def _limits_off() -> bool:
+    """Exempt every request of an app whose ``RATELIMIT_ENABLED`` is off."""
+    return not current_app.config.get("RATELIMIT_ENABLED", True)
+
+
 def start_limit() -> str:
     """Entry rate limit per client address (config ``START_RATE_LIMIT``)."""
     return str(current_app.config["START_RATE_LIMIT"])
@@ -221,6 +227,9 @@ def init_app(app: Flask) -> None:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)  # type: ignore[method-assign]
     dummy_password_hash()  # computed once per process, before any login can be timed
     limiter.init_app(app)
+    # the limiter is one object for every app in the process, and init_app sets its ``enabled``
+    # from the app being built: each request asks its own app instead (tests build many apps)
+    limiter.enabled = True
     app.before_request(_preview_filter)
     start = app.view_functions["participant.start"]
     app.view_functions["participant.start"] = limiter.limit(start_limit)(start)  # type: ignore[assignment]
