@@ -57,8 +57,16 @@ def plot_kappa_matrix(result: KappaMatrix, experiment: str | None = None) -> Fig
     off_diag = values[~np.eye(n, dtype=bool)]
     vmax = float(np.nanmax(np.abs(off_diag))) if np.isfinite(off_diag).any() else 1.0
     vmax = max(vmax, 0.1)
-    masked = np.ma.masked_invalid(np.where(np.eye(n, dtype=bool), np.nan, values))
-    im = ax.imshow(masked, cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+    diagonal = np.eye(n, dtype=bool)
+    undefined = ~diagonal & ~np.isfinite(values)  # kappa undefined: never drawn as 0 (white)
+    masked = np.ma.masked_invalid(np.where(diagonal, np.nan, values))
+    cmap = plt.get_cmap("RdBu_r").with_extremes(bad="white")
+    im = ax.imshow(masked, cmap=cmap, vmin=-vmax, vmax=vmax)
+    if undefined.any():
+        ax.imshow(np.ma.masked_where(~undefined, np.ones_like(values)), cmap="Greys",
+                  vmin=0, vmax=4, alpha=0.9)
+        for i, j in zip(*np.nonzero(undefined), strict=True):
+            ax.plot(j, i, marker="x", color="0.45", ms=5 if n <= 20 else 2, mew=0.8)
     ax.set_xticks(range(n), matrix.columns, rotation=90, fontsize=8)
     ax.set_yticks(range(n), matrix.index, fontsize=8)
     boundaries = np.flatnonzero(groups[1:] != groups[:-1])
@@ -85,7 +93,9 @@ def plot_kappa_matrix(result: KappaMatrix, experiment: str | None = None) -> Fig
     return set_caption(fig, (
         "Cohen's kappa on trial-by-trial correctness for every pair of observers (Geirhos et al. "
         "2020): red, errors shared more often than the accuracies predict; blue, less often. "
-        "Black lines separate humans from models; confidence intervals are in the table."))
+        "Black lines separate humans from models; confidence intervals are in the table."
+        + (f" Grey with a cross: {int(undefined.sum()) // 2} pair(s) whose kappa is undefined (an "
+           "observer at 0% or 100% accuracy: no errors to compare)." if undefined.any() else "")))
 
 
 def plot_consistency_scatter(

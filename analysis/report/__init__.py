@@ -18,7 +18,7 @@ import pandas as pd
 
 from humanlike.analysis.exclusions import ExclusionRules, as_rules
 from humanlike.analysis.io.export import Export
-from humanlike.analysis.report.methods import methods_paragraph
+from humanlike.analysis.report.methods import design_text, methods_paragraph
 from humanlike.analysis.report.sections import (
     ReportSettings,
     Section,
@@ -125,7 +125,7 @@ def build_report(
                               None if truth is None else {k: np.asarray(v)
                                                           for k, v in truth.items()},
                               model_triads, step)
-    counts = {"sample": export.sample_sentence() or ""}
+    counts = {"sample": export.sample_sentence() or "", "design": design_text(spec, export)}
     present = {s.key for s in sections if s.missing is None}
     methods = methods_paragraph(spec, counts, rule_set, settings, present)
     sections.append(Section("methods", "Methods", paragraphs=[methods]))

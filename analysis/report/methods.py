@@ -46,6 +46,84 @@ def _rules_text(rules: ExclusionRules) -> str:
     return text or "no exclusion rules were applied"
 
 
+def _counts(values: Any, unit: str = "") -> str:
+    """'60 Hz (8), 120 Hz (2)' from a Series of values (most frequent first)."""
+    counts = values.value_counts()
+    return ", ".join(f"{k}{unit} ({n})" for k, n in counts.items())
+
+
+def design_text(spec: Mapping[str, Any] | None, export: Any) -> str:
+    """Conditions and counterbalancing, trials per block, rating levels, presentation and the
+    displays and platforms the analysed participants' data came from (the export's
+    ``analysed`` participants; the spec for what was intended)."""
+    import pandas as pd
+
+    parts = []
+    people = export.participants
+    analysed = (people[people["analysed"]] if people is not None and "analysed" in people
+                else people)
+    spec = spec or {}
+    conditions = [c.get("name") for c in spec.get("conditions", [])]
+    if analysed is not None and "condition" in analysed and analysed["condition"].notna().any():
+        per = _counts(analysed["condition"].astype(str))
+        orders = {c.get("name"): c.get("block_order") for c in spec.get("conditions", [])
+                  if c.get("block_order")}
+        parts.append(
+            (f"Participants were assigned to the least-filled of {len(conditions)} conditions "
+             f"on arrival (analysed per condition: {per})" if len(conditions) > 1 else
+             f"All participants saw one condition (analysed per condition: {per})")
+            + ("; block order per condition: " + "; ".join(
+                f"{k}: {', '.join(v)}" for k, v in orders.items()) if orders else "") + ".")
+    if export.has("trials") and analysed is not None and "participant" in analysed:
+        trials = export.table("trials", ["participant", "block", "trial_type", "practice"])
+        trials = trials[trials["participant"].astype(str).isin(set(analysed["participant"]))]
+        if len(trials):
+            practice = trials["practice"].astype(str).str.lower().isin(["true", "1", "1.0"])
+            per_block = (trials[~practice].groupby(["block", "participant"]).size()
+                         .groupby(level=0).median())
+            blocks = {b.get("name"): b for b in spec.get("blocks", [])}
+            words = []
+            for block, n in per_block.items():
+                b = blocks.get(block, {})
+                extra = [f"{b[k]} {w}" for k, w in (("practice", "practice"), ("catch_trials",
+                         "catch"), ("repeats", "repeated")) if b.get(k)]
+                words.append(f"{block} {n:g}" + (f" (with {', '.join(extra)})" if extra else ""))
+            parts.append("Median trials per analysed participant and block, practice excluded: "
+                         + "; ".join(words) + ".")
+    if export.has("ratings"):
+        levels = pd.to_numeric(export.table("ratings", ["rating"])["rating"], errors="coerce")
+        values = sorted(levels.dropna().unique())
+        if values and len(values) <= 11:
+            parts.append("Ratings were given on the levels "
+                         + ", ".join(f"{v:g}" for v in values) + " of each category.")
+    shown = []
+    presentation = spec.get("presentation") or {}
+    if presentation.get("mode"):
+        shown.append(f"images were shown {str(presentation['mode']).replace('_', ' ')}"
+                     + (" outside classification blocks" if any(
+                         b.get("classification") for b in spec.get("blocks", [])) else "")
+                     + (f" for {presentation['duration_ms']} ms" if presentation.get(
+                         "duration_ms") else ""))
+    for b in spec.get("blocks", []):
+        c = b.get("classification")
+        if c:
+            shown.append(
+                f"in {b.get('name')} a {c.get('fixation_ms', 300)} ms fixation, the image for "
+                f"{c.get('duration_ms', 200)} ms and a {c.get('mask', 'noise')} mask for "
+                f"{c.get('mask_ms', 200)} ms")
+    if analysed is not None and "refresh_hz" in analysed:
+        rates = pd.to_numeric(analysed["refresh_hz"], errors="coerce").dropna().round()
+        if len(rates):
+            shown.append("the displays' measured refresh rates were "
+                         + _counts(rates.astype(int), " Hz"))
+    if shown:
+        parts.append("Presentation: " + "; ".join(shown) + ".")
+    if analysed is not None and "platform" in analysed and analysed["platform"].notna().any():
+        parts.append("The analysed data came from these platforms (participants): "
+                     + _counts(analysed["platform"].astype(str)) + ".")
+    return " ".join(parts)
+
+
 def methods_paragraph(spec: Mapping[str, Any] | None, counts: Mapping[str, Any],
                       rules: ExclusionRules, settings: Any, sections: set[str]) -> str:
     """One paragraph a methods section can start from; every number comes from the inputs."""
@@ -58,6 +136,8 @@ def methods_paragraph(spec: Mapping[str, Any] | None, counts: Mapping[str, Any],
             f"The experiment '{spec.get('title', spec.get('slug'))}' ran on "
             f"{spec.get('platform', 'a local link')} with the blocks {kinds}"
             + (f" and {cats} response categories" if cats else "") + ".")
+    if counts.get("design"):
+        parts.append(str(counts["design"]))
     sample = str(counts.get("sample") or "").rstrip(".")
     parts.append(
         (f"{sample[0].upper()}{sample[1:]}. " if sample else "")

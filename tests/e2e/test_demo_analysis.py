@@ -236,7 +236,15 @@ def test_one_analysed_set_gives_one_n_everywhere(demo_spec, tmp_path):
 
     html = report.read_text()
     assert escape(sentence, quote=False) in html.split('id="sample"')[1]
-    assert escape(sentence[0].upper() + sentence[1:], quote=False) in html.split('id="methods"')[1]
+    methods = html.split('id="methods"')[1]
+    assert escape(sentence[0].upper() + sentence[1:], quote=False) in methods
+    # the Methods paragraph: design, presentation and sources of the analysed participants only
+    assert "All participants saw one condition (analysed per condition: A (5))" in methods
+    assert "Median trials per analysed participant and block, practice excluded: " in methods
+    assert "Ratings were given on the levels 0, 0.25, 0.5, 0.75, 1 of each category." in methods
+    assert "the image for 200 ms and a noise mask for 200 ms" in methods
+    assert "The analysed data came from these platforms (participants): prolific (5)." in methods
+    assert "measured refresh rates were " in methods
     assert panel["sample"]["sentence"] == sentence
     assert panel["n_participants"] == panel["ec"]["n_participants"] == 5
     assert panel["mlds_scales"]["n_participants"] == 5
