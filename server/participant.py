@@ -157,8 +157,18 @@ def _returning(participant: Participant, via: str):
     decision = resume_policy.on_return(participant, via)
     if decision.action != "refuse":
         return None
-    return _message(resume_policy.REFUSED_TITLE,
-                    resume_policy.refusal_message(decision, participant.platform), 409)
+    owned = _owned()  # this browser may still withdraw: it holds a fresh token, the old one revoked
+    owned[participant.public_id] = resume.reissue_token(participant)
+    session.modified = True
+    db.session.commit()
+    return _refusal_page(participant, decision)
+
+
+def _refusal_page(participant: Participant, decision: resume_policy.Decision):
+    """The polite refusal of a returning participant, with the withdrawal link."""
+    return render_template("withdraw.html", state="refused", title=resume_policy.REFUSED_TITLE,
+                           message=resume_policy.refusal_message(decision, participant.platform),
+                           pid=participant.public_id), 409
 
 
 def _task_page(participant: Participant, token: str | None):
@@ -169,6 +179,9 @@ def _task_page(participant: Participant, token: str | None):
     if participant.status == ParticipantStatus.RETURNED:
         return _message("Study ended", "You did not consent, so the study has ended. "
                         "Please return the study on your recruitment platform.", 200)
+    refused = resume_policy.refusal_of(participant) if resume.resumable(participant) else None
+    if refused is not None:  # refused on a return: the task page stays closed to them
+        return _refusal_page(participant, refused)
     config = {
         "pid": pid,
         "token": token,

@@ -106,6 +106,17 @@ def on_return(participant: Participant, via: str, now: dt.datetime | None = None
     return decision
 
 
+def refusal_of(participant: Participant) -> Decision | None:
+    """The participant's refusal, when their last recorded decision refused them."""
+    value = db.session.execute(sa.select(Event.value).where(
+        Event.participant_id == participant.id, Event.type == EVENT)
+        .order_by(Event.id.desc()).limit(1)).scalar_one_or_none()
+    if not isinstance(value, dict) or value.get("action") != "refuse":
+        return None
+    fields = {k: value.get(k) for k in Decision.__dataclass_fields__}
+    return Decision(**fields)
+
+
 def refusals(experiment_id: int) -> list[dict[str, Any]]:
     """Participants refused on their return (for the dashboard's payment note): public id, status,
     trials stored, when, why, and how long they had been away."""

@@ -56,9 +56,9 @@ def withdraw(pid: str):
     participant = _participant(pid)
     if participant is None:
         return _page("gone", 200, title=GONE[0], message=GONE[1])
-    token = request.form.get("token") or session.get("participants", {}).get(pid) or ""
-    if not token or not token_matches(participant.token_hash, token):
-        return _page("forbidden", 403)
+    tokens = [request.form.get("token"), session.get("participants", {}).get(pid)]
+    if not any(t and token_matches(participant.token_hash, t) for t in tokens):
+        return _page("forbidden", 403)  # the form's (this browser's storage) or the cookie's
     if request.form.get("confirm") != "yes":
         return _page("unconfirmed", 400, pid=pid)
     if not withdrawal.still_possible(participant.experiment.slug):

@@ -7,6 +7,7 @@ asked again) or a polite ``refuse``; past max_age always refused. The clock is m
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 import sqlalchemy as sa
@@ -174,3 +175,21 @@ def test_without_policies_nothing_changes_and_the_spec_hash_is_kept(make, monkey
     assert back.status_code == 302 and decisions(app, pid) == []
     spec = load_spec(small_experiment)
     assert '"resume"' not in spec.canonical_json() and '"privacy"' not in spec.canonical_json()
+
+
+def test_a_refused_participant_can_still_withdraw_and_the_task_stays_closed(make, monkeypatch):
+    app = make(table="[resume]\nmax_age_minutes = 60\n")
+    old_browser, pid, old_token, _ = started(app)
+    browser, late = come_back(app, monkeypatch, 61)
+    page = late.get_data(as_text=True)
+    assert late.status_code == 409 and f'href="/withdraw/{pid}"' in page
+    # the old tab's token is revoked; the task page stays refused in either browser
+    assert old_browser.post(f"/api/v1/participants/{pid}/events", json={"type": "blur"},
+                            headers=auth(old_token)).status_code == 403
+    assert browser.get(f"/task/{pid}").status_code == 409
+    assert browser.get(f"/run/{pid}").status_code == 409
+    form = browser.get(f"/withdraw/{pid}").get_data(as_text=True)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', form).group(1)
+    done = browser.post(f"/withdraw/{pid}", data={"csrf_token": csrf, "token": old_token,
+                                                   "confirm": "yes"})  # storage's stale token too
+    assert done.status_code == 200 and stored(app, pid) == []
