@@ -91,3 +91,24 @@ def test_simulated_points_on_the_width_plot_shrink_with_more_trials():
     y = sim.get_ydata()
     assert y[1] < y[0] / 5
     plt.close(fig)
+
+
+def test_an_undefined_kappa_is_drawn_grey_with_a_cross_not_as_zero():
+    from matplotlib.lines import Line2D
+
+    from humanlike.analysis.error_consistency import kappa_matrix
+    from humanlike.analysis.error_consistency.plots import plot_kappa_matrix
+    from humanlike.analysis.figures import caption
+    from tests.analysis.error_consistency.test_error_consistency_matrix import (
+        _perfect_model_trials,
+    )
+
+    result = kappa_matrix(_perfect_model_trials(), group="group")
+    fig = plot_kappa_matrix(result)
+    ax = fig.axes[0]
+    crosses = [line for line in ax.get_lines() if isinstance(line, Line2D)
+               and line.get_marker() == "x"]
+    # h4 and cnn are right on every trial: their pairs with everyone (4 + 3, both ways) are undefined
+    assert len(crosses) == 2 * 7
+    assert len(ax.texts) == 2 * 3  # numbers only for the three defined (human) pairs
+    assert "Grey with a cross: 7 pair(s) whose kappa is undefined" in caption(fig)
