@@ -104,7 +104,9 @@ def admit(loaded, exp: Experiment, entry: Entry):
         return _message("You have already taken part",
                         "Our records show you have already taken part in this study, so you "
                         "cannot take part again. Thank you for your interest.", 409)
-    if allocation.took_part_elsewhere(loaded.spec.exclude_participants_from, entry):
+    excluded = loaded.spec.exclude_participants_from
+    if allocation.took_part_elsewhere(excluded, entry) or retention.hashed_elsewhere(
+            excluded, entry.platform, entry.platform_id):
         return _message("Not eligible",
                         "You took part in a closely related study, so you cannot take part in "
                         "this one. Thank you for your interest.", 403)

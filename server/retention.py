@@ -162,6 +162,17 @@ def run(slug: str, actor: str, now: dt.datetime | None = None) -> RetentionRun:
     return RetentionRun(slug, days, cutoff, done)
 
 
+def hashed_elsewhere(slugs: list[str], platform: str, platform_id: str | None) -> bool:
+    """True when this platform id took part in one of the experiments ``slugs`` and its id there
+    was since replaced (``allocation.took_part_elsewhere`` compares ids in clear)."""
+    if not platform_id or not slugs:
+        return False
+    either = sa.or_(*(sa.and_(Experiment.slug == slug, Participant.platform_id == hashed(slug, platform_id))
+                      for slug in slugs))
+    return db.session.execute(sa.select(Participant.id).join(Experiment).where(
+        Participant.platform == platform, either).limit(1)).first() is not None
+
+
 def hashed_participant(exp: Experiment, platform: str, platform_id: str | None) -> bool:
     """True when a participant with this platform id took part and its id was since replaced."""
     if not platform_id:

@@ -49,12 +49,22 @@ def spec(tmp_path):
 
 
 @pytest.fixture
-def rapp(database_url, spec, monkeypatch, tmp_path):
+def other_spec(tmp_path):
+    """A second study that excludes the first one's participants."""
+    path = write_small_experiment(tmp_path / "other")
+    text = path.read_text().replace('slug = "small"', 'slug = "other"')
+    path.write_text(text.replace('title = "Small rating test"',
+                                 'title = "Other"\nexclude_participants_from = ["small"]'))
+    return path
+
+
+@pytest.fixture
+def rapp(database_url, spec, other_spec, monkeypatch, tmp_path):
     monkeypatch.setenv("SECRET_KEY", SECRET)
     monkeypatch.setenv("HUMANLIKE_INSTANCE", str(tmp_path / "instance"))
     application = create_app({"TESTING": True, "SECRET_KEY": SECRET,
                               "SQLALCHEMY_DATABASE_URI": database_url,
-                              "EXPERIMENT_PATHS": [str(spec)]})
+                              "EXPERIMENT_PATHS": [str(spec), str(other_spec)]})
     database.upgrade(application)
     experiments.sync_all(application)
     yield application
@@ -182,6 +192,12 @@ def test_retention_replaces_every_platform_id_and_leaves_the_analyses_unchanged(
     back = rapp.test_client().get(f"/start/small?PROLIFIC_PID={DONE[2][0]}&STUDY_ID={STUDY}"
                                   f"&SESSION_ID=NEWSESSION")
     assert back.status_code == 409
+    # ... nor one that excludes this study's participants
+    other = rapp.test_client().get(f"/start/other?PROLIFIC_PID={DONE[2][0]}&STUDY_ID=S2"
+                                   f"&SESSION_ID=NEWSESSION2")
+    assert other.status_code == 403 and "closely related study" in other.get_data(as_text=True)
+    fresh = rapp.test_client().get("/start/other?PROLIFIC_PID=NEVERSEEN01&STUDY_ID=S2&SESSION_ID=N1")
+    assert fresh.status_code == 302
 
 
 def test_retention_names_an_experiment_it_does_not_serve(rapp, spec, database_url):
