@@ -268,6 +268,13 @@ class ProlificClient:
         return self.request("POST", "/api/v1/submissions/bulk-approve/",
                             json={"submission_ids": list(submission_ids)})
 
+    # messages ---------------------------------------------------------------------------------
+    def message(self, study_id: str, participant_ids: list[str], body: str) -> Any:
+        """Send ``body`` to these participants of the study (Prolific's bulk message)."""
+        return self.request("POST", "/api/v1/messages/bulk/", idempotent=False,
+                            json={"ids": list(participant_ids), "body": body,
+                                  "study_id": study_id})
+
     # webhooks ---------------------------------------------------------------------------------
     def create_hook_secret(self, workspace_id: str) -> dict[str, Any]:
         """Create (or replace) the workspace's webhook secret; returns ``{"id", "value"}``."""
@@ -398,6 +405,18 @@ class ProlificRecruiter:
         validate_rejection(message, category, "prolific")
         return (self._unless_already(participant, "REJECTED")
                 or self.client.reject_submission(_submission_id(participant), message, category))
+
+    def message(self, participants: list[Participant], body: str) -> dict[str, Any]:
+        """One message to these participants, one bulk request per study they took part in."""
+        by_study: dict[str, list[str]] = {}
+        for p in participants:
+            study = p.study_id or self.experiment.recruitment_ref
+            if not study:
+                raise PlatformError(f"no Prolific study id for participant {p.public_id}")
+            by_study.setdefault(study, []).append(p.platform_id)
+        for study, ids in by_study.items():
+            self.client.message(study, ids, body)
+        return {"studies": sorted(by_study), "recipients": len(participants)}
 
     def bonus_paid(self, participant: Participant, payment: Payment) -> bool:
         """Whether Prolific shows ``payment`` paid: the submission's ``bonus_payments`` (minor units)

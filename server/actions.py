@@ -412,6 +412,40 @@ def mark_bonus_paid(participant: Participant, actor: str, reason: str) -> Action
                 "payment": payment.idempotency_key}))
 
 
+MAX_MESSAGE = 5000
+
+
+def send_message(participants: list[Participant], actor: str, body: str) -> list[ActionResult]:
+    """Send one message to these participants through their platform (Prolific's bulk message:
+    one request per study), then one audit row each with the text. Refused before any request
+    when the text is empty or the platform has no client (nothing is sent)."""
+    body = (body or "").strip()
+    if not body:
+        raise ActionError("write the message (it is empty)", "message_body")
+    if len(body) > MAX_MESSAGE:
+        raise ActionError(f"the message is longer than {MAX_MESSAGE} characters", "message_body")
+    if not participants:
+        return []
+    recruiter = recruiter_for(participants[0].experiment)
+    if recruiter is None or not hasattr(recruiter, "message"):
+        raise ActionError(_local_note(participants[0]) + ": no message can be sent", "platform",
+                          409)
+    try:
+        reply = recruiter.message(participants, body)
+        ok, note = True, f"message sent ({len(participants)} recipient(s))"
+    except PlatformError as exc:
+        reply, ok, note = exc.reply, False, f"not sent: {exc}"
+    results = []
+    for p in participants:
+        result = ActionResult(p.public_id, "message", ok, note, p.status, reply=reply,
+                              detail={"message_text": body})
+        audit.record(actor, "message", experiment=p.experiment.slug, target=p.public_id,
+                     detail={"ok": ok, "message": note, "message_text": body, "reply": reply})
+        results.append(result)
+    db.session.commit()
+    return results
+
+
 def bulk(participants: Iterable[Participant],
          action: Callable[[Participant], ActionResult]) -> list[ActionResult]:
     """Apply ``action`` to each participant; a refusal for one is reported and the rest go on."""

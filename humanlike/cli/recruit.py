@@ -482,9 +482,33 @@ def _platform_group(platform: str) -> click.Group:
         _stop_like("resume", "START", "Resume a paused Prolific study.")
         _places_command(group, make)
         _hooks_command(group, make)
+        _message_command(group, make)
     else:
         _mturk_commands(group, make)
     return group
+
+
+def _message_command(group: click.Group, make: Callable[..., Context]) -> None:
+    @group.command("message")
+    @_common
+    @click.argument("participants", nargs=-1, required=True)
+    @click.option("--body", required=True, help="The message text (audited with it).")
+    def message(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool,
+                participants: tuple[str, ...], body: str) -> None:
+        """Send one message to PARTICIPANTS (public or Prolific ids) through Prolific."""
+        ctx = make(slug, spec_path, database_url, dry_run)
+
+        def run() -> None:
+            from humanlike.server import actions
+
+            exp = ctx.experiment()
+            rows = _participants(exp, participants)
+            if dry_run:
+                _recruiter(ctx, exp).message(rows, body)
+                return
+            _echo_results(actions.send_message(rows, ctx.actor, body))
+
+        _run(ctx, run)
 
 
 def _hooks_command(group: click.Group, make: Callable[..., Context]) -> None:

@@ -23,7 +23,8 @@ from humanlike.server.models import AuditEntry, Experiment, Participant, Partici
 ACTIONS = {"approve": "Approve", "reject": "Reject", "bonus": "Pay a bonus",
            "exclude": "Exclude from analysis", "include": "Include in analysis",
            "clear": "Clear the analysis override",
-           "mark_paid": "Mark a bonus paid after checking Prolific"}
+           "mark_paid": "Mark a bonus paid after checking Prolific",
+           "message": "Send a message on Prolific"}
 PRESETS = {"completed_passing_qc": "every completed participant who passes QC"}
 MAX_BULK = 5000
 
@@ -34,7 +35,8 @@ class ActionForm(FlaskForm):
 
 def _inputs() -> dict[str, str]:
     form = request.form
-    inputs = {k: (form.get(k) or "").strip() for k in ("message", "category", "amount", "reason")}
+    inputs = {k: (form.get(k) or "").strip()
+              for k in ("message", "category", "amount", "reason", "message_body")}
     # a hidden "0" before the checkbox: unticked sends "0", ticked "0" then "1"; absent = default on
     inputs["exclude_too"] = (form.getlist("exclude_too") or [""])[-1]
     return inputs
@@ -69,6 +71,8 @@ def _check(action: str, inputs: dict[str, str], exp: Experiment) -> str | None:
                 raise actions.ActionError("say what the bonus is for (a reason is required)")
         elif action in ("exclude", "include") and not inputs["reason"]:
             raise actions.ActionError("say why (a reason is required)")
+        elif action == "message" and not inputs["message_body"]:
+            raise actions.ActionError("write the message (it is empty)")
         elif action == "mark_paid" and not inputs["reason"]:
             raise actions.ActionError("name the bonus (its reason) whose state is unknown")
     except actions.ActionError as exc:
@@ -135,7 +139,13 @@ def apply_action(slug: str):
     people = _selected(exp)
     if error or not people:
         return _render(exp, action, people, inputs, error or "no participants selected", status=400)
-    results = actions.bulk(people, _runner(action, inputs))
+    if action == "message":  # one bulk request for everyone, not one per participant
+        try:
+            results = actions.send_message(people, actor(), inputs["message_body"])
+        except actions.ActionError as exc:
+            return _render(exp, action, people, inputs, str(exc), status=exc.status)
+    else:
+        results = actions.bulk(people, _runner(action, inputs))
     return _render(exp, action, people, inputs, None, results=results)
 
 

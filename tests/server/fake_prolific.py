@@ -34,6 +34,8 @@ Rules and where they are documented:
 - GET /api/v1/submissions/{id}/ -> the submission object, whose ``bonus_payments`` lists the bonuses
   paid on it (amounts in minor units) (https://docs.prolific.com/api-reference/submissions/get-submission,
   https://docs.prolific.com/api-reference/submissions/submission-object)
+- POST /api/v1/messages/bulk/ {"ids": [participant ids], "body", "study_id"} (all required) -> 204
+  (https://docs.prolific.com/api-reference/messages/bulk-message-participants)
 - webhooks (https://docs.prolific.com/api-reference/webhooks/subscribing and the pages beside it):
   POST /api/v1/hooks/secrets/ {"workspace_id"} -> {"id", "value", "workspace_id"} (one secret per
   workspace, replaced on each call); POST /api/v1/hooks/subscriptions/ {"event_type", "target_url",
@@ -113,6 +115,7 @@ class FakeProlific:
         self.subscriptions: dict[str, dict[str, Any]] = {}
         self.hook_secrets: dict[str, str] = {}
         self.deliveries: list[dict[str, Any]] = []
+        self.messages: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
         self.lock = threading.Lock()
 
@@ -174,6 +177,8 @@ class FakeProlific:
 
     @staticmethod
     def json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+        if status == 204:
+            return Response(status=204, headers=headers)
         return Response(json.dumps(data), status=status, mimetype="application/json",
                         headers=headers)
 
@@ -191,6 +196,8 @@ class FakeProlific:
                 return self.patch_study(study, body), 200
         if (m := re.fullmatch(r"/api/v1/studies/(\w+)/transition/", path)) and method == "POST":
             return self.transition_study(self.study(m[1]), body), 200
+        if (method, path) == ("POST", "/api/v1/messages/bulk/"):
+            return self.bulk_message(body), 204
         if path.startswith("/api/v1/hooks/"):
             return self.hooks(request, method, path, body)
         if (method, path) == ("GET", "/api/v1/submissions/"):
@@ -206,6 +213,23 @@ class FakeProlific:
         if (m := re.fullmatch(r"/api/v1/bulk-bonus-payments/(\w+)/pay/", path)) and method == "POST":
             return self.pay(m[1]), 202
         raise Refused(404, f"no such endpoint: {method} {path}")
+
+    def bulk_message(self, body: Any) -> None:
+        body = body or {}
+        if set(body) != {"ids", "body", "study_id"}:
+            raise _field_error(sorted({"ids", "body", "study_id"} ^ set(body))[0],
+                               "ids, body and study_id are required.")
+        if not isinstance(body["ids"], list) or not body["ids"]:
+            raise _field_error("ids", "A list of participant ids is required.")
+        if not str(body["body"]).strip():
+            raise _field_error("body", "This field may not be blank.")
+        self.study(body["study_id"])
+        took_part = {s["participant_id"] for s in self.submissions.values()
+                     if s["study_id"] == body["study_id"]}
+        for who in body["ids"]:
+            if who not in took_part:
+                raise _field_error("ids", f"{who} did not take part in the study.")
+        self.messages.append(body)
 
     # webhooks --------------------------------------------------------------------------------
     def hooks(self, request: Request, method: str, path: str, body: Any) -> tuple[Any, int]:

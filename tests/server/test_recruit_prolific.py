@@ -572,3 +572,33 @@ def test_simulate_rehearses_a_study_with_the_platforms_study_and_session_ids(
                                     "--database-url", database_url])
     assert out.exit_code != 0 and "bad.csv: line 1: expected 'participant_id,session_id'" in \
         out.output
+
+
+def test_a_message_reaches_the_ticked_participants_in_one_request_and_is_audited(
+        rapp, fake, database_url, recruit_spec):
+    from tests.server.admin.dashboard_helpers import csrf_from, login
+
+    assert recruit(database_url, recruit_spec, "create").exit_code == 0
+    assert recruit(database_url, recruit_spec, "publish").exit_code == 0
+    [study] = fake.studies.values()
+    pids = [take_part(rapp, fake, study["id"], f"PPM{i}")[0] for i in range(3)]
+    admin = rapp.test_client()
+    login(rapp, admin)
+    token = csrf_from(admin.get("/admin/experiments/small").get_data(as_text=True))
+    form = {"csrf_token": token, "action": "message", "confirmed": "yes",
+            "participant": pids[:2], "message_body": "Part 2 opens on Monday: thank you!"}
+    empty = admin.post("/admin/experiments/small/actions/apply", data={**form, "message_body": ""})
+    assert empty.status_code == 400 and fake.messages == []
+    done = admin.post("/admin/experiments/small/actions/apply", data=form)
+    assert done.status_code == 200 and "message sent (2 recipient(s))" in done.get_data(as_text=True)
+    assert fake.messages == [{"ids": ["PPM0", "PPM1"], "body": "Part 2 opens on Monday: thank you!",
+                              "study_id": study["id"]}]
+    out = recruit(database_url, recruit_spec, "message", pids[2], "--body", "Reminder")
+    assert out.exit_code == 0, out.output
+    assert fake.messages[-1]["ids"] == ["PPM2"]
+    with rapp.app_context():
+        sent = db.session.execute(sa.select(AuditEntry).where(AuditEntry.action == "message")
+                                  ).scalars().all()
+        assert sorted(a.target for a in sent) == sorted(pids)
+        assert {a.detail["message_text"] for a in sent} == {"Part 2 opens on Monday: thank you!",
+                                                             "Reminder"}
