@@ -1,0 +1,221 @@
+"""`humanlike publish` on the simulated demo study, then `humanlike score` on the published folder
+alone: the dataset passes the Psych-DS check and holds no platform id, user agent, completion code or
+free-text answer; the demo's four models get exactly the report's scores and ceilings; a model added
+after publication (from a responses file, or declared in a model TOML and run on the published
+stimuli) is scored with CIs, and neither the package nor the original export changes."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from humanlike.analysis.psychds import validate_dataset
+from humanlike.cli import main
+
+N_RESAMPLES, N_SIM = 200, 100
+KEYS = {"scores": ["model", "subset", "metric"], "noise_ceiling": ["subset", "metric", "bound"]}
+
+
+@pytest.fixture(scope="module")
+def published(demo_spec, tmp_path_factory):
+    """12 simulated participants exported, reported (Python API, as `humanlike report` runs it)
+    and published with the demo's model responses."""
+    from humanlike.analysis.io.export import read_export
+    from humanlike.analysis.ratings.scores import load_model_responses
+    from humanlike.analysis.report import ReportSettings, build_report
+
+    root = tmp_path_factory.mktemp("publish")
+    db = f"sqlite:///{root}/demo.sqlite"
+    runner = CliRunner()
+    result = runner.invoke(main, ["simulate", str(demo_spec), "--participants", "12",
+                                  "--fail-catch", "2", "--seed", "3", "--database-url", db])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(main, ["export", "demo", "--out", str(root / "export"),
+                                  "--database-url", db])
+    assert result.exit_code == 0, result.output
+    responses = demo_spec.parent / "stimuli" / "model_responses.csv"
+    report = build_report(read_export(root / "export"), models=load_model_responses(responses),
+                          spec=tomllib.loads(demo_spec.read_text()),
+                          settings=ReportSettings(n_resamples=N_RESAMPLES, n_sim=N_SIM))
+    out = root / "dataset"
+    result = runner.invoke(main, ["publish", "demo", "--out", str(out), "--license", "CC-BY-4.0",
+                                  "--author", "Ada Researcher", "--models", str(responses),
+                                  "--n-resamples", str(N_RESAMPLES), "--n-sim", str(N_SIM),
+                                  "--database-url", db])
+    assert result.exit_code == 0, result.output
+    return root, out, report, result.output
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_the_published_demo_passes_the_psych_ds_check(published):
+    _, out, _, output = published
+    result = validate_dataset(out)
+    assert result.valid, result.summary()
+    assert "appears to be Psych-DS compatible" in output
+    names = {Path(p).name for p in result.datafiles}
+    assert {"study-demo_description-ratings_data.csv", "study-demo_description-participants_data.csv",
+            "study-demo_description-stimuli_data.csv"} <= names
+    for required in ("README.md", "CITATION.cff", "LICENSE", "analysis/benchmark.json",
+                     "materials/stimuli/SHA256SUMS"):
+        assert (out / required).is_file(), required
+    assert "creativecommons.org/licenses/by/4.0" in (out / "dataset_description.json").read_text()
+    assert 'name: "Ada Researcher"' in (out / "CITATION.cff").read_text()
+
+
+def test_every_stimulus_is_published_with_the_checksum_the_study_recorded(published):
+    root, out, _, _ = published
+    stimuli = pd.read_csv(root / "export" / "stimuli.csv")
+    sums = dict(line.split("  ")[::-1] for line in
+                (out / "materials" / "stimuli" / "SHA256SUMS").read_text().splitlines())
+    assert sums == dict(zip(stimuli["stimulus"], stimuli["sha256"], strict=True))
+    for key, digest in sums.items():
+        assert hashlib.sha256((out / "materials" / "stimuli" / key).read_bytes()).hexdigest() == digest
+
+
+def test_no_file_holds_a_platform_id_user_agent_completion_code_or_free_text(published):
+    root, out, _, _ = published
+    people = pd.read_csv(root / "export" / "participants.csv", dtype=str)
+    secrets = set()
+    for column in ("platform_id", "study_id", "session_id", "completion_code"):
+        secrets |= set(people[column].dropna())
+    answers = pd.read_csv(root / "export" / "debrief.csv", dtype=str)["answer"].dropna()
+    secrets |= {a for a in answers if len(a) > 6}  # free-text answers ("simulated participant")
+    assert people["platform_id"].nunique() == 12
+    assert len(secrets) == 12 * 2 + 3  # ids and sessions, the study id, the code, one answer
+    for path in (p for p in out.rglob("*") if p.is_file()):
+        content = path.read_bytes()
+        found = [s for s in secrets if s.encode() in content]
+        assert not found, (path, found[:3])
+    for path in (out / "data").iterdir():
+        header = path.read_text().splitlines()[0]
+        assert "user_agent" not in header and "platform_id" not in header
+    assert not list(out.rglob("*debrief*")) and not list(out.rglob("*events*"))
+
+
+def _score(folder: Path, responses: Path, out: Path) -> dict[str, pd.DataFrame]:
+    result = CliRunner().invoke(main, ["score", str(folder), "--models", str(responses),
+                                       "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return {name: pd.read_csv(out / f"{name}.csv") for name in KEYS}
+
+
+def _assert_same(report: pd.DataFrame, scored: pd.DataFrame, keys: list[str],
+                 rtol: float = 0.0) -> None:
+    merged = report.merge(scored, on=keys, suffixes=("_report", "_score"), validate="1:1")
+    assert len(merged) == len(report)
+    for column in ("estimate", "ci_low", "ci_high"):
+        a, b = merged[f"{column}_report"], merged[f"{column}_score"]
+        assert ((a - b).abs() <= rtol * b.abs()).all(), column
+
+
+def test_score_from_the_package_alone_equals_the_reports_scores_and_ceilings(
+        published, tmp_path, monkeypatch):
+    root, out, report, _ = published
+    fresh = tmp_path / "elsewhere" / "benchmark"
+    shutil.copytree(out, fresh)
+    monkeypatch.chdir(tmp_path)
+    hidden = root / "export-away"
+    (root / "export").rename(hidden)  # the scorer cannot read the original export
+    try:
+        scored = _score(fresh, fresh / "results" / "model_responses.csv", tmp_path / "scores")
+    finally:
+        hidden.rename(root / "export")
+    tables = report.results.ratings.tables()
+    assert set(scored["scores"]["model"]) == {"cnn", "logreg", "kde", "adv_cnn"}
+    for name, keys in KEYS.items():
+        _assert_same(tables[name], scored[name], keys)
+
+
+def test_a_model_added_after_publication_is_scored_with_cis_and_nothing_changes(
+        published, tmp_path):
+    root, out, report, _ = published
+    before = {"package": _digests(out), "export": _digests(root / "export")}
+    demo = pd.read_csv(out / "results" / "model_responses.csv", dtype={"stimulus": str,
+                                                                       "category": str})
+    cnn = demo[demo["model"] == "cnn"]
+    p = 0.5 * cnn["probability"] + 0.05
+    blend = cnn.assign(model="blend", probability=p, logit=np.log(p / (1 - p)))
+    pd.concat([demo, blend]).to_csv(tmp_path / "five.csv", index=False)
+    scored = _score(out, tmp_path / "five.csv", tmp_path / "scores")
+    new = scored["scores"].query("model == 'blend'")
+    assert len(new) == 6  # 3 subsets x 2 metrics
+    assert new[["estimate", "ci_low", "ci_high"]].notna().all().all()
+    assert ((new["ci_low"] <= new["estimate"]) & (new["estimate"] <= new["ci_high"])).all()
+    assert (new["ci_low"] < new["ci_high"]).all()
+    comparisons = pd.read_csv(tmp_path / "scores" / "comparisons.csv")
+    assert ((comparisons["a"] == "blend") | (comparisons["b"] == "blend")).any()
+    # the four published models keep the report's numbers when a fifth is scored beside them (the
+    # same resamples; sums over a larger stack of models may differ in the last bit)
+    tables = report.results.ratings.tables()
+    _assert_same(tables["scores"], scored["scores"].query("model != 'blend'"), KEYS["scores"],
+                 rtol=1e-12)
+    assert before == {"package": _digests(out), "export": _digests(root / "export")}
+
+
+def test_a_model_declared_in_a_toml_is_run_on_the_published_stimuli_and_scored(
+        published, tmp_path, demo_spec):
+    import torch
+    from safetensors.torch import save_file
+
+    from humanlike.stimuli.demo_models import SmallCNN
+
+    _, out, _, _ = published
+    torch.manual_seed(0)
+    save_file(SmallCNN().state_dict(), str(tmp_path / "mine.safetensors"))
+    toml = tmp_path / "mine.toml"
+    toml.write_text('name = "mine"\n[model]\nentry_point = "humanlike.stimuli.demo_models:SmallCNN"\n'
+                    'weights = "mine.safetensors"\n[input]\nsize = 28\nchannels = 1\nmean = 0.0\n'
+                    "std = 1.0\n[classes]\nnames = [" + ", ".join(f'"{d}"' for d in range(10))
+                    + "]\n")
+    runner = CliRunner()
+    result = runner.invoke(main, ["score", str(out), "--declared", str(toml), "--device", "cpu",
+                                  "--no-error-consistency", "--responses-out",
+                                  str(tmp_path / "mine.csv"), "--out", str(tmp_path / "scores")])
+    assert result.exit_code == 0, result.output
+    scores = pd.read_csv(tmp_path / "scores" / "scores.csv")
+    assert set(scores["model"]) == {"mine"}
+    assert scores[["ci_low", "ci_high"]].notna().all().all()
+    # the same model on the study's own stimulus files gives the same responses
+    result = runner.invoke(main, ["stimuli", "responses", "--models", str(toml), "--manifest",
+                                  str(demo_spec.parent / "stimuli" / "manifest.csv"), "--out",
+                                  str(tmp_path / "original.csv"), "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    original = pd.read_csv(tmp_path / "original.csv", dtype={"stimulus": str, "category": str})
+    mine = pd.read_csv(tmp_path / "mine.csv", dtype={"stimulus": str, "category": str})
+    merged = mine.merge(original, on=["model", "stimulus", "category"], validate="1:1")
+    assert len(merged) == len(mine) > 0
+    assert (merged["probability_x"] == merged["probability_y"]).all()
+
+
+def test_bad_input_is_refused_and_changes_nothing(published, tmp_path):
+    root, out, _, _ = published
+    before = _digests(out)
+    runner = CliRunner()
+    db = f"sqlite:///{root}/demo.sqlite"
+    result = runner.invoke(main, ["publish", "demo", "--out", str(out), "--license", "CC0-1.0",
+                                  "--database-url", db])
+    assert result.exit_code != 0 and "not empty" in result.output
+    result = runner.invoke(main, ["publish", "nosuch", "--out", str(tmp_path / "x"), "--license",
+                                  "CC0-1.0", "--database-url", db])
+    assert result.exit_code != 0 and "nosuch" in result.output
+    assert not (tmp_path / "x").exists()
+    (tmp_path / "bad.csv").write_text("model,stimulus\nm,s\n")
+    result = runner.invoke(main, ["score", str(out), "--models", str(tmp_path / "bad.csv")])
+    assert result.exit_code != 0 and "bad.csv" in result.output
+    result = runner.invoke(main, ["score", str(tmp_path), "--models", str(tmp_path / "bad.csv")])
+    assert result.exit_code != 0 and "benchmark.json" in result.output
+    result = runner.invoke(main, ["score", str(out), "--models", str(out / "results" /
+                                  "model_responses.csv"), "--out", str(out / "scores")])
+    assert result.exit_code != 0 and "outside" in result.output
+    assert _digests(out) == before
