@@ -93,3 +93,24 @@ def test_listing_actions_are_confirmed_audited_and_fewer_places_refused_here(
                                                                                    True)]
         [places] = audits("listing_places")
         assert places.detail["total"] == 30 and places.actor == "admin:alice"
+
+
+def test_failed_webhook_deliveries_and_a_high_return_rate_show_after_sync(
+        rapp, fake, database_url, recruit_spec):
+    study, _, _, admin = listed(rapp, fake, database_url, recruit_spec)
+    assert recruit(database_url, recruit_spec, "hooks", "--workspace", "ws1").exit_code == 0
+    [sub] = [s for s in fake.subscriptions.values()
+             if s["event_type"] == "submission.status.change"]
+    fake.deliveries.append({"id": "d1", "subscription_id": sub["id"], "status": "FAILED",
+                            "event_type": "submission.status.change"})
+    page = text(admin.get("/admin/experiments/small").get_data(as_text=True))
+    assert "webhook deliveries failed" not in page and "no webhooks" not in page
+    token = csrf_from(admin.get("/admin/experiments/small").get_data(as_text=True))
+    assert admin.post("/admin/experiments/small/listing/sync",
+                      data={"csrf_token": token}).status_code == 302
+    body, headers = fake.event("study.has_high_return_rate", study["id"], None,
+                               "2026-11-25T12:00:00Z")
+    assert rapp.test_client().post("/hooks/prolific", data=body, headers=headers).status_code == 200
+    page = text(admin.get("/admin/experiments/small").get_data(as_text=True))
+    assert "1 webhook deliveries failed" in page
+    assert "Prolific reports a high return rate (2026-11-25T12:00:00Z)" in page
