@@ -4,7 +4,8 @@
 //   is already shown keeps its element and its tick box, only its other cells are replaced when
 //   they changed; new rows are added in the server's order; a row that left the view is removed
 //   unless it is ticked (then it stays, greyed, so a bulk action still acts on it).
-// - "Tick" selects the rows of a status, or failing / passing QC.
+// - "Tick" selects the rows of a status, failing / passing QC, or a QC reason (the reasons on the
+//   page are offered as they appear).
 // - The analysis section remembers whether it was open (localStorage).
 (function () {
   "use strict";
@@ -12,6 +13,7 @@
   /** @param {HTMLTableSectionElement} body */
   function liveTable(body) {
     const counter = document.getElementById("ticked-count");
+    const chooser = document.getElementById("tick-by");
     /** @returns {HTMLTableRowElement[]} */
     const rowsOf = (/** @type {ParentNode} */ node) =>
       Array.from(node.querySelectorAll("tr[data-participant]"));
@@ -44,7 +46,7 @@
             if (!old) target.appendChild(now.cloneNode(true));
             else if (old.outerHTML !== now.outerHTML) target.replaceChild(now.cloneNode(true), old);
           }
-          for (const name of ["class", "data-status", "data-qc"]) {
+          for (const name of ["class", "data-status", "data-qc", "data-qc-reasons"]) {
             const value = row.getAttribute(name) || "";
             if (target.getAttribute(name) !== value) target.setAttribute(name, value);
           }
@@ -80,12 +82,32 @@
         const fresh = document.createElement("tbody");
         fresh.innerHTML = await response.text();
         merge(fresh);
+        if (chooser instanceof HTMLSelectElement) offerReasons(chooser);
         body.dataset.refreshes = String(Number(body.dataset.refreshes || 0) + 1);
         count();
       } catch (error) {
         // offline for a moment: the next tick tries again
       } finally {
         busy = false;
+      }
+    }
+
+    /** @returns {string[]} */
+    const reasonsOf = (/** @type {HTMLTableRowElement} */ row) =>
+      (row.dataset.qcReasons || "").split(";").map((r) => r.trim()).filter(Boolean);
+
+    /** @param {HTMLSelectElement} chooser */
+    function offerReasons(chooser) {
+      const offered = new Set(Array.from(chooser.options).map((o) => o.value));
+      for (const row of rowsOf(body)) {
+        for (const reason of reasonsOf(row)) {
+          if (offered.has(`reason:${reason}`)) continue;
+          offered.add(`reason:${reason}`);
+          const option = document.createElement("option");
+          option.value = `reason:${reason}`;
+          option.textContent = `QC reason: ${reason}`;
+          chooser.appendChild(option);
+        }
       }
     }
 
@@ -98,14 +120,15 @@
         else if (choice === "all") box.checked = true;
         else if (choice.startsWith("status:") && row.dataset.status === choice.slice(7)) box.checked = true;
         else if (choice.startsWith("qc:") && row.dataset.qc === choice.slice(3)) box.checked = true;
+        else if (choice.startsWith("reason:") && reasonsOf(row).includes(choice.slice(7))) box.checked = true;
       }
       count();
     }
 
     body.addEventListener("change", count);
     window.setInterval(refresh, Number(body.dataset.every || 2000));
-    const chooser = document.getElementById("tick-by");
     if (chooser instanceof HTMLSelectElement) {
+      offerReasons(chooser);
       chooser.addEventListener("change", () => {
         if (chooser.value) tickBy(chooser.value);
         chooser.value = "";
