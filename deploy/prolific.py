@@ -268,6 +268,17 @@ class ProlificClient:
         return self.request("POST", "/api/v1/submissions/bulk-approve/",
                             json={"submission_ids": list(submission_ids)})
 
+    # test runs --------------------------------------------------------------------------------
+    def create_test_participant(self, email: str) -> dict[str, Any]:
+        """A test participant account (Prolific enables this per workspace); returns its id."""
+        return self.request("POST", "/api/v1/researchers/participants/", idempotent=False,
+                            json={"email": email}) or {}
+
+    def create_test_study(self, study_id: str) -> dict[str, Any]:
+        """Publish a copy of the draft study to the workspace's test participants (the path is
+        documented without a trailing slash)."""
+        return self.request("POST", f"/api/v1/studies/{study_id}/test-study", json={}) or {}
+
     # messages ---------------------------------------------------------------------------------
     def message(self, study_id: str, participant_ids: list[str], body: str) -> Any:
         """Send ``body`` to these participants of the study (Prolific's bulk message)."""

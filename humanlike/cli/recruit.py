@@ -483,9 +483,38 @@ def _platform_group(platform: str) -> click.Group:
         _places_command(group, make)
         _hooks_command(group, make)
         _message_command(group, make)
+        _test_command(group, make)
     else:
         _mturk_commands(group, make)
     return group
+
+
+def _test_command(group: click.Group, make: Callable[..., Context]) -> None:
+    @group.command("test")
+    @_common
+    @click.option("--email", default=None,
+                  help="Create a test participant with this (unregistered) email first.")
+    def test(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool,
+             email: str | None) -> None:
+        """Try the draft study as a participant: Prolific's test-participant flow publishes a copy
+        of the draft to the workspace's test participants (the feature is enabled per
+        workspace); take it from the printed link, then `sync` as usual."""
+        ctx = make(slug, spec_path, database_url, dry_run)
+
+        def run() -> None:
+            exp = ctx.experiment()
+            ref = ctx.listing(exp)
+            client = ctx.client()
+            if email:
+                made = client.create_test_participant(email)
+                if not dry_run:
+                    click.echo(f"test participant {made.get('participant_id')} created for {email}")
+            copy = client.create_test_study(ref)
+            if not dry_run:
+                _store(exp, test_study={"id": copy.get("study_id"), "url": copy.get("study_url")})
+                click.echo(f"test study {copy.get('study_id')}: {copy.get('study_url')}")
+
+        _run(ctx, run)
 
 
 def _message_command(group: click.Group, make: Callable[..., Context]) -> None:

@@ -34,6 +34,11 @@ Rules and where they are documented:
 - GET /api/v1/submissions/{id}/ -> the submission object, whose ``bonus_payments`` lists the bonuses
   paid on it (amounts in minor units) (https://docs.prolific.com/api-reference/submissions/get-submission,
   https://docs.prolific.com/api-reference/submissions/submission-object)
+- test runs (https://docs.prolific.com/api-reference/users/create-test-participant-for-researcher,
+  https://docs.prolific.com/api-reference/studies/create-test-study): POST
+  /api/v1/researchers/participants/ {"email"} (not one registered already) -> {"participant_id"};
+  POST /api/v1/studies/{id}/test-study (documented without the trailing slash) on a draft study,
+  once a test participant exists -> {"study_id", "study_url"}
 - POST /api/v1/messages/bulk/ {"ids": [participant ids], "body", "study_id"} (all required) -> 204
   (https://docs.prolific.com/api-reference/messages/bulk-message-participants)
 - webhooks (https://docs.prolific.com/api-reference/webhooks/subscribing and the pages beside it):
@@ -116,6 +121,7 @@ class FakeProlific:
         self.hook_secrets: dict[str, str] = {}
         self.deliveries: list[dict[str, Any]] = []
         self.messages: list[dict[str, Any]] = []
+        self.test_participants: dict[str, str] = {}
         self._ids = itertools.count(1)
         self.lock = threading.Lock()
 
@@ -184,8 +190,12 @@ class FakeProlific:
 
     def route(self, request: Request, body: Any) -> tuple[Any, int]:
         path, method = request.path, request.method
+        if (m := re.fullmatch(r"/api/v1/studies/(\w+)/test-study", path)) and method == "POST":
+            return self.test_study(self.study(m[1])), 200
         if not path.endswith("/"):
             raise Refused(404, "Prolific's paths end with a slash")
+        if (method, path) == ("POST", "/api/v1/researchers/participants/"):
+            return self.test_participant(body), 201
         if (method, path) == ("POST", "/api/v1/studies/"):
             return self.create_study(body), 201
         if m := re.fullmatch(r"/api/v1/studies/(\w+)/", path):
@@ -213,6 +223,25 @@ class FakeProlific:
         if (m := re.fullmatch(r"/api/v1/bulk-bonus-payments/(\w+)/pay/", path)) and method == "POST":
             return self.pay(m[1]), 202
         raise Refused(404, f"no such endpoint: {method} {path}")
+
+    def test_participant(self, body: Any) -> dict[str, Any]:
+        email = (body or {}).get("email")
+        if set(body or {}) != {"email"} or not isinstance(email, str) or "@" not in email:
+            raise _field_error("email", "Enter a valid email address.")
+        if email in self.test_participants:
+            raise _field_error("email", "This email is already registered with Prolific.")
+        self.test_participants[email] = self.new_id("t")
+        return {"participant_id": self.test_participants[email]}
+
+    def test_study(self, study: dict[str, Any]) -> dict[str, Any]:
+        if study["status"] != "UNPUBLISHED":
+            raise _field_error("status", "Only a draft study can be tested.")
+        if not self.test_participants:
+            raise Refused(400, "Create a test participant first.")
+        copy = {**study, "id": self.new_id("6"), "status": "ACTIVE", "test_of": study["id"]}
+        self.studies[copy["id"]] = copy
+        return {"study_id": copy["id"],
+                "study_url": f"https://app.prolific.com/studies/{copy['id']}"}
 
     def bulk_message(self, body: Any) -> None:
         body = body or {}

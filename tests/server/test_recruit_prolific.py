@@ -602,3 +602,21 @@ def test_a_message_reaches_the_ticked_participants_in_one_request_and_is_audited
         assert sorted(a.target for a in sent) == sorted(pids)
         assert {a.detail["message_text"] for a in sent} == {"Part 2 opens on Monday: thank you!",
                                                              "Reminder"}
+
+
+def test_a_test_run_uses_prolifics_test_participant_flow(rapp, fake, database_url, recruit_spec):
+    assert recruit(database_url, recruit_spec, "create").exit_code == 0
+    [draft] = fake.studies.values()
+    out = recruit(database_url, recruit_spec, "test")
+    assert out.exit_code == 1 and "Create a test participant first" in out.output
+    out = recruit(database_url, recruit_spec, "test", "--email", "me+test@lab.example.org")
+    assert out.exit_code == 0, out.output
+    [copy] = [s for s in fake.studies.values() if s.get("test_of") == draft["id"]]
+    assert f"test study {copy['id']}: https://app.prolific.com/studies/{copy['id']}" in out.output
+    assert fake.log[-2][1:] == ("/api/v1/researchers/participants/",
+                                {"email": "me+test@lab.example.org"})
+    assert fake.log[-1][1] == f"/api/v1/studies/{draft['id']}/test-study"
+    assert draft["status"] == "UNPUBLISHED"  # the draft itself is not published
+    with rapp.app_context():
+        meta = db.session.execute(sa.select(Experiment)).scalar_one().recruitment_meta
+        assert meta["test_study"]["id"] == copy["id"]
