@@ -113,8 +113,10 @@ def refusal_of(participant: Participant) -> Decision | None:
         .order_by(Event.id.desc()).limit(1)).scalar_one_or_none()
     if not isinstance(value, dict) or value.get("action") != "refuse":
         return None
-    fields = {k: value.get(k) for k in Decision.__dataclass_fields__}
-    return Decision(**fields)
+    max_age = value.get("max_age_minutes")
+    return Decision("refuse", str(value.get("policy")), value.get("block"),
+                    float(value.get("age_minutes") or 0.0),
+                    int(max_age) if max_age is not None else None, str(value.get("reason")))
 
 
 def refusals(experiment_id: int) -> list[dict[str, Any]]:
