@@ -275,14 +275,15 @@ def mlds_sections(export: Export, settings: ReportSettings, results: StudyResult
                   progress: Progress) -> list[Section]:
     """MLDS scales with CIs and diagnostics; the Psychophysical-Score."""
     from humanlike.analysis.mlds.batch import MAX_SIGMA_RATIO, fit_many, with_reference
+    from humanlike.analysis.mlds.inputs import has_trials, mlds_trials
     from humanlike.analysis.mlds.plots import plot_scales
 
     section = Section("mlds", "MLDS scales")
     score = Section("psychophysical", "Psychophysical-Score")
-    if not export.has("triads"):
+    if not has_trials(export):
         section.missing = score.missing = "the study has no triad trials"
         return [section, score]
-    triads = export.triads().frame
+    triads, _ = mlds_trials(export)  # what `humanlike analyze mlds` and the panel fit
     if triads.empty:
         section.missing = score.missing = "no triad trials left after the exclusions"
         return [section, score]

@@ -10,6 +10,7 @@ from tqdm import tqdm
 
 from humanlike.analysis.io.export import read_export
 from humanlike.analysis.mlds.analysis import analyze_mlds
+from humanlike.analysis.mlds.inputs import mlds_trials
 from humanlike.cli.options import confidence_option, n_resamples_option
 
 
@@ -37,16 +38,16 @@ def command(triads: Path, out_dir: Path, design: Literal["triads", "quadruples"]
     """
     try:
         export = read_export(triads, "triads", include_excluded)
-        selection = export.triads()
+        frame, notes = mlds_trials(export)
         with tqdm(total=n_resamples, desc="bootstrap", unit="rep", disable=n_resamples == 0) as bar:
-            result = analyze_mlds(selection.frame, design=design, n_resamples=n_resamples,
+            result = analyze_mlds(frame, design=design, n_resamples=n_resamples,
                                   confidence_level=confidence, random_state=seed,
                                   progress=bar.update)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     if (sentence := export.sample_sentence()) is not None:
         click.echo(sentence)
-    for note in selection.notes:
+    for note in notes:
         click.echo(note)
     written = result.save(out_dir, max_panels=max_panels)
     click.echo(result.summary())

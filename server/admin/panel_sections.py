@@ -27,11 +27,12 @@ def mlds_section(data: Any, settings: dict[str, Any]) -> dict[str, Any] | None:
     the export has no scoring triads."""
     from humanlike.analysis.figures import to_svg
     from humanlike.analysis.mlds.analysis import analyze_mlds
+    from humanlike.analysis.mlds.inputs import has_trials, mlds_trials
     from humanlike.analysis.mlds.plots import plot_scales
 
-    if not data.has("triads") or not len(data.table("triads")):
+    if not has_trials(data) or not len(data.table("triads")):
         return None
-    frame = data.triads().frame
+    frame, _ = mlds_trials(data)  # what `humanlike analyze mlds` and the report fit
     if frame.empty:
         return None
     level = float(settings.get("confidence_level", 0.95))

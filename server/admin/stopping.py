@@ -81,7 +81,8 @@ def _kappa(stopping: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
 
 
 def evaluate(stopping: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-    """``{measure, threshold, value, met, needed, still_needed}`` for the panel's result."""
+    """``{measure, threshold, value, met, needed, still_needed[, sample]}`` for the panel's
+    result; ``sample`` is the analysed-sample sentence the participants counted come from."""
     measure = stopping["measure"]
     if measure == "noise_ceiling_halfwidth":
         state = _noise_ceiling(stopping, result)
@@ -96,6 +97,10 @@ def evaluate(stopping: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]
                  "experiment's trial types yet"}
     needed = state.get("needed")
     n = int(state.pop("n", None) or result.get("n_participants") or 0)
+    # who the projection counts: the analysed set (analysis.sample), said as every analysis says it
+    sample = (result.get("sample") or {}).get("sentence")
+    if sample:
+        state["sample"] = sample
     if "still_needed_trials" in state:
         return {"measure": measure, "threshold": stopping.get("threshold"), "n": n, **state,
                 "still_needed": state["still_needed_trials"]}

@@ -245,7 +245,7 @@ def test_one_analysed_set_gives_one_n_everywhere(demo_spec, tmp_path):
     assert "the image for 200 ms and a noise mask for 200 ms" in methods
     assert "The analysed data came from these platforms (participants): prolific (5)." in methods
     assert "measured refresh rates were " in methods
-    assert panel["sample"]["sentence"] == sentence
+    assert panel["sample"]["sentence"] == sentence and panel["sample"]["analysed"] == 5
     assert panel["n_participants"] == panel["ec"]["n_participants"] == 5
     assert panel["mlds_scales"]["n_participants"] == 5
     qc = pd.read_csv(tmp_path / "ratings" / "qc.csv", dtype={"participant": str})
