@@ -18,6 +18,7 @@ from humanlike.server.export import write_export
 from humanlike.server.extensions import db
 from humanlike.server.models import AuditEntry, Participant, ParticipantQC, Payment
 from humanlike.server.pseudonyms import key_from_secret, keyed_hash
+from humanlike.server.psiturk.models import PsiturkAssignment, PsiturkTrial
 from tests.server.conftest import auth, enter, write_small_experiment
 from tests.server.test_api_trials import consent, first_rating_index, rating_body
 from tests.server.test_export import run_participant
@@ -46,6 +47,13 @@ def mid_study(app, platform_id: str = PID):
                                      n_stored=1, qc_failed=False, qc_reasons=""))
         db.session.add(Payment(participant_id=row.id, reason="bonus", amount=0.5,
                                idempotency_key=f"k-{pid}", status="owed", actor="test"))
+        # psiTurk's assignment and a record of it: a row referring to a row referring to them
+        assignment = PsiturkAssignment(participant_id=row.id, experiment_id=row.experiment_id,
+                                       uniqueid=f"{platform_id}:a", assignmentid="a",
+                                       workerid=platform_id, hitid="h")
+        db.session.add(assignment)
+        db.session.flush()
+        db.session.add(PsiturkTrial(assignment_id=assignment.id, position=0, record="{}"))
         db.session.commit()
     return client, pid, token
 
@@ -74,6 +82,11 @@ def rows_about(app, pid: str) -> dict[str, int]:
     return found
 
 
+def psiturk_records(app) -> int:
+    with app.app_context():
+        return db.session.execute(sa.select(sa.func.count()).select_from(PsiturkTrial)).scalar_one()
+
+
 def csrf_of(page: str) -> str:
     return re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
 
@@ -96,6 +109,7 @@ def test_withdrawing_mid_study_deletes_every_row_and_audits_a_keyed_hash(app, tm
     before = rows_about(app, pid)
     assert before["participant"] == 1 and before["trial"] == 1 and before["event"] >= 1
     assert before["participant_qc"] == 1 and before["payment"] == 1
+    assert before["psiturk_assignment"] == 1 and psiturk_records(app) == 2  # theirs and the other's
     assert PID in export_text(app, tmp_path / "before")  # the export check below can fail
 
     page = client.get(f"/withdraw/{pid}")
@@ -110,7 +124,7 @@ def test_withdrawing_mid_study_deletes_every_row_and_audits_a_keyed_hash(app, tm
     assert done.status_code == 200, done.get_data(as_text=True)
     assert "Your data have been deleted" in done.get_data(as_text=True)
     assert set(rows_about(app, pid).values()) == {0}
-    assert rows_about(app, kept)["trial"] == 1  # nobody else's
+    assert rows_about(app, kept)["trial"] == 1 and psiturk_records(app) == 1  # nobody else's
     exported = export_text(app, tmp_path / "after")
     book = json.loads((tmp_path / "after" / "codebook.json").read_text())
     assert book["stored"]["withdrawals"].startswith("1 participant(s) withdrew")
