@@ -66,6 +66,7 @@ def command(experiment: Path, models_path: Path | None, sizes: str, replications
     from humanlike.analysis.planning.recovery import plan_study
     from humanlike.server.experiments import load_experiment
     from humanlike.server.spec import SpecError
+    from humanlike.server.trial_types import TRIAL_TYPES
 
     n_list = _sizes(sizes)
     try:
@@ -77,7 +78,7 @@ def command(experiment: Path, models_path: Path | None, sizes: str, replications
         if spec.panel is None or not spec.panel.model_responses:
             raise click.UsageError(f"{experiment}: no [panel] model_responses; pass --models")
         models_path = loaded.root / spec.panel.model_responses[0]
-    rating_blocks = [b for b in spec.blocks if b.trial_type == "rating"]
+    rating_blocks = [b for b in spec.blocks if TRIAL_TYPES[b.trial_type].rated]
     if not rating_blocks:
         raise click.UsageError(f"{experiment}: no rating block to plan")
     stimuli = pd.DataFrame([{"stimulus": r.key, "kind": r.kind, **r.meta} for r in loaded.stimuli])
