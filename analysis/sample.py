@@ -27,7 +27,7 @@ RESEARCHER_EXCLUDE = "researcher: "
 RESEARCHER_INCLUDE = "researcher include: "
 """Prefix of a researcher's inclusion reason (``server.overrides.RESEARCHER_INCLUDE``)."""
 IN_PROGRESS = "in progress"
-REJECTED = "rejected"
+REJECTED = ParticipantStatus.REJECTED.value  # the reason is the status word
 NO_TRIALS = "no trials"
 PARTIAL = "partial data kept: "
 _IN_PROGRESS_STATUSES = frozenset({ParticipantStatus.ALLOCATED, ParticipantStatus.CONSENTED,
@@ -174,7 +174,7 @@ class Sample:
         with the other groups named where there are any."""
         parts = [f"{self.completed} completed", f"{self.returned} returned"]
         for n, words in ((self.timed_out, "timed out"), (self.quit_early, "quit early"),
-                         (self.in_progress, "still in progress"), (self.rejected, "rejected")):
+                         (self.in_progress, "still in progress"), (self.rejected, REJECTED)):
             if n:
                 parts.append(f"{n} {words}")
         qc = f"{self.qc_excluded} excluded by QC"
