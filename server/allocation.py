@@ -8,6 +8,7 @@ import re
 import secrets
 from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
 from flask import current_app
 
@@ -126,14 +127,44 @@ def allocate(
     return participant, token
 
 
+def participant_seeds(exp: Experiment) -> tuple[int, int]:
+    """The timeline's and the adaptive draw's seeds: random, or with the app's
+    ``ALLOCATION_SEED`` set (rehearsals, tests) derived from it and the arrival's number, so the
+    same study run twice allocates identically."""
+    base = current_app.config.get("ALLOCATION_SEED")
+    if base is None:
+        return secrets.randbits(62), secrets.randbits(62)
+    arrivals = db.session.execute(
+        sa.select(sa.func.count()).where(Participant.experiment_id == exp.id)).scalar_one()
+    state = np.random.SeedSequence([int(base), int(arrivals)]).generate_state(2, np.uint64)
+    return int(state[0] >> np.uint64(2)), int(state[1] >> np.uint64(2))
+
+
+def _adaptive_draw(exp: Experiment, loaded: LoadedExperiment, seed: int) -> dict[str, Any]:
+    """The ``[adaptive]`` block's stimuli from the latest stored weights (read, not computed)."""
+    from humanlike.server import adaptive
+
+    by_kind: dict[str, list[str]] = {}
+    for rec in loaded.stimuli:
+        by_kind.setdefault(rec.kind, []).append(rec.key)
+    pool = adaptive.pool_keys(loaded.spec, by_kind,
+                              {r.key: r.meta.get("block") for r in loaded.stimuli})
+    return adaptive.draw(loaded.spec, pool, adaptive.current_design(exp.id), seed)
+
+
 def _new_participant(
     exp: Experiment, loaded: LoadedExperiment, entry: Entry, user_agent: str | None
 ) -> tuple[Participant, str]:
     token = new_token()
     public_id = secrets.token_hex(8)
-    seed = secrets.randbits(62)
+    seed, draw_seed = participant_seeds(exp)
     condition, record = least_filled_condition(exp, loaded)
-    timeline = generate_timeline(loaded.spec, list(loaded.stimuli), condition, seed)
+    chosen = None
+    if loaded.spec.adaptive is not None:
+        record["adaptive"] = _adaptive_draw(exp, loaded, draw_seed)
+        chosen = {record["adaptive"]["block"]: record["adaptive"]["random"]
+                  + record["adaptive"]["weighted"]}
+    timeline = generate_timeline(loaded.spec, list(loaded.stimuli), condition, seed, chosen)
     ids = dict(
         db.session.execute(
             sa.select(Stimulus.key, Stimulus.id).where(Stimulus.experiment_id == exp.id)

@@ -1,6 +1,7 @@
 """Descriptions of every exported column (written as codebook.json next to the data); each trial
 type's own columns come from its registry entry (``trial_types``)."""
 
+from humanlike.server.adaptive_spec import EXPORT_COLUMNS as _ADAPTIVE_COLUMNS
 from humanlike.server.display import CALIBRATION_COLUMNS, TIMING_COLUMNS
 from humanlike.server.lifecycle import ParticipantStatus
 from humanlike.server.platforms import Platform
@@ -49,6 +50,7 @@ PARTICIPANT_COLUMNS = {
     "user_agent": "browser User-Agent; empty unless [privacy] store_user_agent (see stored)",
     "n_trials": "number of trials in the timeline (psiTurk participants: trial records stored)",
     "psiturk_mode": "psiTurk participants only: debug | sandbox | live",
+    **_ADAPTIVE_COLUMNS,
     "n_stored": "number of trials stored",
     "completion_code": "completion code shown or sent to the platform",
     "bonus": "bonus paid",

@@ -211,9 +211,10 @@ def participant_table(exp: Experiment, ids: list[int] | None = None) -> pd.DataF
     counts = event_counts(exp).reindex(frame["id"]).fillna(0).astype(int)
     for column in EVENT_COUNTS:
         frame[column] = counts[column].to_numpy()
+    from humanlike.server.adaptive import export_columns  # [adaptive]: each participant's draw
     from humanlike.server.psiturk.progress import psiturk_columns  # records stored, psiTurk mode
 
-    return psiturk_columns(exp, frame)
+    return export_columns(psiturk_columns(exp, frame))
 
 
 def finish_participants(frame: pd.DataFrame, stored: pd.Series, qc: list[pd.DataFrame]) -> pd.DataFrame:

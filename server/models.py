@@ -286,6 +286,7 @@ class PanelResult(db.Model):  # type: ignore[name-defined]  # dynamic base
 # psiTurk's, SONA's, the display record's and the webhook events' tables live beside these
 # (server/psiturk/models.py, server/sona_models.py, server/display.py, server/platform_events.py);
 # imported here so the metadata is whole
+from humanlike.server import adaptive_models as _adaptive_models  # noqa: E402,F401
 from humanlike.server import breaker_models as _breaker_models  # noqa: E402,F401
 from humanlike.server import display as _display  # noqa: E402,F401
 from humanlike.server import platform_events as _platform_events  # noqa: E402,F401

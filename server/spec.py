@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from humanlike.analysis.exclusions import ExclusionRules
+from humanlike.server.adaptive_spec import AdaptiveSettings
 from humanlike.server.display import DisplaySettings
 from humanlike.server.panel_spec import PanelSettings, Stopping
 from humanlike.server.platforms import PRESETS, Platform, resolve
@@ -367,6 +368,8 @@ class ExperimentSpec(_Strict):
     """Platform listings (``humanlike recruit``); excluded from dumps and the spec hash."""
     panel: PanelSettings | None = None
     stopping: Stopping | None = None
+    adaptive: AdaptiveSettings | None = None
+    """Adaptive stimulus allocation (``server/adaptive.py``, docs/adaptive.md)."""
     display: DisplaySettings | None = None
     resume: ResumeSettings | None = None
     privacy: Privacy = Field(default_factory=Privacy, exclude=True)
@@ -436,7 +439,26 @@ class ExperimentSpec(_Strict):
                 )
         if self.platform_name == Platform.PROLIFIC and not self.completion.prolific_code:
             raise ValueError("platform 'prolific' needs completion.prolific_code")
+        if self.adaptive is not None:
+            self.adaptive_block()  # raises when [adaptive] has no rating block to allocate
         return self
+
+    def adaptive_block(self) -> Block:
+        """The rating block ``[adaptive]`` allocates (its ``block``, else the first rated one);
+        ``ValueError`` when there is none, it has no ``max_trials`` or ``[panel]`` names no model
+        responses."""
+        assert self.adaptive is not None
+        rated = [b for b in self.blocks if TRIAL_TYPES[b.trial_type].rated
+                 and self.adaptive.block in (None, b.name)]
+        if not rated:
+            raise ValueError("adaptive.block must name a rating block" if self.adaptive.block
+                             else "[adaptive] needs a rating block")
+        if rated[0].max_trials is None:
+            raise ValueError(f"[adaptive] needs blocks[{rated[0].name}].max_trials (the stimuli "
+                             "each participant rates)")
+        if self.panel is None or not self.panel.model_responses:
+            raise ValueError("[adaptive] needs [panel] model_responses (the candidate models)")
+        return rated[0]
 
     def blocks_for(self, condition: str) -> list[Block]:
         """The blocks in the order a condition shows them."""
@@ -466,7 +488,7 @@ class ExperimentSpec(_Strict):
         for pres in [data.get("presentation"), *(c.get("presentation") for c in data.get("conditions", []))]:
             if isinstance(pres, dict) and pres.get("image_height_deg") is None:
                 pres.pop("image_height_deg", None)
-        for name in ("panel", "stopping", "resume"):
+        for name in ("panel", "stopping", "resume", "adaptive"):
             if data.get(name) is None:
                 data.pop(name, None)
         for block in data.get("blocks") or []:

@@ -336,6 +336,8 @@ def refresh(exp: Experiment, owner: str | None = None, force: bool = False) -> b
         n_participants=int(result.get("n_participants") or 0), result=result,
         lease_owner=None, lease_until=None))
     db.session.commit()
+    from humanlike.server.adaptive import refresh_weights  # [adaptive]: weights from this panel
+    refresh_weights(exp, result)
     return True
 
 
