@@ -27,10 +27,12 @@ def disagreement(probabilities: np.ndarray) -> np.ndarray:
     return ((y[a] - y[b]) ** 2).mean(-1)
 
 
-def stimulus_noise(ratings: np.ndarray, floor: float = 0.05) -> np.ndarray:
-    """(..., S) human noise SD per stimulus from (..., N, S, K) ratings (NaN: not rated): the
-    pooled SD around each (stimulus, category)'s mean, the overall pooled SD where a stimulus has
-    fewer than two raters, never below ``floor``."""
+def stimulus_noise(ratings: np.ndarray, floor: float = 0.05, prior_dof: float = 10.0) -> np.ndarray:
+    """(..., S) human noise SD per stimulus from (..., N, S, K) ratings (NaN: not rated): each
+    stimulus' pooled variance around its (stimulus, category) means, shrunk towards the overall
+    pooled variance as if that were ``prior_dof`` more degrees of freedom (the scaled-inverse-chi^2
+    posterior mean of a normal variance; Gelman et al. 2013, ch. 3.2), so a stimulus rated by few
+    people does not get an extreme weight; 0.25 with no data; never below ``floor``."""
     x = np.asarray(ratings, dtype=float)
     observed = np.isfinite(x)
     n = observed.sum(-3)  # (..., S, K)
@@ -38,12 +40,11 @@ def stimulus_noise(ratings: np.ndarray, floor: float = 0.05) -> np.ndarray:
     squares = np.where(observed, (np.where(observed, x, 0.0) - mean[..., None, :, :]) ** 2, 0.0)
     ss = squares.sum(-3).sum(-1)  # (..., S)
     dof = np.clip(n - 1, 0, None).sum(-1)
+    total_dof = dof.sum(-1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        per_stimulus = np.sqrt(ss / dof)
-        pooled = np.sqrt(ss.sum(-1, keepdims=True) / dof.sum(-1, keepdims=True))
-    pooled = np.where(np.isfinite(pooled), pooled, 0.25)
-    sd = np.where(dof > 0, per_stimulus, pooled)
-    return np.maximum(np.where(np.isfinite(sd), sd, pooled), floor)
+        pooled = np.where(total_dof > 0, ss.sum(-1, keepdims=True) / total_dof, 0.25**2)
+    variance = (ss + prior_dof * pooled) / (dof + prior_dof)
+    return np.maximum(np.sqrt(variance), floor)
 
 
 def allocation_weights(

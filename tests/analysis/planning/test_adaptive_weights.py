@@ -43,11 +43,16 @@ def test_noisier_stimuli_weigh_less_and_nothing_undecided_is_uniform():
     np.testing.assert_allclose(batch[0], allocation_weights(y, np.array([0, 0, 1], bool), 0.2))
 
 
-def test_noise_is_the_pooled_sd_per_stimulus():
+def test_noise_is_the_pooled_sd_per_stimulus_shrunk_towards_the_overall_sd():
     rng = np.random.default_rng(0)
     x = np.moveaxis(rng.normal(0.5, 1.0, (4000, 3, 2)) * [0.1, 0.3], 1, 2)  # (N, S=2, K=3)
     x[::2, 1] = np.nan  # half the participants did not rate stimulus 1
+    # thousands of degrees of freedom per stimulus: the prior's 10 barely move the estimates
     np.testing.assert_allclose(stimulus_noise(x), [0.1, 0.3], rtol=0.05)
+    # by hand: one stimulus with SD 0.1 on 2 dof (3 raters, one category), the other 0.3 on 2
+    small = np.array([[[0.4], [0.2]], [[0.5], [0.5]], [[0.6], [0.8]]])  # (N=3, S=2, K=1)
+    ss, pooled = np.array([0.02, 0.18]), 0.2 / 4
+    np.testing.assert_allclose(stimulus_noise(small), np.sqrt((ss + 10 * pooled) / (2 + 10)))
     assert stimulus_noise(x[:1]).tolist() == [0.25, 0.25]  # one rater: the default, not 0
 
 
