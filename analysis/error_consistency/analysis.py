@@ -11,6 +11,7 @@ from typing import Any, cast
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from humanlike.analysis.error_consistency.kappa import DEFAULT_DEGENERATE, Degenerate
 from humanlike.analysis.error_consistency.matrix import KappaMatrix, kappa_matrix
@@ -63,6 +64,10 @@ class ErrorConsistencyAnalysis:
                                          if self.degenerate == "undefined" else
                                          f"kappa set by the {self.degenerate!r} convention")
                          + "; see pairs.csv's reason column")
+        if "ci_note" in self.pairs and (wide := self.pairs["ci_note"] != "").any():
+            lines.append(f"  {int(wide.sum())} informative pair(s) have too few errors to compare: "
+                         f"CI wider than +-{PRECISE_HALFWIDTH:g} (pairs.csv's ci_note and "
+                         "trials_for_ci: the copy model's trials for that width)")
         return "\n".join(lines)
 
     def save(self, out_dir: str | Path, figures: bool = True) -> list[Path]:
@@ -144,6 +149,7 @@ def analyze_error_consistency(
         unbiased=unbiased,
         random_state=rng,
     ))
+    pairs = pairs.assign(**precision_columns(pairs, confidence_level))
     adjusted = holm_sidak(pairs["p_independence"].to_numpy(), alpha=alpha)
     pairs["p_holm_sidak"] = adjusted.p_adjusted
     pairs["significant"] = adjusted.reject
@@ -162,6 +168,35 @@ def analyze_error_consistency(
         )
     step(1)
     return ErrorConsistencyAnalysis(kappa, pairs, comparisons, confidence_level, degenerate)
+
+
+PRECISE_HALFWIDTH = 0.2
+"""A pair's kappa CI wider than +- this says too little to compare pairs (or models) by."""
+
+
+def precision_columns(pairs: pd.DataFrame, confidence_level: float = 0.95) -> dict[str, Any]:
+    """``trials_for_ci`` (trials the pair would need for a CI of +- ``PRECISE_HALFWIDTH`` at its
+    observed rates: the copy model's analytic plan, Klein et al. 2025) and ``ci_note`` ("too few
+    errors to compare: ..." where an informative pair's CI half-width exceeds it; the bootstrap
+    CI's, else the analytic one)."""
+    from humanlike.analysis.error_consistency.copy_model import kappa_se_per_trial
+
+    c_obs, acc_a, acc_b = (pairs[c].to_numpy(dtype=float) for c in ("c_obs", "acc_a", "acc_b"))
+    n = pairs["n"].to_numpy(dtype=float)
+    se1 = kappa_se_per_trial(c_obs, acc_a, acc_b)
+    z = float(stats.norm.ppf(0.5 + confidence_level / 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        needed = np.ceil((z * se1 / PRECISE_HALFWIDTH) ** 2)
+        half = ((pairs["ci_high"] - pairs["ci_low"]).to_numpy(dtype=float) / 2
+                if "ci_low" in pairs else z * se1 / np.sqrt(n))
+    informative = pairs["informative"].to_numpy(bool) if "informative" in pairs else np.isfinite(se1)
+    wide = informative & (half > PRECISE_HALFWIDTH)
+    notes = np.full(len(pairs), "", dtype=object)
+    for i in np.flatnonzero(wide):
+        notes[i] = (f"too few errors to compare: CI +-{half[i]:.2f} from {int(n[i])} trials; about "
+                    f"{int(needed[i])} needed for +-{PRECISE_HALFWIDTH:g} (copy model)")
+    return {"trials_for_ci": pd.Series(needed, index=pairs.index),
+            "ci_note": pd.Series(notes, index=pairs.index)}
 
 
 def standard_trials(frame: pd.DataFrame) -> pd.DataFrame:

@@ -140,6 +140,36 @@ def kappa_standard_error(kappa: float, acc1: float, acc2: float, n_trials: Array
     return np.sqrt(max(var1, 0.0) / n)
 
 
+def kappa_se_per_trial(c_obs: ArrayLike, acc1: ArrayLike, acc2: ArrayLike) -> np.ndarray:
+    """The one-trial SE of Cohen's kappa (SE at n trials: this / sqrt(n); Fleiss, Cohen & Everitt
+    1969) from observed agreement and accuracies, elementwise (the joint table of
+    :func:`joint_table` from ``c_obs`` directly); NaN where ``c_exp = 1``."""
+    c_obs, a1, a2 = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (c_obs, acc1, acc2)))
+    p11 = np.clip((a1 + a2 + c_obs - 1.0) / 2.0, 0.0, 1.0)
+    p = np.stack([np.stack([p11, np.clip(a1 - p11, 0, 1)], -1),
+                  np.stack([np.clip(a2 - p11, 0, 1), np.clip(1.0 - a1 - a2 + p11, 0, 1)], -1)],
+                 -2)  # (..., 2, 2), rows: observer 1 correct / wrong
+    a, b = p.sum(axis=-1), p.sum(axis=-2)
+    p_o = p[..., 0, 0] + p[..., 1, 1]
+    p_e = (a * b).sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g = (np.eye(2) * (1.0 - p_e)[..., None, None]
+             - (b[..., :, None] + a[..., None, :]) * (1.0 - p_o)[..., None, None]) / (
+            (1.0 - p_e) ** 2)[..., None, None]
+        var1 = (p * g**2).sum(axis=(-2, -1)) - (p * g).sum(axis=(-2, -1)) ** 2
+    return np.where(p_e < 1.0, np.sqrt(np.maximum(var1, 0.0)), np.nan)
+
+
+def planned_trials(c_obs: ArrayLike, acc1: ArrayLike, acc2: ArrayLike, ci_halfwidth: float,
+                   confidence_level: float = 0.95) -> np.ndarray:
+    """Trials a pair needs for a kappa CI of half-width ``ci_halfwidth`` at its observed rates,
+    ``ceil((z SE_1 / h)**2)`` (the analytic plan of :func:`trials_needed`, Klein et al. 2025),
+    elementwise; NaN where kappa is undefined."""
+    check_confidence_level(confidence_level)
+    z = stats.norm.ppf(0.5 + confidence_level / 2.0)
+    return np.ceil((z * kappa_se_per_trial(c_obs, acc1, acc2) / ci_halfwidth) ** 2)
+
+
 def simulated_ci_halfwidth(
     kappa: float,
     acc1: float,

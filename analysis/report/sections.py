@@ -248,7 +248,7 @@ def kappa_section(export: Export, settings: ReportSettings, results: StudyResult
     pairs = result.pairs
     pcols = [c for c in ("observer_a", "observer_b", "condition", "n", "acc_a", "acc_b",
                          "informative", "kappa", "ci_low", "ci_high", "p_holm_sidak",
-                         "significant") if c in pairs.columns]
+                         "significant", "ci_note") if c in pairs.columns]
     n_sig = int(pairs["significant"].sum()) if "significant" in pairs else 0
     # an observer at 0% or 100% accuracy: c_obs = c_exp, kappa undefined (NaN, with the reason);
     # such pairs are counted, not ranked
@@ -258,6 +258,11 @@ def kappa_section(export: Export, settings: ReportSettings, results: StudyResult
             "this list and of every mean: their kappa is undefined (c_obs = c_exp: no errors to "
             "compare); pairs.csv of `humanlike analyze ec` names each one's reason."
             if flat.any() else "")
+    wide = pairs["ci_note"].astype(str) != "" if "ci_note" in pairs else flat & False
+    if wide.any():
+        section.flags.append(f"{int(wide.sum())} informative pair(s) have too few errors to "
+                             "compare: CI wider than +-0.2 (ci_note: the copy model's trials "
+                             "for that width)")
     if flat.any():
         section.flags.append(f"{int(flat.sum())} of {len(pairs)} pairs uninformative (an observer "
                              "at 0% or 100% accuracy): kappa undefined")

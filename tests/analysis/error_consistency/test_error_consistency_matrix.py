@@ -310,3 +310,32 @@ def test_indices_of_the_wrong_shape_are_rejected():
             condition="condition",
             indices={("all", "A"): np.zeros((3, 5), int), ("all", "B"): np.zeros((3, 5), int)},
         )
+
+
+def test_a_pair_with_too_few_errors_is_labelled_with_the_copy_models_trials():
+    """Two observers at 90% on 20 stimuli share ~2 errors: the CI is too wide to compare them by,
+    and the label names the copy model's trials for +-0.2; the same observers on 2,000 stimuli
+    are not labelled."""
+    from humanlike.analysis.error_consistency.analysis import analyze_error_consistency
+    from humanlike.analysis.error_consistency.copy_model import kappa_standard_error, trials_needed
+
+    def trials(n: int) -> pd.DataFrame:
+        rng = np.random.default_rng(1)
+        a = rng.random(n) < 0.9
+        b = np.where(rng.random(n) < 0.5, a, rng.random(n) < 0.9)
+        return pd.DataFrame({"observer": ["a"] * n + ["b"] * n, "stimulus": [*range(n)] * 2,
+                             "correct": np.r_[a, b], "group": "human", "condition": "c",
+                             "experiment": "e"}).assign(
+            stimulus=lambda d: d["stimulus"].astype(str))
+
+    small = analyze_error_consistency(trials(20), n_resamples=300, n_sim=100, random_state=0).pairs
+    big = analyze_error_consistency(trials(2000), n_resamples=300, n_sim=100, random_state=0).pairs
+    row = small.iloc[0]
+    assert row["informative"] and (row["ci_high"] - row["ci_low"]) / 2 > 0.2
+    assert row["ci_note"].startswith("too few errors to compare: CI +-")
+    # the plan is the copy model's analytic one at the observed kappa and accuracies
+    assert row["trials_for_ci"] == trials_needed(row["kappa"], row["acc_a"], row["acc_b"], 0.2)
+    assert f"about {int(row['trials_for_ci'])} needed for +-0.2" in row["ci_note"]
+    assert kappa_standard_error(row["kappa"], row["acc_a"], row["acc_b"], row["trials_for_ci"]) \
+        * 1.959964 <= 0.2 + 1e-9
+    assert big.iloc[0]["ci_note"] == ""
