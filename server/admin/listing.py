@@ -23,6 +23,7 @@ from humanlike.server.admin import bp
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.extensions import db
+from humanlike.server.lifecycle import ParticipantStatus
 from humanlike.server.models import Experiment, Participant, Payment
 
 STUDY_URL = "https://app.prolific.com/researcher/workspaces/studies/{id}"
@@ -88,7 +89,7 @@ def money(exp: Experiment, reward_minor: int | None) -> tuple[Decimal, Decimal, 
     """Rewards (approved participants x reward), bonuses paid, the fees Prolific reported for those
     bonuses (its bonus set-up reply, in minor units), and bonuses whose state is unknown."""
     approved = db.session.execute(sa.select(sa.func.count()).select_from(Participant).where(
-        Participant.experiment_id == exp.id, Participant.status == "approved")).scalar_one()
+        Participant.experiment_id == exp.id, Participant.status == ParticipantStatus.APPROVED)).scalar_one()
     rewards = Decimal(approved * (reward_minor or 0)) / 100
     payments = db.session.execute(
         sa.select(Payment.amount, Payment.status, Payment.reply)

@@ -18,6 +18,7 @@ from humanlike.server.admin import bp, charts, stats
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.extensions import db
+from humanlike.server.lifecycle import ParticipantStatus
 from humanlike.server.models import Event, Participant, ParticipantQC, Payment, Stimulus
 from humanlike.server.pseudonyms import key_from_secret, pseudonym
 from humanlike.server.trial_types import internal_types, rated_types
@@ -131,7 +132,7 @@ def _page(exp: Any, q: TableQuery) -> tuple[list[dict[str, Any]], int]:
     out = []
     for p, qc in rows:
         bonus = float(p.bonus) if p.bonus is not None else None
-        earned = reward if reward is not None and p.status == "approved" else None
+        earned = reward if reward is not None and p.status == ParticipantStatus.APPROVED else None
         started = stats.as_utc(p.started_at or p.created_at)
         end = stats.as_utc(p.completed_at) or seen.get(p.id)
         out.append({

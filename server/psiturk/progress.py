@@ -12,6 +12,7 @@ import pandas as pd
 import sqlalchemy as sa
 
 from humanlike.server.extensions import db
+from humanlike.server.lifecycle import ParticipantStatus
 from humanlike.server.models import Experiment, Participant
 from humanlike.server.psiturk import participants as pp
 from humanlike.server.psiturk.models import PsiturkAssignment
@@ -50,8 +51,9 @@ def psiturk_columns(exp: Experiment, frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-PANEL_STATUSES = {"completed": (pp.COMPLETED, pp.SUBMITTED, pp.CREDITED, pp.BONUSED),
-                  "quit_early": (pp.QUITEARLY,), "in_progress": (pp.ALLOCATED, pp.STARTED)}
+PANEL_STATUSES = {ParticipantStatus.COMPLETED: (pp.COMPLETED, pp.SUBMITTED, pp.CREDITED, pp.BONUSED),
+                  ParticipantStatus.QUIT_EARLY: (pp.QUITEARLY,),
+                  "in_progress": (pp.ALLOCATED, pp.STARTED)}
 """The panel's status groups, by psiTurk status code."""
 
 
@@ -69,7 +71,7 @@ def psiturk_panel(exp: Experiment) -> dict[str, Any]:
     n_completed = 0
     for mode, group in frame.groupby(frame["mode"].fillna("unknown"), sort=True):
         status = group["status"].to_numpy(dtype=int)
-        done = np.isin(status, PANEL_STATUSES["completed"])
+        done = np.isin(status, PANEL_STATUSES[ParticipantStatus.COMPLETED])
         records = group["records"].fillna(0).to_numpy(dtype=float)
         ended = pd.to_datetime(group["ended"], utc=True)
         arrived = pd.to_datetime(group["arrived"], utc=True)
@@ -77,9 +79,8 @@ def psiturk_panel(exp: Experiment) -> dict[str, Any]:
         minutes = minutes[np.isfinite(minutes)]
         n_completed += int(done.sum())
         modes.append({
-            "mode": str(mode), "n": len(group), "completed": int(done.sum()),
-            **{name: int(np.isin(status, codes).sum()) for name, codes in PANEL_STATUSES.items()
-               if name != "completed"},
+            "mode": str(mode), "n": len(group),
+            **{str(name): int(np.isin(status, codes).sum()) for name, codes in PANEL_STATUSES.items()},
             "records_median": float(np.median(records)) if len(records) else None,
             "records_min": int(records.min()) if len(records) else None,
             "records_max": int(records.max()) if len(records) else None,
