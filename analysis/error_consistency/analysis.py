@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from humanlike.analysis.error_consistency.copy_model import PRECISE_HALFWIDTH
 from humanlike.analysis.error_consistency.kappa import DEFAULT_DEGENERATE, Degenerate
 from humanlike.analysis.error_consistency.matrix import KappaMatrix, kappa_matrix
 from humanlike.analysis.error_consistency.significance import (
@@ -168,10 +169,6 @@ def analyze_error_consistency(
         )
     step(1)
     return ErrorConsistencyAnalysis(kappa, pairs, comparisons, confidence_level, degenerate)
-
-
-PRECISE_HALFWIDTH = 0.2
-"""A pair's kappa CI wider than +- this says too little to compare pairs (or models) by."""
 
 
 def precision_columns(pairs: pd.DataFrame, confidence_level: float = 0.95) -> dict[str, Any]:

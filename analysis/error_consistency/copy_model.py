@@ -140,6 +140,11 @@ def kappa_standard_error(kappa: float, acc1: float, acc2: float, n_trials: Array
     return np.sqrt(max(var1, 0.0) / n)
 
 
+PRECISE_HALFWIDTH = 0.2
+"""A pair's kappa CI wider than +- this says too little to compare pairs (or models) by: the
+pair has too few errors (``planned_trials`` gives the trials for this width)."""
+
+
 def kappa_se_per_trial(c_obs: ArrayLike, acc1: ArrayLike, acc2: ArrayLike) -> np.ndarray:
     """The one-trial SE of Cohen's kappa (SE at n trials: this / sqrt(n); Fleiss, Cohen & Everitt
     1969) from observed agreement and accuracies, elementwise (the joint table of

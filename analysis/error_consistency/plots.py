@@ -18,6 +18,7 @@ from scipy import stats
 
 from humanlike.analysis.error_consistency.bounds import c_obs_bounds, null_band
 from humanlike.analysis.error_consistency.copy_model import (
+    PRECISE_HALFWIDTH,
     kappa_standard_error,
     simulated_ci_halfwidth,
     trials_needed,
@@ -73,6 +74,7 @@ def plot_kappa_matrix(result: KappaMatrix, experiment: str | None = None) -> Fig
     for b in boundaries:
         ax.axhline(b + 0.5, color="black", lw=1.5)
         ax.axvline(b + 0.5, color="black", lw=1.5)
+    wide = _wide_cells(result, experiment, list(matrix.index))
     if n <= 20:
         for i in range(n):
             for j in range(n):
@@ -81,7 +83,7 @@ def plot_kappa_matrix(result: KappaMatrix, experiment: str | None = None) -> Fig
                     ax.text(
                         j,
                         i,
-                        f"{values[i, j]:.2f}",
+                        f"{values[i, j]:.2f}" + ("*" if wide[i, j] else ""),
                         ha="center",
                         va="center",
                         fontsize=6,
@@ -95,7 +97,29 @@ def plot_kappa_matrix(result: KappaMatrix, experiment: str | None = None) -> Fig
         "2020): red, errors shared more often than the accuracies predict; blue, less often. "
         "Black lines separate humans from models; confidence intervals are in the table."
         + (f" Grey with a cross: {int(undefined.sum()) // 2} pair(s) whose kappa is undefined (an "
-           "observer at 0% or 100% accuracy: no errors to compare)." if undefined.any() else "")))
+           "observer at 0% or 100% accuracy: no errors to compare)." if undefined.any() else "")
+        + (f" *: {int(wide.sum()) // 2} pair(s) with too few errors to compare (a CI wider than "
+           f"+-{PRECISE_HALFWIDTH:g} in some condition; pairs.csv's ci_note gives the copy "
+           "model's trials for that width)." if wide.any() and n <= 20 else "")))
+
+
+def _wide_cells(result: KappaMatrix, experiment: str | None, names: list[str]) -> np.ndarray:
+    """(n, n) True where a pair's CI is wider than +- ``PRECISE_HALFWIDTH`` in any condition of
+    ``experiment`` (all experiments with None) while its kappa is defined."""
+    pairs = result.pairs
+    out = np.zeros((len(names), len(names)), dtype=bool)
+    if "ci_low" not in pairs:
+        return out
+    if experiment is not None:
+        pairs = pairs[pairs["experiment"] == experiment]
+    half = (pairs["ci_high"] - pairs["ci_low"]) / 2
+    informative = pairs["informative"] if "informative" in pairs else pairs["kappa"].notna()
+    wide = pairs[informative & (half > PRECISE_HALFWIDTH)]
+    index = {name: k for k, name in enumerate(names)}
+    for a, b in zip(wide["observer_a"], wide["observer_b"], strict=True):
+        if a in index and b in index:
+            out[index[a], index[b]] = out[index[b], index[a]] = True
+    return out
 
 
 def plot_consistency_scatter(

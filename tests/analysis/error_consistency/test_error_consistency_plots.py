@@ -112,3 +112,20 @@ def test_an_undefined_kappa_is_drawn_grey_with_a_cross_not_as_zero():
     assert len(crosses) == 2 * 7
     assert len(ax.texts) == 2 * 3  # numbers only for the three defined (human) pairs
     assert "Grey with a cross: 7 pair(s) whose kappa is undefined" in caption(fig)
+
+
+def test_a_pair_with_too_few_errors_is_starred_in_the_matrix():
+    from humanlike.analysis.error_consistency.plots import plot_kappa_matrix
+    from humanlike.analysis.figures import caption
+    from tests.analysis.error_consistency.test_error_consistency_matrix import (
+        _perfect_model_trials,
+    )
+
+    result = kappa_matrix(_perfect_model_trials(), group="group", n_resamples=200, random_state=0)
+    pairs = result.pairs
+    wide = pairs[pairs["informative"] & ((pairs["ci_high"] - pairs["ci_low"]) / 2 > 0.2)]
+    assert len(wide)  # 30 stimuli at 60-80% accuracy: CIs of about +-0.3
+    fig = plot_kappa_matrix(result)
+    starred = [t.get_text() for t in fig.axes[0].texts if t.get_text().endswith("*")]
+    assert len(starred) == 2 * len(wide)
+    assert f"*: {len(wide)} pair(s) with too few errors to compare" in caption(fig)
