@@ -43,6 +43,7 @@ def test_the_panel_shows_ratings_mlds_and_kappa_sections(database_url, demo_fold
         page.fill("input[name=password]", "correct horse battery")
         page.click("button[type=submit]")
         page.goto(f"{live.url}/admin/experiments/demo")
+        page.click("#analysis > summary")  # the analysis is folded below the participants table
         page.wait_for_selector('[data-section="ec"] svg')
         for section in ("mlds", "ec"):
             box = page.locator(f'[data-section="{section}"] figure svg').bounding_box()
