@@ -23,7 +23,7 @@ from humanlike.analysis.planning.adaptive import (
     weights_hash,
 )
 from humanlike.analysis.planning.decide import model_pairs
-from humanlike.analysis.planning.simulate import draw_subsets
+from humanlike.analysis.planning.simulate import draw_split
 from humanlike.server.adaptive_models import AdaptiveDesign
 from humanlike.server.extensions import db
 from humanlike.server.models import Experiment, Stimulus
@@ -62,8 +62,8 @@ def draw(spec: ExperimentSpec, pool: list[str], design: AdaptiveDesign | None,
     else:
         weights = np.array([float(design.weights.get(k, 0.0)) for k in pool])
         version, digest = design.version, design.weights_hash
-    chosen, uniform = draw_subsets(weights, n_trials, (), np.random.default_rng(seed),
-                                   random_share=settings.random_share, split=True)
+    chosen, uniform = draw_split(weights, n_trials, (), np.random.default_rng(seed),
+                                 random_share=settings.random_share)
     return {"block": block.name, "design_version": version, "weights_hash": digest, "seed": seed,
             "random_share": settings.random_share,
             "random": [k for k, u in zip(pool, uniform) if u],
@@ -170,9 +170,13 @@ def export_columns(frame: pd.DataFrame) -> pd.DataFrame:
     if not any(records.values()):
         return frame
     draws = [records.get(i) or {} for i in ids]
+    def column(values: list[Any]) -> pd.Series:
+        return pd.Series(values, index=frame.index, dtype=object)
+
     return frame.assign(
         adaptive_design_version=pd.array([d.get("design_version") for d in draws], dtype="Int64"),
-        adaptive_weights_hash=[d.get("weights_hash") for d in draws],
-        adaptive_seed=[str(d["seed"]) if "seed" in d else None for d in draws],
-        adaptive_random=[";".join(d["random"]) if "random" in d else None for d in draws],
-        adaptive_weighted=[";".join(d["weighted"]) if "weighted" in d else None for d in draws])
+        adaptive_weights_hash=column([d.get("weights_hash") for d in draws]),
+        adaptive_seed=column([str(d["seed"]) if "seed" in d else None for d in draws]),
+        adaptive_random=column([";".join(d["random"]) if "random" in d else None for d in draws]),
+        adaptive_weighted=column([";".join(d["weighted"]) if "weighted" in d else None
+                                  for d in draws]))

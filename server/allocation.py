@@ -159,12 +159,12 @@ def _new_participant(
     public_id = secrets.token_hex(8)
     seed, draw_seed = participant_seeds(exp)
     condition, record = least_filled_condition(exp, loaded)
-    chosen = None
+    drawn = None
     if loaded.spec.adaptive is not None:
         record["adaptive"] = _adaptive_draw(exp, loaded, draw_seed)
-        chosen = {record["adaptive"]["block"]: record["adaptive"]["random"]
-                  + record["adaptive"]["weighted"]}
-    timeline = generate_timeline(loaded.spec, list(loaded.stimuli), condition, seed, chosen)
+        drawn = {record["adaptive"]["block"]: record["adaptive"]["random"]
+                 + record["adaptive"]["weighted"]}
+    timeline = generate_timeline(loaded.spec, list(loaded.stimuli), condition, seed, drawn)
     ids = dict(
         db.session.execute(
             sa.select(Stimulus.key, Stimulus.id).where(Stimulus.experiment_id == exp.id)

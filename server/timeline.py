@@ -61,13 +61,13 @@ def _pool(block: Block, records: list[StimulusRecord]) -> list[StimulusRecord]:
 
 def generate_timeline(
     spec: ExperimentSpec, stimuli: list[StimulusRecord], condition: str, seed: int,
-    chosen: dict[str, list[str]] | None = None,
+    drawn: dict[str, list[str]] | None = None,
 ) -> dict[str, Any]:
     """Build a participant's timeline: practice, shuffled trials with catch trials interleaved,
     repeats appended after the last block, then the debrief; plus the drawn key mapping.
     Each block's entries come from its type's registry entry (``TrialType.block_trials``, its
     ``entry`` for catch trials), each internal type's closing entry from its ``closing_entry``.
-    ``chosen``: per block name, the only stimuli its main trials show (adaptive allocation's draw,
+    ``drawn``: per block name, the only stimuli its main trials show (adaptive allocation's draw,
     ``server/adaptive.py``)."""
     rng = np.random.default_rng(seed)
     by_kind: dict[str, list[StimulusRecord]] = defaultdict(list)
@@ -89,8 +89,8 @@ def generate_timeline(
         pool = _pool(block, [r for k in block.kinds for r in by_kind.get(k, [])])
         main, practice_src = trial_type.block_trials(block, pool, catch_pool[block.catch_trials :],
                                                      rng)
-        if chosen is not None and block.name in chosen:
-            keep = set(chosen[block.name])
+        if drawn is not None and block.name in drawn:
+            keep = set(drawn[block.name])
             main = [entry for entry in main if entry.get("stimulus") in keep]
         if block.shuffle:
             main = [main[i] for i in rng.permutation(len(main))]

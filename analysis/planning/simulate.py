@@ -17,12 +17,19 @@ SCALE = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 def draw_subsets(
     weights: np.ndarray, n_trials: int, shape: tuple[int, ...], rng: np.random.Generator,
-    random_share: float = 1.0, split: bool = False,
-) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    random_share: float = 1.0,
+) -> np.ndarray:
+    """Boolean (*shape, S) masks of ``n_trials`` stimuli each (:func:`draw_split`'s first)."""
+    return draw_split(weights, n_trials, shape, rng, random_share)[0]
+
+
+def draw_split(
+    weights: np.ndarray, n_trials: int, shape: tuple[int, ...], rng: np.random.Generator,
+    random_share: float = 1.0,
+) -> tuple[np.ndarray, np.ndarray]:
     """Boolean (*shape, S) masks of ``n_trials`` stimuli each: ``round(random_share * n_trials)``
     uniformly at random, the rest without replacement in proportion to ``weights`` (Gumbel-top-k;
-    a zero weight is drawn only when the positive ones run out). ``split``: also the mask of the
-    uniformly drawn ones."""
+    a zero weight is drawn only when the positive ones run out); and the mask of the uniform part."""
     w = np.asarray(weights, dtype=float)
     n_stimuli = w.shape[-1]
     if not 0 < n_trials <= n_stimuli:
@@ -32,7 +39,7 @@ def draw_subsets(
     order = np.argsort(uniform_keys, axis=-1)
     chosen = np.zeros((*shape, n_stimuli), dtype=bool)
     np.put_along_axis(chosen, order[..., :n_random], True, axis=-1)
-    uniform = chosen.copy() if split else chosen
+    uniform = chosen.copy()
     rest = n_trials - n_random
     if rest:
         with np.errstate(divide="ignore"):
@@ -41,7 +48,7 @@ def draw_subsets(
         keys = np.where(chosen, -np.inf, keys)
         picked = np.argsort(-keys, axis=-1)[..., :rest]
         np.put_along_axis(chosen, picked, True, axis=-1)
-    return (chosen, uniform) if split else chosen
+    return chosen, uniform
 
 
 def simulate_ratings(
