@@ -78,3 +78,15 @@ def test_simulated_ratings_follow_the_generating_model_and_the_draw_is_exact():
     assert pd.Series(np.nanmean(x, (0, 1)).ravel()).corr(pd.Series(truth.ravel())) > 0.98
     # the weighted half goes mostly to the first ten stimuli (9 times the weight of the others)
     assert shown[..., :10].mean() > 2 * shown[..., 10:].mean()
+
+
+def test_pilot_noise_is_the_pooled_sd_around_each_entry_mean():
+    from humanlike.analysis.planning.inputs import fit_noise
+
+    sim = simulate_rating_experiment(n_participants=6, n_natural=6, n_per_pair=2, n_models=3,
+                                     missing=0.1, repeat_share=0.0, random_state=4)
+    rows = sim.ratings.dropna(subset=["rating"])
+    groups = rows.groupby(["stimulus", "category"])["rating"]
+    squares = (rows["rating"] - groups.transform("mean")) ** 2
+    dof = (groups.count() - 1).clip(lower=0).sum()
+    assert abs(fit_noise(sim.ratings) - np.sqrt(squares.sum() / dof)) < 1e-12
