@@ -1,6 +1,7 @@
 """Prolific's researcher API (https://docs.prolific.com/api-reference): draft study from the spec's
 ``[recruitment.prolific]`` table, publish / pause / stop, places, submissions, approve / reject,
-two-step bonuses.
+two-step bonuses, participant groups (a completers group the completion code fills; earlier
+experiments' participants blocklisted).
 
 The API token is read from ``PROLIFIC_TOKEN`` only (never stored in the database, the repo or a log;
 dry-run output shows ``Token ***``); the base URL from ``PROLIFIC_API_URL`` (default Prolific's own)
@@ -268,6 +269,28 @@ class ProlificClient:
         return self.request("POST", "/api/v1/submissions/bulk-approve/",
                             json={"submission_ids": list(submission_ids)})
 
+    # participant groups -----------------------------------------------------------------------
+    def participant_groups(self, workspace_id: str) -> list[dict[str, Any]]:
+        """The workspace's participant groups (id, name, participant_count, ...)."""
+        data = self.request("GET", "/api/v1/participant-groups/",
+                            params={"workspace_id": workspace_id}) or {}
+        return list(data.get("results", []))
+
+    def create_participant_group(self, workspace_id: str, name: str,
+                                 description: str | None = None) -> dict[str, Any]:
+        """A new, empty group in the workspace (not retried on a 5xx: a repeat would make a
+        second group; look it up by name first)."""
+        body = {"name": name, "workspace_id": workspace_id}
+        if description:
+            body["description"] = description
+        return self.request("POST", "/api/v1/participant-groups/", json=body,
+                            idempotent=False) or {"id": "<group-id>", "name": name}
+
+    def add_to_participant_group(self, group_id: str, participant_ids: list[str]) -> Any:
+        """Append participants to the group (members already there are ignored: safe to repeat)."""
+        return self.request("POST", f"/api/v1/participant-groups/{group_id}/participants/",
+                            json={"participant_ids": list(participant_ids)})
+
     # test runs --------------------------------------------------------------------------------
     def create_test_participant(self, email: str) -> dict[str, Any]:
         """A test participant account (Prolific enables this per workspace); returns its id."""
@@ -338,9 +361,13 @@ def study_link(public_url: str, slug: str) -> str:
     return f"{public_url.rstrip('/')}/start/{slug}?{URL_PARAMETERS}"
 
 
-def study_body(spec: ExperimentSpec, public_url: str | None = None) -> dict[str, Any]:
+def study_body(spec: ExperimentSpec, public_url: str | None = None, *,
+               exclude: list[dict[str, Any]] | None = None,
+               completers_group: str | None = None) -> dict[str, Any]:
     """The create-study request body from the spec's ``[recruitment.prolific]`` table
-    (https://docs.prolific.com/api-reference/studies/create-study)."""
+    (https://docs.prolific.com/api-reference/studies/create-study), with ``exclude``'s filters
+    (``exclusion_filters``) and the completion code adding completers to ``completers_group``
+    (https://docs.prolific.com/api-reference/participant-groups)."""
     from humanlike.server.actions import ActionError
 
     recruitment = spec.recruitment
@@ -367,17 +394,111 @@ def study_body(spec: ExperimentSpec, public_url: str | None = None) -> dict[str,
         "external_study_url": study_link(base, spec.slug),
         "prolific_id_option": "url_parameters",
         "completion_codes": [{"code": code, "code_type": kind,
-                              "actions": [{"action": a} for a in actions]}
+                              "actions": [{"action": a} for a in actions] + (
+                                  [{"action": "ADD_TO_PARTICIPANT_GROUP",
+                                    "participant_group": completers_group}]
+                                  if completers_group and code == spec.completion.prolific_code
+                                  else [])}
                              for code, kind, actions in codes],
         "total_available_places": table.places,
         "estimated_completion_time": table.estimated_minutes,
         "reward": table.reward,
         "device_compatibility": list(table.device_compatibility),
-        "filters": [f.model_dump(exclude_none=True) for f in table.filters],
+        "filters": merged_filters([f.model_dump(exclude_none=True) for f in table.filters],
+                                  exclude or []),
     }
     if table.maximum_minutes is not None:
         body["maximum_allowed_time"] = table.maximum_minutes
     return body
+
+
+def merged_filters(own: list[dict[str, Any]], more: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The spec's filters, then ``more``; a filter id given in both once, its values joined."""
+    out = [dict(f) for f in own]
+    for f in more:
+        same = next((o for o in out if o["filter_id"] == f["filter_id"]), None)
+        if same is None:
+            out.append(dict(f))
+        else:
+            same["selected_values"] = list(dict.fromkeys([*same.get("selected_values", []),
+                                                          *f["selected_values"]]))
+    return out
+
+
+def exclusion_filters(spec: ExperimentSpec, where: str) -> list[dict[str, Any]]:
+    """``participant_group_blocklist`` (the earlier experiments' completers groups) and
+    ``previous_studies_blocklist`` (every Prolific study they listed) for the experiments named in
+    ``recruitment.prolific.exclude_previous``; ``where`` (the spec file) prefixes the errors."""
+    import sqlalchemy as sa
+
+    from humanlike.server.actions import ActionError
+    from humanlike.server.models import Experiment as ExperimentRow
+
+    field = "recruitment.prolific.exclude_previous"
+    table = spec.recruitment.prolific if spec.recruitment else None
+    groups: list[str] = []
+    studies: list[str] = []
+    for slug in (table.exclude_previous if table else []):
+        if slug == spec.slug:
+            raise ActionError(f"{where}: {field}: {slug!r} names this experiment itself",
+                              field)
+        row = db.session.execute(sa.select(ExperimentRow).where(ExperimentRow.slug == slug)
+                                 ).scalar_one_or_none()
+        if row is None:
+            known = db.session.execute(sa.select(ExperimentRow.slug).where(
+                ExperimentRow.slug != spec.slug).order_by(ExperimentRow.slug)).scalars().all()
+            raise ActionError(f"{where}: {field}: no experiment {slug!r} is served here (known: "
+                              f"{', '.join(known) or 'none'})", field)
+        if row.platform != "prolific":
+            raise ActionError(f"{where}: {field}: experiment {slug!r} recruits on "
+                              f"{row.platform!r}: its participants have no Prolific ids", field)
+        meta = row.recruitment_meta or {}
+        group = (meta.get("completers_group") or {}).get("id")
+        listed = [s for s in [*meta.get("studies", []), row.recruitment_ref] if s]
+        if not group and not listed:
+            raise ActionError(f"{where}: {field}: experiment {slug!r} has no Prolific listing or "
+                              "participant group yet, so there is nobody to keep out", field)
+        groups += [group] if group else []
+        studies += listed
+    out = []
+    if groups:
+        out.append({"filter_id": "participant_group_blocklist",
+                    "selected_values": list(dict.fromkeys(groups))})
+    if studies:
+        out.append({"filter_id": "previous_studies_blocklist",
+                    "selected_values": list(dict.fromkeys(studies))})
+    return out
+
+
+def completers_group(client: ProlificClient, experiment: Experiment, name: str,
+                     workspace: str | None, where: str, save: Callable[[], None]) -> str:
+    """The id of the group ``name`` this experiment's completers join: the one stored for it, else
+    the workspace's group of that name, else a new one; stored (``save``) before it is used."""
+    from humanlike.server.actions import ActionError
+
+    meta = experiment.recruitment_meta or {}
+    stored = meta.get("completers_group") or {}
+    if stored.get("id") and stored.get("name") == name:
+        return str(stored["id"])
+    if not workspace:
+        raise ActionError(f"{where}: recruitment.prolific.completers_group {name!r}: give the "
+                          "Prolific workspace it belongs to (--workspace or "
+                          "PROLIFIC_WORKSPACE_ID)", "recruitment.prolific.completers_group")
+    found = [g for g in client.participant_groups(workspace)
+             if g.get("name") == name and not g.get("is_deleted")]
+    if len(found) > 1:
+        raise ActionError(f"{where}: recruitment.prolific.completers_group {name!r}: workspace "
+                          f"{workspace} has {len(found)} groups of that name ("
+                          f"{', '.join(str(g['id']) for g in found)}); rename one on Prolific",
+                          "recruitment.prolific.completers_group")
+    group = found[0] if found else client.create_participant_group(
+        workspace, name, f"Completers of {experiment.slug} (humanlike)")
+    if client.dry_run:
+        return "<group-id>"
+    experiment.recruitment_meta = {**meta, "completers_group": {
+        "id": str(group["id"]), "name": name, "workspace": workspace}}
+    save()
+    return str(group["id"])
 
 
 def _submission_id(participant: Participant) -> str:

@@ -282,6 +282,14 @@ class ProlificRecruitment(_Strict):
     device_compatibility: list[Device] = Field(default_factory=_desktop, min_length=1)
     filters: list[ProlificFilter] = Field(default_factory=list)
     completion_codes: list[ProlificCompletionCode] = Field(default_factory=list)
+    exclude_previous: list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]] = Field(
+        default_factory=list)
+    """Slugs of experiments served here whose Prolific participants may not take part (their
+    completers group blocklisted, else their studies through ``previous_studies_blocklist``)."""
+    completers_group: str | None = Field(default=None, min_length=1, max_length=100,
+                                         pattern=r"^\S(.*\S)?$")
+    """A Prolific participant group (made at ``create`` if absent) the completion code adds
+    completers to."""
 
     @model_validator(mode="after")
     def _times(self) -> ProlificRecruitment:

@@ -1,4 +1,5 @@
-"""``humanlike recruit {prolific,mturk} {create,publish,status,sync,approve,reject,bonus,pause,stop}``.
+"""``humanlike recruit {prolific,mturk} {create,publish,status,sync,approve,reject,bonus,pause,stop}``
+(Prolific also ``resume``, ``places``, ``hooks``, ``message``, ``test``, ``groups``).
 
 One workflow for both platforms. ``approve``, ``reject`` and ``bonus`` call ``server.actions`` (the
 dashboard's functions: state checks, audit, bonuses paid at most once); ``--dry-run`` prints the
@@ -67,6 +68,13 @@ class Context:
             raise click.ClickException(f"experiment {self.slug!r} is not loaded: give "
                                        "--experiment path/to/experiment.toml")
         return loaded.spec
+
+    def spec_file(self) -> str:
+        """The experiment.toml errors about the spec name."""
+        from humanlike.server import experiments
+
+        loaded = experiments.registry().get(self.slug)
+        return str(loaded.spec_path) if loaded is not None else f"{self.slug}'s experiment.toml"
 
     def client(self, sandbox: bool | None = None) -> Any:
         from humanlike.server.actions import PlatformError
@@ -213,9 +221,14 @@ def _platform_group(platform: str) -> click.Group:
     @click.option("--public-url", default=None,
                   help="The server's https:// address (default: recruitment.public_url).")
     @click.option("--force", is_flag=True, help="Create another listing although one exists.")
+    @click.option("--workspace", envvar="PROLIFIC_WORKSPACE_ID", default=None,
+                  help="Prolific: the workspace the completers_group lives in "
+                       "(env PROLIFIC_WORKSPACE_ID).")
     def create(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool,
-               public_url: str | None, force: bool) -> None:
-        """Prolific: create the draft study. MTurk (no drafts there): record the HIT to list."""
+               public_url: str | None, force: bool, workspace: str | None) -> None:
+        """Prolific: create the draft study (blocklisting exclude_previous's participants; its
+        completion code adding completers to completers_group). MTurk (no drafts there): record
+        the HIT to list."""
         ctx = make(slug, spec_path, database_url, dry_run)
 
         def body() -> None:
@@ -224,12 +237,30 @@ def _platform_group(platform: str) -> click.Group:
                 raise click.ClickException(f"{slug} already has {platform} listing "
                                            f"{exp.recruitment_ref} (--force for another)")
             if platform == "prolific":
-                from humanlike.deploy.prolific import study_body
+                from humanlike.deploy.prolific import (
+                    completers_group,
+                    exclusion_filters,
+                    study_body,
+                )
+                from humanlike.server.extensions import db
 
-                _warn_estimate(slug, ctx.spec())
-                study = ctx.client().create_study(study_body(ctx.spec(), public_url))
+                spec = ctx.spec()
+                _warn_estimate(slug, spec)
+                exclude = exclusion_filters(spec, ctx.spec_file())
+                study_body(spec, public_url, exclude=exclude)  # refused here before any request
+                client = ctx.client()
+                name = spec.recruitment.prolific.completers_group
+                group = None if name is None else completers_group(
+                    client, exp, name, workspace, ctx.spec_file(), db.session.commit)
+                study = client.create_study(study_body(spec, public_url, exclude=exclude,
+                                                       completers_group=group))
                 if not dry_run:
-                    _store(exp, study["id"], status=study.get("status", "UNPUBLISHED"))
+                    meta = exp.recruitment_meta or {}
+                    earlier = meta.get("studies") or ([exp.recruitment_ref]
+                                                      if exp.recruitment_ref else [])
+                    _store(exp, study["id"], status=study.get("status", "UNPUBLISHED"),
+                           studies=[*earlier, study["id"]], excluded=exclude,
+                           **({"completers_group": meta["completers_group"]} if group else {}))
                     click.echo(f"draft study {study['id']} created; publish with "
                                f"`humanlike recruit prolific publish {slug}`")
                 return
@@ -484,9 +515,74 @@ def _platform_group(platform: str) -> click.Group:
         _hooks_command(group, make)
         _message_command(group, make)
         _test_command(group, make)
+        _groups_command(group, make)
     else:
         _mturk_commands(group, make)
     return group
+
+
+def _groups_command(group: click.Group, make: Callable[..., Context]) -> None:
+    @group.command("groups")
+    @_common
+    @click.option("--workspace", envvar="PROLIFIC_WORKSPACE_ID", required=True,
+                  help="Prolific workspace id (env PROLIFIC_WORKSPACE_ID).")
+    @click.option("--create", "make_group", is_flag=True,
+                  help="Find or create the spec's completers_group and store it for this "
+                       "experiment.")
+    @click.option("--add-completers", is_flag=True,
+                  help="Also add this experiment's participants who finished (completed, "
+                       "submitted, approved; simulated ones left out) to that group: for an "
+                       "experiment that ran before it had one. Safe to repeat.")
+    def groups(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool,
+               workspace: str, make_group: bool, add_completers: bool) -> None:
+        """List the workspace's participant groups (the one this experiment's completers join
+        marked); --create / --add-completers make and fill the spec's completers_group."""
+        ctx = make(slug, spec_path, database_url, dry_run)
+
+        def run() -> None:
+            import sqlalchemy as sa
+
+            from humanlike.deploy.prolific import completers_group
+            from humanlike.server.admin.participants import simulated_ids
+            from humanlike.server.extensions import db
+            from humanlike.server.models import Participant
+            from humanlike.vocabulary import FINISHED_STATUSES
+
+            exp = ctx.experiment()
+            client = ctx.client()
+            if make_group or add_completers:
+                table = ctx.spec().recruitment.prolific if ctx.spec().recruitment else None
+                if table is None or not table.completers_group:
+                    raise click.ClickException(f"{ctx.spec_file()}: "
+                                               "recruitment.prolific.completers_group is not set: "
+                                               "name the group there first")
+                gid = completers_group(client, exp, table.completers_group, workspace,
+                                       ctx.spec_file(), db.session.commit)
+                if not dry_run:
+                    _store(exp, completers_group=exp.recruitment_meta["completers_group"])
+            if add_completers:
+                rows = db.session.execute(sa.select(Participant.id, Participant.platform_id).where(
+                    Participant.experiment_id == exp.id,
+                    Participant.status.in_(sorted(FINISHED_STATUSES)))).all()
+                fake = simulated_ids([r.id for r in rows])
+                ids = sorted({r.platform_id for r in rows if r.id not in fake and r.platform_id})
+                if ids:
+                    client.add_to_participant_group(gid, ids)
+                if not dry_run:
+                    click.echo(f"added {len(ids)} completer(s) to group {gid} "
+                               f"({table.completers_group})")
+            if dry_run:
+                return
+            ours = ((exp.recruitment_meta or {}).get("completers_group") or {}).get("id")
+            found = client.participant_groups(workspace)
+            if not found:
+                click.echo(f"no participant groups in workspace {workspace}")
+            for g in found:
+                mark = "  (this experiment's completers)" if g.get("id") == ours else ""
+                click.echo(f"{g.get('id')}  {g.get('name')}  {g.get('participant_count', 0)} "
+                           f"participant(s){mark}")
+
+        _run(ctx, run)
 
 
 def _test_command(group: click.Group, make: Callable[..., Context]) -> None:

@@ -52,7 +52,24 @@ Rules and where they are documented:
   {"resource_id", "event_type", "status"} with X-Prolific-Request-Signature = base64(HMAC-SHA256(
   secret, X-Prolific-Request-Timestamp + body)) (".../webhooks/verifying"), X-Event-ID (the same on
   every retry of one event) and X-Timestamp (when the event happened).
-Undocumented here, so chosen: the error body shape ``{"error": {"status", "title", "detail":
+- participant groups (https://docs.prolific.com/api-reference/participant-groups and the pages
+  beside it): POST /api/v1/participant-groups/ {"name" (required), "workspace_id" |
+  "organisation_id" | the deprecated "project_id" (one required), "description"?,
+  "participant_ids"?} -> 201 the group {id, name, description, workspace_id, organisation_id,
+  project_id, participant_count, is_deleted, feeder_studies}; GET /api/v1/participant-groups/
+  ?workspace_id= | ?project_id= -> {"results": [...]}; GET /api/v1/participant-groups/{id}/;
+  GET / POST / DELETE /api/v1/participant-groups/{id}/participants/ (POST and DELETE
+  {"participant_ids": [...]}: append, members already there ignored / remove, non-members
+  ignored) -> {"results": [...]}. A study's filters {"filter_id": "participant_group_blocklist" |
+  "participant_group_allowlist", "selected_values": [group ids]} and
+  {"filter_id": "previous_studies_blocklist" | "previous_studies_allowlist", "selected_values":
+  [study ids]}; a completion code's action {"action": "ADD_TO_PARTICIPANT_GROUP" |
+  "REMOVE_FROM_PARTICIPANT_GROUP", "participant_group": <group id>} changes the group when a
+  participant submits with that code, and studies filtering on the group follow at once
+  (eligibility modelled simply: ``available`` lists the active studies a participant may take,
+  ``join`` refuses any other).
+Undocumented here, so chosen: the members list's items ``{"participant_id", "datetime_created"}``,
+the error body shape ``{"error": {"status", "title", "detail":
 {field: [messages]}}}`` and the list's ``_links.next.href`` paging links.
 """
 
@@ -85,8 +102,17 @@ STUDY_FIELDS = {"name", "internal_name", "description", "external_study_url", "p
 PLACEHOLDERS = ("{{%PROLIFIC_PID%}}", "{{%STUDY_ID%}}", "{{%SESSION_ID%}}")
 EVENT_TYPES = {"study.status.change", "submission.status.change", "study.has_high_return_rate",
                "study.progress.change"}
+GROUP_ACTIONS = {"ADD_TO_PARTICIPANT_GROUP", "REMOVE_FROM_PARTICIPANT_GROUP"}
+GROUP_FILTERS = {"participant_group_blocklist", "participant_group_allowlist"}
+STUDY_FILTERS = {"previous_studies_blocklist", "previous_studies_allowlist"}
+GROUP_FIELDS = {"name", "workspace_id", "organisation_id", "project_id", "description",
+                "participant_ids"}
 STUDY_TRANSITIONS = {"PUBLISH": "ACTIVE", "PAUSE": "PAUSED", "START": "ACTIVE",
                      "STOP": "AWAITING REVIEW"}
+
+
+class NotEligible(AssertionError):
+    """The study is hidden from this participant (a filter excludes them)."""
 
 
 class Refused(Exception):
@@ -122,6 +148,8 @@ class FakeProlific:
         self.deliveries: list[dict[str, Any]] = []
         self.messages: list[dict[str, Any]] = []
         self.test_participants: dict[str, str] = {}
+        self.groups: dict[str, dict[str, Any]] = {}
+        self.members: dict[str, list[str]] = {}
         self._ids = itertools.count(1)
         self.lock = threading.Lock()
 
@@ -133,6 +161,8 @@ class FakeProlific:
         """A participant takes a place: returns (submission id, the study URL they are sent to)."""
         study = self.studies[study_id]
         assert study["status"] == "ACTIVE", "participants only see published, active studies"
+        if not self.eligible(study, participant_id):
+            raise NotEligible(f"study {study_id} is hidden from {participant_id} by its filters")
         sid = self.new_id("5")
         study["places_taken"] = study.get("places_taken", 0) + 1
         self.submissions[sid] = {"id": sid, "participant_id": participant_id, "study_id": study_id,
@@ -146,8 +176,43 @@ class FakeProlific:
         sub = self.submissions[submission_id]
         codes = {c["code"]: c for c in self.studies[sub["study_id"]]["completion_codes"]}
         sub["study_code"] = code if code in codes else "NOCODE"
-        actions = {a["action"] for a in codes[code]["actions"]} if code in codes else set()
+        steps = codes[code]["actions"] if code in codes else []
+        actions = {a["action"] for a in steps}
         sub["status"] = "APPROVED" if "AUTOMATICALLY_APPROVE" in actions else "AWAITING REVIEW"
+        for step in steps:  # Prolific keeps the groups itself, as the participant submits
+            members = self.members[step["participant_group"]] if step["action"] in \
+                GROUP_ACTIONS else None
+            if step["action"] == "ADD_TO_PARTICIPANT_GROUP" and sub["participant_id"] not in members:
+                members.append(sub["participant_id"])
+            elif step["action"] == "REMOVE_FROM_PARTICIPANT_GROUP" and \
+                    sub["participant_id"] in members:
+                members.remove(sub["participant_id"])
+
+    def eligible(self, study: dict[str, Any], participant_id: str) -> bool:
+        """Whether the study's group and previous-study filters let this participant see it."""
+        def took_part(ids: list[str]) -> bool:
+            return any(s["participant_id"] == participant_id and s["study_id"] in ids
+                       for s in self.submissions.values())
+
+        def in_group(ids: list[str]) -> bool:
+            return any(participant_id in self.members.get(g, []) for g in ids)
+
+        for f in study.get("filters", []):
+            ids = f.get("selected_values") or []
+            if f["filter_id"] == "participant_group_blocklist" and in_group(ids):
+                return False
+            if f["filter_id"] == "participant_group_allowlist" and not in_group(ids):
+                return False
+            if f["filter_id"] == "previous_studies_blocklist" and took_part(ids):
+                return False
+            if f["filter_id"] == "previous_studies_allowlist" and not took_part(ids):
+                return False
+        return True
+
+    def available(self, participant_id: str) -> list[str]:
+        """The active studies this participant is shown."""
+        return [sid for sid, s in self.studies.items()
+                if s["status"] == "ACTIVE" and self.eligible(s, participant_id)]
 
     def set_status(self, submission_id: str, status: str) -> None:
         self.submissions[submission_id]["status"] = status
@@ -198,6 +263,8 @@ class FakeProlific:
             return self.test_participant(body), 201
         if (method, path) == ("POST", "/api/v1/studies/"):
             return self.create_study(body), 201
+        if path.startswith("/api/v1/participant-groups/"):
+            return self.participant_groups(request, method, path, body)
         if m := re.fullmatch(r"/api/v1/studies/(\w+)/", path):
             study = self.study(m[1])
             if method == "GET":
@@ -259,6 +326,76 @@ class FakeProlific:
             if who not in took_part:
                 raise _field_error("ids", f"{who} did not take part in the study.")
         self.messages.append(body)
+
+    # participant groups ----------------------------------------------------------------------
+    def live_groups(self) -> set[str]:
+        return {g for g, row in self.groups.items() if not row["is_deleted"]}
+
+    def group(self, gid: str) -> dict[str, Any]:
+        if gid not in self.groups or self.groups[gid]["is_deleted"]:
+            raise Refused(404, f"participant group {gid} not found")
+        return {**self.groups[gid], "participant_count": len(self.members[gid]),
+                "feeder_studies": [
+                    {"id": sid, "name": s["name"]} for sid, s in self.studies.items()
+                    if any(a.get("participant_group") == gid for c in s["completion_codes"]
+                           for a in c["actions"])]}
+
+    @staticmethod
+    def _participant_ids(body: Any, required: bool) -> list[str]:
+        ids = (body or {}).get("participant_ids")
+        if ids is None and not required:
+            return []
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i
+                                                            for i in ids):
+            raise _field_error("participant_ids", "A list of participant ids is required.")
+        return ids
+
+    def participant_groups(self, request: Request, method: str, path: str,
+                           body: Any) -> tuple[Any, int]:
+        if path == "/api/v1/participant-groups/" and method == "POST":
+            body = body or {}
+            for field in sorted(set(body) - GROUP_FIELDS):
+                raise _field_error(field, "Unknown field.")
+            if not isinstance(body.get("name"), str) or not body["name"].strip():
+                raise _field_error("name", "This field is required.")
+            owners = [k for k in ("workspace_id", "organisation_id", "project_id") if body.get(k)]
+            if len(owners) != 1:
+                raise _field_error("workspace_id", "Either a workspace or organisation ID must "
+                                                   "be specified.")
+            gid = self.new_id("a")
+            self.groups[gid] = {"id": gid, "name": body["name"],
+                                "description": body.get("description"),
+                                "workspace_id": body.get("workspace_id"),
+                                "organisation_id": body.get("organisation_id"),
+                                "project_id": body.get("project_id"), "is_deleted": False}
+            self.members[gid] = list(dict.fromkeys(self._participant_ids(body, False)))
+            return self.group(gid), 201
+        if path == "/api/v1/participant-groups/" and method == "GET":
+            scope = {k: request.args[k] for k in ("workspace_id", "project_id", "organisation_id")
+                     if k in request.args}
+            if len(scope) != 1:
+                raise _field_error("workspace_id", "A workspace_id or project_id is required.")
+            [(key, value)] = scope.items()
+            return {"results": [self.group(g) for g, row in self.groups.items()
+                                if row[key] == value and not row["is_deleted"]]}, 200
+        if (m := re.fullmatch(r"/api/v1/participant-groups/(\w+)/", path)) and method == "GET":
+            return self.group(m[1]), 200
+        if m := re.fullmatch(r"/api/v1/participant-groups/(\w+)/participants/", path):
+            self.group(m[1])
+            members = self.members[m[1]]
+            if method == "POST":
+                for who in self._participant_ids(body, True):
+                    if who not in members:
+                        members.append(who)
+            elif method == "DELETE":
+                for who in self._participant_ids(body, True):
+                    if who in members:
+                        members.remove(who)
+            elif method != "GET":
+                raise Refused(405, f"{method} not allowed")
+            return {"results": [{"participant_id": who, "datetime_created": None}
+                                for who in members]}, 200
+        raise Refused(404, f"no such endpoint: {method} {path}")
 
     # webhooks --------------------------------------------------------------------------------
     def hooks(self, request: Request, method: str, path: str, body: Any) -> tuple[Any, int]:
@@ -368,19 +505,46 @@ class FakeProlific:
             if set(code) - {"code", "code_type", "actions", "actor"} or not code.get("code") \
                     or not code.get("code_type") or not isinstance(code.get("actions"), list):
                 raise _field_error("completion_codes", "Each needs code, code_type and actions.")
-            actions = [a.get("action") for a in code["actions"]]
+            actions = [a.get("action") if isinstance(a, dict) else None for a in code["actions"]]
             if set(actions) - CODE_ACTIONS:
                 raise _field_error("completion_codes", f"Unknown action in {actions}.")
+            for step in code["actions"]:
+                if step["action"] in GROUP_ACTIONS:
+                    if set(step) != {"action", "participant_group"} or \
+                            not isinstance(step["participant_group"], str):
+                        raise _field_error("completion_codes", f"{step['action']} needs "
+                                                               "participant_group (a group id).")
+                    if step["participant_group"] not in self.live_groups():
+                        raise _field_error("completion_codes", "No participant group "
+                                                               f"{step['participant_group']}.")
+                elif step["action"] in ("MANUALLY_REVIEW", "AUTOMATICALLY_APPROVE",
+                                        "REQUEST_RETURN") and set(step) != {"action"}:
+                    raise _field_error("completion_codes",
+                                       f"{step['action']} takes no other field: {sorted(step)}.")
             if {"MANUALLY_REVIEW", "AUTOMATICALLY_APPROVE"} <= set(actions):
                 raise _field_error("completion_codes", "MANUALLY_REVIEW and AUTOMATICALLY_APPROVE "
                                                        "cannot be used together.")
             if code["code"] in seen:
                 raise _field_error("completion_codes", "Each code must be unique within a study.")
             seen.add(code["code"])
+        seen_filters = set()
         for f in body.get("filters", []):
             if "filter_id" not in f or ("selected_values" in f) == ("selected_range" in f):
                 raise _field_error("filters", "Each filter needs filter_id and selected_values "
                                               "or selected_range.")
+            if f["filter_id"] in seen_filters:
+                raise _field_error("filters", f"{f['filter_id']} is given twice.")
+            seen_filters.add(f["filter_id"])
+            if f["filter_id"] in GROUP_FILTERS | STUDY_FILTERS:
+                values = f.get("selected_values")
+                if not isinstance(values, list) or not values or \
+                        not all(isinstance(v, str) for v in values):
+                    raise _field_error("filters", f"{f['filter_id']}: selected_values must be a "
+                                                  "non-empty list of id strings.")
+                known = self.live_groups() if f["filter_id"] in GROUP_FILTERS else self.studies
+                for v in values:
+                    if v not in known:
+                        raise _field_error("filters", f"{f['filter_id']}: no such id {v!r}.")
         sid = self.new_id("6")
         study = {**body, "id": sid, "status": "UNPUBLISHED", "places_taken": 0}
         self.studies[sid] = study

@@ -22,7 +22,7 @@ from humanlike.server.extensions import db
 from humanlike.server.models import AuditEntry, Experiment, Participant, Payment
 from humanlike.server.spec import SpecError, load_spec
 from tests.server.conftest import enter, write_small_experiment
-from tests.server.fake_prolific import FakeProlific, Server
+from tests.server.fake_prolific import FakeProlific, NotEligible, Server
 from tests.server.test_export import run_participant
 
 TOKEN = "tok-9f8e7d6c5b4a-secret"
@@ -620,3 +620,176 @@ def test_a_test_run_uses_prolifics_test_participant_flow(rapp, fake, database_ur
     with rapp.app_context():
         meta = db.session.execute(sa.select(Experiment)).scalar_one().recruitment_meta
         assert meta["test_study"]["id"] == copy["id"]
+
+
+# participant groups: keeping earlier participants out of later studies ------------------------
+def grouped_spec(dest, slug="small", **settings):
+    """The small experiment under ``slug`` with ``settings`` in its [recruitment.prolific]."""
+    spec = write_small_experiment(dest)
+    extra = "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items())
+    spec.write_text(spec.read_text().replace('slug = "small"', f'slug = "{slug}"')
+                    + RECRUITMENT.replace('device_compatibility = ["desktop"]\n',
+                                          'device_compatibility = ["desktop"]\n' + extra))
+    return spec
+
+
+def recruit_as(database_url, spec, slug, *args):
+    return CliRunner().invoke(main, ["recruit", "prolific", args[0], slug, *args[1:],
+                                     "--experiment", str(spec), "--database-url", database_url])
+
+
+def test_completers_join_the_group_and_a_later_study_excluding_them_is_hidden_from_them(
+        rapp, fake, database_url, tmp_path):
+    earlier = grouped_spec(tmp_path / "a", completers_group="digit raters")
+    out = recruit_as(database_url, earlier, "small", "create", "--workspace", "ws1")
+    assert out.exit_code == 0, out.output
+    [group] = fake.groups.values()
+    assert (group["name"], group["workspace_id"]) == ("digit raters", "ws1")
+    [first] = fake.studies.values()
+    assert first["completion_codes"] == [{"code": "CODE1234", "code_type": "COMPLETED", "actions": [
+        {"action": "MANUALLY_REVIEW"},
+        {"action": "ADD_TO_PARTICIPANT_GROUP", "participant_group": group["id"]}]}]
+    assert recruit_as(database_url, earlier, "small", "publish").exit_code == 0
+    take_part(rapp, fake, first["id"], "PPG1")  # submits with the code: Prolific adds them
+    assert fake.members[group["id"]] == ["PPG1"]
+    fake.join(first["id"], "PPG2")  # started, never submitted: not a completer
+    assert fake.members[group["id"]] == ["PPG1"]
+
+    later = grouped_spec(tmp_path / "b", "small-two", exclude_previous=["small"])
+    out = recruit_as(database_url, later, "small-two", "create")
+    assert out.exit_code == 0, out.output
+    second = fake.studies[max(fake.studies, key=lambda s: s != first["id"])]
+    assert second["filters"] == [
+        {"filter_id": "approval_rate", "selected_range": {"lower": 95.0, "upper": 100.0}},
+        {"filter_id": "participant_group_blocklist", "selected_values": [group["id"]]},
+        {"filter_id": "previous_studies_blocklist", "selected_values": [first["id"]]}]
+    assert recruit_as(database_url, later, "small-two", "publish").exit_code == 0
+    assert second["id"] not in fake.available("PPG1")  # the completer no longer sees it
+    assert second["id"] not in fake.available("PPG2")  # nor does whoever took a place
+    assert second["id"] in fake.available("NEW1")
+    with pytest.raises(NotEligible):
+        fake.join(second["id"], "PPG1")
+    fake.join(second["id"], "NEW1")
+    fake.groups[group["id"]]["name"] = "renamed on Prolific"  # the stored id is what counts
+    out = recruit_as(database_url, earlier, "small", "create", "--force")  # a second listing
+    assert out.exit_code == 0, out.output
+    assert len(fake.groups) == 1 and [m for m, p, _ in fake.log if "participant-groups" in p] == \
+        ["GET", "POST"]  # the first create's look-up and creation; none since
+
+
+def test_a_group_is_blocklisted_in_a_fake_study_only_for_its_members(fake):
+    client = ProlificClient()
+    made = client.create_participant_group("ws1", "pilot")
+    assert client.add_to_participant_group(made["id"], ["P1", "P2", "P1"])["results"] == [
+        {"participant_id": "P1", "datetime_created": None},
+        {"participant_id": "P2", "datetime_created": None}]
+    assert [g["id"] for g in client.participant_groups("ws1")] == [made["id"]]
+    assert client.participant_groups("other") == []
+    bad_values = [{"filter_id": "participant_group_blocklist", "selected_values": [7]},
+                  {"filter_id": "participant_group_blocklist", "selected_values": ["nosuch"]},
+                  {"filter_id": "previous_studies_blocklist", "selected_values": ["nostudy"]}]
+    body = plain_body()
+    for bad in bad_values:
+        with pytest.raises(ProlificError, match="field 'filters'"):
+            client.create_study({**body, "filters": [bad]})
+    loose = [{"code": "CODE1234", "code_type": "COMPLETED",
+              "actions": [{"action": "ADD_TO_PARTICIPANT_GROUP"}]}]
+    with pytest.raises(ProlificError, match="needs participant_group"):
+        client.create_study({**body, "completion_codes": loose})
+    study = client.create_study({**body, "filters": [
+        {"filter_id": "participant_group_blocklist", "selected_values": [made["id"]]}]})
+    client.transition_study(study["id"], "PUBLISH")
+    assert study["id"] not in fake.available("P1") and study["id"] in fake.available("P3")
+
+
+def plain_body():
+    """A valid create-study body (no app needed)."""
+    return {"name": "n", "description": "d", "prolific_id_option": "url_parameters",
+            "external_study_url": "https://x.example.org/start/s?PROLIFIC_PID={{%PROLIFIC_PID%}}"
+                                  "&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}",
+            "completion_codes": [{"code": "CODE1234", "code_type": "COMPLETED",
+                                  "actions": [{"action": "MANUALLY_REVIEW"}]}],
+            "total_available_places": 5, "estimated_completion_time": 5, "reward": 100}
+
+
+def test_an_earlier_experiment_without_a_group_is_excluded_by_its_studies(
+        rapp, fake, database_url, recruit_spec, tmp_path):
+    assert recruit(database_url, recruit_spec, "create").exit_code == 0
+    assert recruit(database_url, recruit_spec, "publish").exit_code == 0
+    [first] = fake.studies.values()
+    fake.join(first["id"], "PPS1")
+    later = grouped_spec(tmp_path / "b", "small-two", exclude_previous=["small"])
+    out = recruit_as(database_url, later, "small-two", "create")
+    assert out.exit_code == 0, out.output
+    [second] = [s for s in fake.studies.values() if s["id"] != first["id"]]
+    assert second["filters"][1:] == [{"filter_id": "previous_studies_blocklist",
+                                      "selected_values": [first["id"]]}]
+    assert recruit_as(database_url, later, "small-two", "publish").exit_code == 0
+    assert fake.available("PPS1") == [first["id"]] and second["id"] in fake.available("PPS9")
+
+
+def test_exclude_previous_and_completers_group_are_checked_before_anything_is_sent(
+        rapp, fake, database_url, recruit_spec, tmp_path, monkeypatch):
+    monkeypatch.delenv("PROLIFIC_WORKSPACE_ID", raising=False)
+    unknown = grouped_spec(tmp_path / "u", "small-two", exclude_previous=["nonesuch"])
+    out = recruit_as(database_url, unknown, "small-two", "create")
+    assert out.exit_code == 1
+    assert (f"{unknown}: recruitment.prolific.exclude_previous: no experiment 'nonesuch' is "
+            "served here") in out.output
+    own = grouped_spec(tmp_path / "o", "small-two", exclude_previous=["small-two"])
+    out = recruit_as(database_url, own, "small-two", "create")
+    assert out.exit_code == 1 and "names this experiment itself" in out.output
+    unlisted = grouped_spec(tmp_path / "n", "small-two", exclude_previous=["small"])
+    out = recruit_as(database_url, unlisted, "small-two", "create")  # "small" has no listing yet
+    assert out.exit_code == 1 and ("recruitment.prolific.exclude_previous: experiment 'small' has "
+                                   "no Prolific listing or participant group") in out.output
+    nowhere = grouped_spec(tmp_path / "w", "small-two", completers_group="raters")
+    out = recruit_as(database_url, nowhere, "small-two", "create")
+    assert out.exit_code == 1 and f"{nowhere}: recruitment.prolific.completers_group" in out.output
+    assert "--workspace" in out.output
+    assert fake.log == [] and fake.studies == {} and fake.groups == {}
+    for settings, field in [({"exclude_previous": ["Not A Slug"]}, "exclude_previous"),
+                            ({"completers_group": " padded "}, "completers_group"),
+                            ({"completers_group": ""}, "completers_group")]:
+        bad = grouped_spec(tmp_path / field / str(len(str(settings))), **settings)
+        with pytest.raises(SpecError, match=rf"recruitment\.prolific\.{field}"):
+            load_spec(bad)
+
+
+def test_dry_run_shows_the_group_requests_and_sends_nothing(rapp, fake, database_url, tmp_path):
+    spec = grouped_spec(tmp_path / "a", completers_group="digit raters")
+    out = recruit_as(database_url, spec, "small", "create", "--workspace", "ws1", "--dry-run")
+    assert out.exit_code == 0, out.output
+    assert "GET " in out.output and "/api/v1/participant-groups/?workspace_id=ws1" in out.output
+    assert '"name": "digit raters"' in out.output
+    assert '"participant_group": "<group-id>"' in out.output
+    assert fake.log == [] and fake.groups == {}
+
+
+def test_groups_lists_creates_and_adds_earlier_completers(rapp, fake, database_url, recruit_spec,
+                                                         tmp_path):
+    assert recruit(database_url, recruit_spec, "create").exit_code == 0
+    assert recruit(database_url, recruit_spec, "publish").exit_code == 0
+    [study] = fake.studies.values()
+    done = [take_part(rapp, fake, study["id"], f"PPB{i}")[0] for i in range(2)]
+    fake.join(study["id"], "PPB9")  # took a place, never finished here
+    out = recruit(database_url, recruit_spec, "groups", "--workspace", "ws1")
+    assert out.exit_code == 0 and "no participant groups in workspace ws1" in out.output
+    spec = grouped_spec(tmp_path / "a", completers_group="digit raters")
+    out = recruit_as(database_url, spec, "small", "groups", "--workspace", "ws1",
+                     "--add-completers")
+    assert out.exit_code == 0, out.output
+    [group] = fake.groups.values()
+    assert group["name"] == "digit raters" and sorted(fake.members[group["id"]]) == ["PPB0",
+                                                                                     "PPB1"]
+    assert "added 2 completer(s)" in out.output and len(done) == 2
+    again = recruit_as(database_url, spec, "small", "groups", "--workspace", "ws1",
+                       "--add-completers")
+    assert again.exit_code == 0 and len(fake.groups) == 1
+    out = recruit(database_url, recruit_spec, "groups", "--workspace", "ws1")
+    assert f"{group['id']}  digit raters  2 participant(s)  (this experiment's completers)" in \
+        out.output
+    with rapp.app_context():
+        meta = db.session.execute(sa.select(Experiment)).scalar_one().recruitment_meta
+        assert meta["completers_group"] == {"id": group["id"], "name": "digit raters",
+                                            "workspace": "ws1"}
