@@ -2,7 +2,8 @@
 (login, logout, the login gate on every route), ``experiments`` (the experiments page and status
 switch), ``participants`` (an experiment's participants table and one participant's page),
 ``actions`` (approve, reject, bonus, exclude / include, with confirmation), ``listing`` (the
-Prolific listing: its numbers, "Sync now", publish / pause / resume / stop / places), ``downloads``
+Prolific listing: its numbers, "Sync now", publish / pause / resume / stop / places), ``safety``
+(the circuit breaker's banner and resume, refusals on return, withdrawals, SONA grants), ``downloads``
 (the streamed export zip) and ``panel`` (the live analysis panel and its stopping indicator); ``qc`` and
 ``stats`` hold the queries the pages share."""
 
@@ -20,7 +21,8 @@ from humanlike.server.admin import (  # noqa: E402  (the modules add their route
     listing,
     panel_views,
     participants,
+    safety,
 )
 
 __all__ = ["actions", "auth", "bp", "downloads", "experiments", "listing", "panel_views",
-           "participants"]
+           "participants", "safety"]

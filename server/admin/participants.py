@@ -1,5 +1,6 @@
 """An experiment's page (participants table with server-side paging, sorting and filtering, the
-condition balance and completions chart) and one participant's page (trials, events, debrief, QC)."""
+condition balance and completions chart; the listing and safety panels come from ``listing`` and
+``safety``) and one participant's page (trials, events, debrief, QC, SONA credit)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 import sqlalchemy as sa
 from flask import abort, current_app, redirect, render_template, request, session, url_for
 
-from humanlike.server import audit, display, timeouts, trial_store
+from humanlike.server import audit, display, sona, timeouts, trial_store
 from humanlike.server.admin import bp, charts, stats
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.experiments import experiment_or_404
@@ -206,12 +207,13 @@ def experiment(slug: str):
     context = _table_context(slug)
     from humanlike.server.admin.listing import listing_view
     from humanlike.server.admin.panel import panel_view
+    from humanlike.server.admin.safety import safety_view
 
     return render_template(
         "admin/experiment.html", **context, statuses=stats.STATUSES, balance=stats.condition_balance(exp.id),
         conditions=[c["name"] for c in exp.spec.get("conditions", [])] or ["default"],
         completions=stats.completions_chart(exp.id), panel=panel_view(exp),
-        listing=listing_view(exp), time_taken=time_taken_chart(exp.id),
+        listing=listing_view(exp), safety=safety_view(exp), time_taken=time_taken_chart(exp.id),
         timeout_minutes=timeouts.timeout_minutes(exp.spec))
 
 
@@ -344,4 +346,4 @@ def participant(public_id: str):
         histogram=charts.histogram(rts), reveal=reveal,
         platform_id=p.platform_id if reveal else pseudonym(key, exp.slug, p.platform_id),
         progress=min(1.0, len(trials) / p.n_trials) if p.n_trials else 1.0,
-        certificate=display.participant_certificate(p, exp.spec))
+        certificate=display.participant_certificate(p, exp.spec), sona_state=sona.grant_state(p))
