@@ -109,6 +109,8 @@ def publish_export(
     frames: dict[str, pd.DataFrame] = {}
     for name in tables:
         path = find_table(export, name)
+        if name in FREE_TEXT_TABLES and (export / f"{name}.csv").is_file():
+            path = export / f"{name}.csv"  # its formula-like answers neutralised by the export
         if path is None:
             continue
         frame = public_columns(read_table(path))

@@ -198,6 +198,20 @@ def test_a_model_declared_in_a_toml_is_run_on_the_published_stimuli_and_scored(
     assert (merged["probability_x"] == merged["probability_y"]).all()
 
 
+def test_free_text_is_published_only_when_asked(published, tmp_path):
+    root, _, _, _ = published
+    out = tmp_path / "with-text"
+    result = CliRunner().invoke(main, ["publish", "demo", "--out", str(out), "--license",
+                                       "CC0-1.0", "--include-free-text", "--n-resamples", "20",
+                                       "--database-url", f"sqlite:///{root}/demo.sqlite"])
+    assert result.exit_code == 0, result.output
+    debrief = pd.read_csv(out / "data" / "study-demo_description-debrief_data.csv", dtype=str)
+    assert set(debrief.columns) == {"participant", "question", "answer"}
+    assert (debrief["answer"] == "simulated participant").any()
+    assert validate_dataset(out).valid
+    assert not (out / "results").exists()  # no --models: nothing scored
+
+
 def test_bad_input_is_refused_and_changes_nothing(published, tmp_path):
     root, out, _, _ = published
     before = _digests(out)
