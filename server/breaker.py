@@ -200,7 +200,8 @@ def _transition(exp: Experiment, action: str) -> str:
     prolific = exp.platform == "prolific" and os.environ.get("PROLIFIC_TOKEN")
     study = exp.recruitment_ref if prolific else None
     if not study:
-        return "local only (no Prolific listing or token): the study link is closed"
+        link = "closed" if action == "PAUSE" else "open again"
+        return f"local only (no Prolific listing or token): the study link is {link}"
     from humanlike.deploy.prolific import ProlificClient, ProlificError
 
     client = ProlificClient(retries=1, timeout=5.0)  # inside a participant's request: bounded

@@ -147,8 +147,13 @@ def test_resume_recruitment_needs_csrf_a_tick_and_a_note_and_is_audited(study):
         trip = db.session.execute(sa.select(BreakerTrip)).scalar_one()
     assert (entry.actor, entry.detail["note"], trip.resumed_by) == ("admin:alice", note,
                                                                      "admin:alice")
+    # no Prolific listing here: the audit and the page say the study link is open again
+    assert entry.detail["platform_action"] == ("local only (no Prolific listing or token): the "
+                                               "study link is open again")
     html = admin.get("/admin/experiments/small").get_data(as_text=True)
-    assert "data-trip=" not in html and "Recruitment resumed" in text(html)
+    assert "data-trip=" not in html
+    assert "Recruitment resumed: local only (no Prolific listing or token): the study link is " \
+        "open again." in text(html)
     again = admin.post(url, data={"csrf_token": token, "confirmed": "yes", "note": note})
     assert again.status_code == 409  # nothing paused: nothing done, nothing audited
     with app.app_context():
