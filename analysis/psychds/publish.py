@@ -67,11 +67,9 @@ class SpecVersion:
 
 
 def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
+    """The file's sha256 (hex), as the study recorded its stimuli's."""
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def publish_export(

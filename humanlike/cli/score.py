@@ -8,12 +8,18 @@ demo model's name) on the package's stimuli, on a GPU where there is one, then s
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from tqdm import tqdm
 
 from humanlike.cli.options import cache_dir_option
 from humanlike.cli.stimuli_options import MODELS_HELP, device_option, load_models, split_values
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from humanlike.analysis.benchmark import Package
 
 
 @click.command("score")
@@ -75,8 +81,8 @@ def command(benchmark: Path, responses: Path | None, declared: tuple[str, ...],
         click.echo(f"wrote {len(written)} files to {out_dir}")
 
 
-def _run_declared(package, specs: list[str], device: str, batch_size: int | None, seed: int,
-                  cache_dir: Path | None):
+def _run_declared(package: Package, specs: list[str], device: str, batch_size: int | None,
+                  seed: int, cache_dir: Path | None) -> pd.DataFrame:
     """The declared models' responses to the rated stimuli of the package's manifest."""
     import pandas as pd
 
