@@ -552,12 +552,13 @@ def _groups_command(group: click.Group, make: Callable[..., Context]) -> None:
             client = ctx.client()
             if make_group or add_completers:
                 table = ctx.spec().recruitment.prolific if ctx.spec().recruitment else None
-                if table is None or not table.completers_group:
+                name = table.completers_group if table is not None else None
+                if not name:
                     raise click.ClickException(f"{ctx.spec_file()}: "
                                                "recruitment.prolific.completers_group is not set: "
                                                "name the group there first")
-                gid = completers_group(client, exp, table.completers_group, workspace,
-                                       ctx.spec_file(), db.session.commit)
+                gid = completers_group(client, exp, name, workspace, ctx.spec_file(),
+                                       db.session.commit)
                 if not dry_run:
                     _store(exp, completers_group=exp.recruitment_meta["completers_group"])
             if add_completers:
@@ -569,8 +570,7 @@ def _groups_command(group: click.Group, make: Callable[..., Context]) -> None:
                 if ids:
                     client.add_to_participant_group(gid, ids)
                 if not dry_run:
-                    click.echo(f"added {len(ids)} completer(s) to group {gid} "
-                               f"({table.completers_group})")
+                    click.echo(f"added {len(ids)} completer(s) to group {gid} ({name})")
             if dry_run:
                 return
             ours = ((exp.recruitment_meta or {}).get("completers_group") or {}).get("id")

@@ -775,11 +775,17 @@ def test_groups_lists_creates_and_adds_earlier_completers(rapp, fake, database_u
     fake.join(study["id"], "PPB9")  # took a place, never finished here
     out = recruit(database_url, recruit_spec, "groups", "--workspace", "ws1")
     assert out.exit_code == 0 and "no participant groups in workspace ws1" in out.output
+    out = recruit(database_url, recruit_spec, "groups", "--workspace", "ws1", "--create")
+    assert out.exit_code == 1 and "recruitment.prolific.completers_group is not set" in out.output
     spec = grouped_spec(tmp_path / "a", completers_group="digit raters")
+    out = recruit_as(database_url, spec, "small", "groups", "--workspace", "ws1", "--create")
+    assert out.exit_code == 0, out.output
+    [group] = fake.groups.values()
+    assert fake.members[group["id"]] == []
     out = recruit_as(database_url, spec, "small", "groups", "--workspace", "ws1",
                      "--add-completers")
     assert out.exit_code == 0, out.output
-    [group] = fake.groups.values()
+    assert list(fake.groups.values()) == [group]  # the stored group, not a second one
     assert group["name"] == "digit raters" and sorted(fake.members[group["id"]]) == ["PPB0",
                                                                                      "PPB1"]
     assert "added 2 completer(s)" in out.output and len(done) == 2
