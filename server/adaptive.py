@@ -117,14 +117,12 @@ def recompute(exp: Experiment, result: dict[str, Any]) -> AdaptiveDesign | None:
     undecided = undecided_pairs(result, models)
     rules = ExclusionRules.from_mapping(exp.spec.get("exclusion", {}))
     array = panel_ratings(exp, rules.min_trial_rt_ms).array
+    # the analysed ratings on the pool's stimuli and the spec's categories (NaN: none yet)
     x = np.full((len(array.participants), len(pool), len(labels)), np.nan)
-    where = {k: i for i, k in enumerate(array.stimuli)}
-    cats = [list(array.categories).index(c) if c in array.categories else None for c in labels]
-    for j, key in enumerate(pool):
-        if key in where:
-            for k, c in enumerate(cats):
-                if c is not None:
-                    x[:, j, k] = array.values[:, where[key], c]
+    rows = pd.Index(array.stimuli).get_indexer(pool)
+    cols = pd.Index(array.categories).get_indexer(labels)
+    x[:, np.flatnonzero(rows >= 0)[:, None], np.flatnonzero(cols >= 0)] = (
+        array.values[:, rows[rows >= 0][:, None], cols[cols >= 0]])
     noise = stimulus_noise(x) if len(array.participants) else np.full(len(pool), settings.noise_sd)
     weights = allocation_weights(y, undecided, noise)
     digest = weights_hash(pool, weights)
