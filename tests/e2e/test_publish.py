@@ -135,6 +135,16 @@ def test_score_from_the_package_alone_equals_the_reports_scores_and_ceilings(
     assert set(scored["scores"]["model"]) == {"cnn", "logreg", "kde", "adv_cnn"}
     for name, keys in KEYS.items():
         _assert_same(tables[name], scored[name], keys)
+    # error consistency: the report's observer pairs keep their kappa and CI beside the models'
+    pairs = pd.read_csv(tmp_path / "scores" / "kappa_pairs.csv",
+                        dtype={"observer_a": str, "observer_b": str, "condition": str})
+    humans = report.results.error_consistency.pairs
+    keys = ["experiment", "condition", "observer_a", "observer_b"]
+    merged = humans.merge(pairs, on=keys, suffixes=("_report", "_score"), validate="1:1")
+    assert len(merged) == len(humans) < len(pairs)  # the models' pairs come on top
+    for column in ("kappa", "ci_low", "ci_high"):
+        a, b = merged[f"{column}_report"], merged[f"{column}_score"]
+        assert ((a == b) | (a.isna() & b.isna())).all(), column
 
 
 def test_a_model_added_after_publication_is_scored_with_cis_and_nothing_changes(
