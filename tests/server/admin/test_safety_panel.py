@@ -257,3 +257,41 @@ def test_refusals_are_one_row_per_participant_read_in_a_fixed_number_of_queries(
     assert {r["times"] for r in rows} == {3}
     assert all(62.9 < r["age_minutes"] < 63.5 for r in rows)  # the latest refusal's absence
     assert len(statements) <= 2, statements
+
+
+def test_on_prolific_the_banner_says_pause_was_sent_and_resume_sends_start(
+        source_app, small_experiment, tmp_path, monkeypatch):
+    """The fake Prolific (tests/server/fake_prolific.py) receives the trip's PAUSE and, from the
+    dashboard's Resume recruitment, one START; the banner and the flash say what was sent."""
+    from tests.server.fake_prolific import FakeProlific, Server
+
+    token, study = "tok-dashboard", "6" + "1" * 23
+    fake = FakeProlific(token)
+    fake.studies[study] = {"id": study, "status": "ACTIVE", "total_available_places": 50}
+    with Server(fake) as server:
+        monkeypatch.setenv("PROLIFIC_TOKEN", token)
+        monkeypatch.setenv("PROLIFIC_API_URL", server.url)
+        monkeypatch.setattr("time.sleep", lambda s: None)
+        spec = spec_with(small_experiment, tmp_path / "prolific", 'platform = "prolific"\n')
+        spec.write_text(spec.read_text() + RULES)
+        app = source_app(spec)
+        with app.app_context():
+            db.session.execute(sa.update(Experiment).values(recruitment_ref=study))
+            db.session.commit()
+        for n in range(5):
+            run_participant(app.test_client(), f"PROLIFIC_PID=CARELESS{n:04d}&STUDY_ID={study}"
+                            f"&SESSION_ID=S{n:04d}")
+        sent = [b["action"] for m, p, b in fake.log if p.endswith("/transition/")]
+        assert sent == ["PAUSE"] and fake.studies[study]["status"] == "PAUSED"
+        admin = app.test_client()
+        login(app, admin)
+        html = admin.get("/admin/experiments/small").get_data(as_text=True)
+        assert f"Recruitment platform: prolific: PAUSE sent for study {study}" in text(html)
+        assert "(Prolific is sent START)" in text(html)
+        done = admin.post("/admin/experiments/small/breaker/resume", data={
+            "csrf_token": csrf_from(html), "confirmed": "yes", "note": "instructions fixed"})
+        assert done.status_code == 302
+        sent = [b["action"] for m, p, b in fake.log if p.endswith("/transition/")]
+        assert sent == ["PAUSE", "START"] and fake.studies[study]["status"] == "ACTIVE"
+        page = text(admin.get("/admin/experiments/small").get_data(as_text=True))
+        assert f"Recruitment resumed: prolific: START sent for study {study}." in page
