@@ -295,3 +295,20 @@ def test_on_prolific_the_banner_says_pause_was_sent_and_resume_sends_start(
         assert sent == ["PAUSE", "START"] and fake.studies[study]["status"] == "ACTIVE"
         page = text(admin.get("/admin/experiments/small").get_data(as_text=True))
         assert f"Recruitment resumed: prolific: START sent for study {study}." in page
+
+
+def test_a_refusal_by_the_blocks_policy_says_so(source_app, small_experiment, tmp_path, fake):
+    app = source_app(sona_spec(small_experiment, tmp_path, fake,
+                               extra='\n[resume]\npolicy = "refuse"\n'))
+    code = fake.fake.sign_up()
+    client = app.test_client()
+    pid, token = enter(client, f"survey_code={code}")
+    total = answer(client, pid, token, 2)
+    assert app.test_client().get(f"/start/small?survey_code={code}").status_code == 409
+    admin = app.test_client()
+    login(app, admin)
+    html = admin.get("/admin/experiments/small").get_data(as_text=True)
+    row = text(re.search(r'<tr data-refused="[^"]+">.*?</tr>', html, re.S).group(0))
+    assert f"{pid} started 2 of {total}" in row
+    assert "block ratings does not resume (refuse)" in row and "0 min" in row
+    assert "1 refused on return: decide about payment" in text(html)
