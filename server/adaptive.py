@@ -119,10 +119,10 @@ def recompute(exp: Experiment, result: dict[str, Any]) -> AdaptiveDesign | None:
     array = panel_ratings(exp, rules.min_trial_rt_ms).array
     # the analysed ratings on the pool's stimuli and the spec's categories (NaN: none yet)
     x = np.full((len(array.participants), len(pool), len(labels)), np.nan)
-    rows = pd.Index(array.stimuli).get_indexer(pool)
-    cols = pd.Index(array.categories).get_indexer(labels)
-    x[:, np.flatnonzero(rows >= 0)[:, None], np.flatnonzero(cols >= 0)] = (
-        array.values[:, rows[rows >= 0][:, None], cols[cols >= 0]])
+    at_s = np.asarray(pd.Index(array.stimuli).get_indexer(pd.Index(pool)))
+    at_k = np.asarray(pd.Index(array.categories).get_indexer(pd.Index(labels)))
+    x[:, np.flatnonzero(at_s >= 0)[:, None], np.flatnonzero(at_k >= 0)] = (
+        array.values[:, at_s[at_s >= 0][:, None], at_k[at_k >= 0]])
     noise = stimulus_noise(x) if len(array.participants) else np.full(len(pool), settings.noise_sd)
     weights = allocation_weights(y, undecided, noise)
     digest = weights_hash(pool, weights)
