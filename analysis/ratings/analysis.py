@@ -98,8 +98,9 @@ class RatingsAnalysis:
         """Participants analysed, reliability, and per subset the noise ceiling and model scores."""
         record = self.summary_record()
         lines = [
-            f"{record['analysed_participants']} of {record['participants']} participants analysed "
-            f"({record['excluded']} excluded); split-half reliability (Spearman-Brown) "
+            f"ratings: {record['analysed_participants']} of the {record['participants']} "
+            f"participants with rating trials analysed ({record['excluded']} not: QC or the "
+            f"export's analysed set); split-half reliability (Spearman-Brown) "
             f"{self.split_half.spearman_brown:.3f}"
         ]
         scores = self.bootstrap.scores.query("metric == 'pearson_r'")
