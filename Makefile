@@ -10,6 +10,9 @@ JSPSYCH_PLUGINS := plugin-preload plugin-html-button-response plugin-survey-html
 # two (or more) pytest-xdist workers, one test file per unit (module fixtures built once), the
 # longest files first (tests/conftest.py LONGEST_FIRST). `make test PYTEST_ARGS=` runs serially.
 PYTEST_ARGS ?= -n auto --dist loadfile --no-loadscope-reorder
+# where `make demo` serves: `make demo PORT=5055` (HOST=0.0.0.0 to reach it from another machine)
+HOST ?= 127.0.0.1
+PORT ?= 5000
 
 .PHONY: demo test js-test setup venv npm chromium caddy demo-data lint bench clean psiturk-example
 
@@ -50,7 +53,7 @@ demo-data: setup
 	$(HUMANLIKE) demo --prepare-only
 
 demo: setup
-	$(HUMANLIKE) demo
+	$(HUMANLIKE) demo --host $(HOST) --port $(PORT)
 
 # pytest with bytecode caching back on (this environment sets PYTHONDONTWRITEBYTECODE=1): each
 # xdist worker and each server process the tests start would otherwise compile every module again

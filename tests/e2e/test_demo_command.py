@@ -43,3 +43,27 @@ def test_demo_prepares_participants_report_and_a_panel_that_scores_the_models(tm
     stop = result["stopping"]
     assert stop["measure"] == "comparisons_decided" and stop["value"].endswith("of 10 decided")
     assert result["mlds_scales"] and result["ec"]
+
+
+def test_make_demo_serves_on_the_port_it_is_given(tmp_path, monkeypatch):
+    """`make demo PORT=5055`: the Makefile hands the port to `humanlike demo`, whose links (and
+    server) use it; the command line is read from `make -n` and run as the CLI (prepare only)."""
+    import shlex
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    planned = subprocess.run(["make", "-n", "-C", str(root), "demo", "PORT=5055"],
+                             capture_output=True, text=True, check=True).stdout.splitlines()
+    line = next(cmd for cmd in planned if "humanlike demo" in cmd)
+    args = shlex.split(line)
+    assert Path(args[0]).name == "humanlike" and args[1] == "demo"
+    assert args[args.index("--port") + 1] == "5055"
+
+    monkeypatch.setenv("HUMANLIKE_INSTANCE", str(tmp_path / "instance"))
+    url = f"sqlite:///{tmp_path / 'demo.sqlite'}"
+    result = CliRunner().invoke(main, [*args[1:], "--prepare-only", "--simulated", "0",
+                                       "--database-url", url])
+    assert result.exit_code == 0, result.output
+    assert "local link:          http://127.0.0.1:5055/start/demo" in result.output
+    assert "http://127.0.0.1:5000" not in result.output
