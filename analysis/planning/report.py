@@ -47,12 +47,15 @@ def random_share_ratings(ratings: pd.DataFrame, participants: pd.DataFrame) -> p
     all rows of participants allocated without ``[adaptive]``."""
     if "adaptive_random" not in participants.columns:
         return ratings
-    drawn = participants.set_index(participants["participant"].astype(str))["adaptive_random"]
-    keep = {(p, s) for p, value in drawn.items() if isinstance(value, str)
-            for s in value.split(";")}
-    uniform = set(drawn.index[drawn.isna()])
-    pairs = zip(ratings["participant"].astype(str), ratings["stimulus"].astype(str))
-    mask = [p in uniform or (p, s) in keep for p, s in pairs]
+    drawn = participants[["participant", "adaptive_random"]].astype({"participant": str})
+    uniform = drawn.loc[drawn["adaptive_random"].isna(), "participant"]
+    listed = drawn.dropna(subset=["adaptive_random"])
+    keep = listed.assign(stimulus=listed["adaptive_random"].astype(str).str.split(";")).explode(
+        "stimulus")
+    rows = pd.MultiIndex.from_arrays([ratings["participant"].astype(str),
+                                      ratings["stimulus"].astype(str)])
+    mask = (ratings["participant"].astype(str).isin(uniform).to_numpy()
+            | rows.isin(pd.MultiIndex.from_frame(keep[["participant", "stimulus"]])))
     return ratings[mask]
 
 

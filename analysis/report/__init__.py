@@ -18,6 +18,8 @@ import pandas as pd
 
 from humanlike.analysis.exclusions import ExclusionRules, as_rules
 from humanlike.analysis.io.export import Export
+from humanlike.analysis.planning.report import allocation_section
+from humanlike.analysis.report.display import display_section
 from humanlike.analysis.report.methods import design_text, methods_paragraph
 from humanlike.analysis.report.sections import (
     ReportSettings,
@@ -34,8 +36,8 @@ from humanlike.analysis.report.sections import (
 __all__ = ["SECTION_KEYS", "Report", "ReportSettings", "Section", "build_report", "coverage"]
 
 #: Section keys in the order the report shows them.
-SECTION_KEYS = ("sample", "timing", "reliability", "ceilings", "scores", "kappa", "mlds",
-                "psychophysical", "methods")
+SECTION_KEYS = ("sample", "timing", "display", "allocation", "reliability", "ceilings", "scores",
+                "kappa", "mlds", "psychophysical", "methods")
 
 
 @dataclass
@@ -118,7 +120,8 @@ def build_report(
     rule_set = as_rules(rules)
     results = StudyResults()
     step("sample and timing")
-    sections = [sample_section(export), timing_section(export, spec)]
+    sections = [sample_section(export), timing_section(export, spec), display_section(export),
+                allocation_section(export)]
     sections += ratings_sections(export, models, rule_set, settings, results, step)
     sections.append(kappa_section(export, settings, results, step))
     sections += mlds_sections(export, settings, results,

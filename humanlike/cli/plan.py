@@ -8,11 +8,15 @@ decisions and the N that meets the target, and writes tables and figures with ``
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import pandas as pd
 
 from humanlike.cli.options import n_resamples_option
+
+if TYPE_CHECKING:
+    from humanlike.analysis.planning import Plan
 
 
 def _sizes(value: str) -> list[int]:
@@ -102,3 +106,14 @@ def command(experiment: Path, models_path: Path | None, sizes: str, replications
     if out is not None:
         for path in plan.save(out):
             click.echo(f"wrote {path}")
+        click.echo(f"wrote {_plan_page(plan, experiment.name, out / 'plan.html')}")
+
+
+def _plan_page(plan: Plan, name: str, path: Path) -> Path:
+    """The plan as a report page: the report's section with the recovery matrix and power curves."""
+    from humanlike.analysis.planning.report import plan_section
+    from humanlike.analysis.report import Report, ReportSettings
+    from humanlike.analysis.report.sections import StudyResults
+
+    section = plan_section(plan)
+    return Report(f"Plan: {name}", [section], StudyResults(), "", ReportSettings()).save(path)

@@ -36,8 +36,10 @@ def test_plan_recovers_each_demo_model_at_the_n_it_recommends(demo_spec, tmp_pat
     n = plan["recommended_n"]
     assert n is not None and n > 2, result.output  # N = 2 does not recover every model
     assert "recommended N:" in result.output
-    for name in ("recovery.png", "power.png", "studies.csv", "power.csv", "by_n.csv"):
+    for name in ("recovery.png", "power.png", "studies.csv", "power.csv", "by_n.csv", "plan.html"):
         assert (tmp_path / name).stat().st_size > 0
+    page = (tmp_path / "plan.html").read_text()
+    assert "Planned sample size" in page and f"Recommended N: {n}." in page
     check = plan_study(_demo_inputs(demo_spec), [n], 30, n_resamples=300, seed=99)
     recovery = check.recovery(n)
     assert len(recovery) == 4
