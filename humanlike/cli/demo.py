@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from humanlike.cli.app_context import database_option, make_app
+from humanlike.cli.serve import echo_links
 
 
 @click.command("demo")
@@ -54,7 +55,7 @@ def command(host: str, port: int, prepare_only: bool, rebuild: bool, simulated: 
     base = f"http://{host}:{port}"
     link = f"{base}/start/{DEMO_SLUG}"
     click.echo("\nhumanlike demo experiment")
-    click.echo(f"  local link:          {link}")
+    echo_links(base, DEMO_SLUG, "  local link:          ")
     click.echo(f"  Prolific-style link: {link}?PROLIFIC_PID=demo-{secrets.token_hex(3)}"
                "&STUDY_ID=demo-study&SESSION_ID=demo-session")
     click.echo(f"  MTurk-sandbox link:  {link}?workerId=DEMO{secrets.token_hex(3).upper()}"

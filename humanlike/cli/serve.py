@@ -8,6 +8,15 @@ import click
 from humanlike.cli.app_context import database_option, make_app
 
 
+def echo_links(base: str, slug: str, heading: str) -> None:
+    """Print an experiment's local link under ``heading`` and the study URL to paste into Prolific,
+    with the placeholders Prolific fills (``deploy.prolific.study_link``): ``serve`` and ``demo``."""
+    from humanlike.deploy.prolific import study_link
+
+    click.echo(f"{heading}{base}/start/{slug}")
+    click.echo(f"  Prolific study URL:  {study_link(base, slug)}")
+
+
 @click.command("serve")
 @click.option("--experiment", "experiments", multiple=True,
               type=click.Path(exists=True, dir_okay=False), help="Experiment spec (TOML); repeatable.")
@@ -40,7 +49,7 @@ def command(experiments: tuple[str, ...], host: str, port: int, allow_spec_chang
         click.secho(f"warning: {problem}", fg="yellow", err=True)
     for slug, loaded in app.extensions["humanlike"].items():
         version = loaded.version_hash[:12]
-        click.echo(f"experiment {slug} (spec version {version}): http://{host}:{port}/start/{slug}")
+        echo_links(f"http://{host}:{port}", slug, f"experiment {slug} (spec version {version}): ")
     if psiturk_project:  # its config and custom.py warnings were logged once as it loaded
         click.echo(f"psiTurk project {psiturk_project}: http://{host}:{port}/ad?hitId=debugHIT"
                    "&assignmentId=debugASSIGN&workerId=debugWORKER&mode=debug")

@@ -67,3 +67,50 @@ def test_make_demo_serves_on_the_port_it_is_given(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "local link:          http://127.0.0.1:5055/start/demo" in result.output
     assert "http://127.0.0.1:5000" not in result.output
+
+
+def test_serve_prints_the_prolific_url_template_as_demo_does(tmp_path):
+    """`humanlike serve` prints each experiment's study URL for Prolific with Prolific's
+    placeholders, the line `humanlike demo` prints (one function, ``cli.serve.echo_links``); the
+    server runs as a process until it listens, then is stopped."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from tests.server.conftest import write_small_experiment
+
+    spec = write_small_experiment(tmp_path)
+    slug = "small"
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    expected = (f"  Prolific study URL:  http://127.0.0.1:{port}/start/{slug}?PROLIFIC_PID="
+                "{{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}")
+    humanlike = Path(sys.executable).parent / "humanlike"
+    server = subprocess.Popen(
+        [str(humanlike), "serve", "--experiment", str(spec), "--port", str(port), "--no-panel",
+         "--database-url", f"sqlite:///{tmp_path / 'serve.sqlite'}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:  # the links are printed before the server listens
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and server.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+    finally:
+        server.terminate()
+        output, _ = server.communicate(timeout=10)
+    lines = output.splitlines()
+    assert expected in lines, output
+    assert f"http://127.0.0.1:{port}/start/{slug}" in lines[lines.index(expected) - 1], lines
+    demo = CliRunner().invoke(main, ["demo", "--prepare-only", "--simulated", "0", "--port", str(port),
+                                     "--database-url", f"sqlite:///{tmp_path / 'demo.sqlite'}"],
+                              env={"HUMANLIKE_INSTANCE": str(tmp_path / "instance")})
+    assert demo.exit_code == 0, demo.output
+    assert expected.replace(f"/start/{slug}", "/start/demo") in demo.output.splitlines()
