@@ -355,6 +355,21 @@ def identical_run_share(frame: pd.DataFrame, trials: pd.DataFrame) -> pd.Series:
     return (longest / n_trials.reindex(longest.index)).astype(float)
 
 
+RULE_CHECKS: dict[str, tuple[str, str]] = {
+    "min_natural_accuracy": ("natural_accuracy", "<"),
+    "min_catch_accuracy": ("catch_accuracy", "<"),
+    "min_repeat_reliability": ("repeat_r", "<"),
+    "max_all_zero_share": ("all_zero_share", ">"),
+    "max_identical_run_share": ("identical_run_share", ">"),
+    "min_median_rt_ms": ("median_rt_ms", "<"),
+    "max_median_rt_ms": ("median_rt_ms", ">"),
+    "min_completion_s": ("completion_s", "<"),
+    "max_completion_s": ("completion_s", ">"),
+}
+"""Each participant rule of :class:`ExclusionRules`: the QC column it reads and the comparison
+that excludes ('<': a value below the threshold, '>': above it)."""
+
+
 def participant_qc(
     frame: pd.DataFrame,
     participants: pd.DataFrame | None = None,
@@ -402,19 +417,9 @@ def participant_qc(
     qc["n_natural"] = qc["n_natural"].fillna(0).astype(int)
     qc["repeat_n"] = qc["repeat_n"].fillna(0).astype(int)
 
-    checks = [
-        ("natural_accuracy", rules.min_natural_accuracy, "<"),
-        ("catch_accuracy", rules.min_catch_accuracy, "<"),
-        ("repeat_r", rules.min_repeat_reliability, "<"),
-        ("all_zero_share", rules.max_all_zero_share, ">"),
-        ("identical_run_share", rules.max_identical_run_share, ">"),
-        ("median_rt_ms", rules.min_median_rt_ms, "<"),
-        ("median_rt_ms", rules.max_median_rt_ms, ">"),
-        ("completion_s", rules.min_completion_s, "<"),
-        ("completion_s", rules.max_completion_s, ">"),
-    ]
     reasons: pd.Series = pd.Series([[] for _ in range(len(qc))], index=qc.index, dtype=object)
-    for column, threshold, op in checks:
+    for rule, (column, op) in RULE_CHECKS.items():
+        threshold = getattr(rules, rule)
         if threshold is None:
             continue
         value = qc[column]

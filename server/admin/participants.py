@@ -18,6 +18,7 @@ from humanlike.server import audit, display, sona, timeouts, trial_store
 from humanlike.server.admin import bp, charts, stats
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.experiments import experiment_or_404
+from humanlike.server.admin.qc import qc_in_words
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import ParticipantStatus
 from humanlike.server.models import Event, Participant, ParticipantQC, Payment, Stimulus
@@ -342,6 +343,7 @@ def participant(public_id: str):
         stimuli=stimuli, debrief=_debrief(trials), qc=qc,
         qc_reasons=[r for r in (qc.qc_reasons if qc else "").split(";") if r],
         qc_stale=qc is None or qc.n_stored != len(trials),
+        qc_words=qc_in_words(exp.spec.get("exclusion"), qc.metrics) if qc and qc.metrics else [],
         scatter=charts.scatter(repeat_pairs(trials)),
         histogram=charts.histogram(rts), reveal=reveal,
         platform_id=p.platform_id if reveal else pseudonym(key, exp.slug, p.platform_id),

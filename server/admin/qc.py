@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
-from humanlike.analysis.exclusions import ExclusionRules
+from humanlike.analysis.exclusions import ExclusionRules, as_rules
+from humanlike.analysis.ratings.data import RULE_CHECKS
 from humanlike.server import trial_store
 from humanlike.server.admin.stats import as_utc
 from humanlike.server.export import (
@@ -175,4 +176,67 @@ def refresh_qc(exp: Experiment, everyone: bool = False) -> int:
     return len(stale)
 
 
-__all__ = ["as_utc", "refresh_qc", "stale_participants"]
+METRIC_WORDS: dict[str, tuple[str, str]] = {
+    "natural_accuracy": ("natural-image accuracy", ""),
+    "catch_accuracy": ("catch-trial accuracy", ""),
+    "repeat_r": ("repeat reliability r", ""),
+    "all_zero_share": ("share of natural images left at zero", ""),
+    "identical_run_share": ("longest identical-response run (share of trials)", ""),
+    "median_rt_ms": ("median RT", " ms"),
+    "completion_s": ("completion time", " s"),
+}
+"""A QC column in words and its unit (``RULE_CHECKS`` names the column of each rule)."""
+
+
+def _pair(value: float, threshold: float, unit: str) -> tuple[str, str]:
+    """``value`` and ``threshold`` as text: two decimals for shares and r, whole numbers for
+    times, with more digits where rounding would print a value that differs as its threshold."""
+    digits = 0 if unit else 2
+    while True:
+        a, b = f"{value:.{digits}f}", f"{threshold:.{digits}f}"
+        if a != b or value == threshold or digits >= 6:
+            return a + unit, b + unit
+        digits += 1
+
+
+def qc_in_words(rules: ExclusionRules | dict[str, Any] | None,
+                metrics: dict[str, Any] | None) -> list[dict[str, str]]:
+    """Each active rule of the spec's ``[exclusion]`` block against the participant's QC metric
+    (``ParticipantQC.metrics``), in words: "natural-image accuracy 0.42, below the 0.50 the spec
+    requires: excluded". Rows: ``rule``, ``verdict`` (excluded / passes / not measured /
+    trial cleaning) and ``text``; the verdict uses the QC's own comparison (``RULE_CHECKS``)."""
+    metrics = metrics or {}
+    rows = []
+    for rule, threshold in as_rules(rules).active().items():
+        if rule == "min_trial_rt_ms":
+            share = _finite(metrics.get("too_fast_share"))
+            limit = f"{threshold:g} ms"
+            text = (f"trials faster than {limit} count as missing: "
+                    + (f"{share:.0%} of this participant's trials" if share is not None
+                       else "no timed trials yet"))
+            rows.append({"rule": rule, "verdict": "trial cleaning", "text": text})
+            continue
+        column, op = RULE_CHECKS[rule]
+        name, unit = METRIC_WORDS[column]
+        value = _finite(metrics.get(column))
+        verb = "requires" if op == "<" else "allows"
+        if value is None:
+            shown = f"{threshold:g}{unit}"
+            rows.append({"rule": rule, "verdict": "not measured",
+                         "text": f"{name} not measured (too few trials for it yet); the spec {verb} "
+                                 f"{'at least' if op == '<' else 'at most'} {shown}: "
+                                 "this rule does not apply"})
+            continue
+        failed = value < threshold if op == "<" else value > threshold
+        shown, limit = _pair(value, threshold, unit)
+        if failed:
+            relation = "below" if op == "<" else "above"
+        else:
+            relation = "at or above" if op == "<" else "at or below"
+        verdict = "excluded" if failed else "passes"
+        rows.append({"rule": rule, "verdict": verdict,
+                     "text": f"{name} {shown}, {relation} the {limit} the spec {verb}: {verdict}"})
+    return rows
+
+
+__all__ = ["as_utc", "qc_in_words", "refresh_qc", "stale_participants"]
