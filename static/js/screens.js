@@ -158,7 +158,7 @@ var HumanlikeScreens = (function () {
   /**
    * The trials of `remaining` with the screens the spec puts around them: block introductions,
    * "last part" before the repeats, breaks every N trials (by trial number, so the same across
-   * reloads), practice feedback and "practice over", fixation before and the inter-trial interval
+   * reloads; a break due on an introduced trial comes before the introduction), practice feedback and "practice over", fixation before and the inter-trial interval
    * after each trial.
    * @param {TimelineEntry[]} remaining
    * @param {any[]} trials the built trials of `remaining`, in the same order
@@ -182,6 +182,11 @@ var HumanlikeScreens = (function () {
       var task = entry.type !== "debrief";
       var before = byIndex[entry.index - 1];
       var first = k === 0;
+      // a break falling on a block's first trial comes before its introduction (or "last part" /
+      // "practice over"), never between the introduction and the trial it introduces
+      if (task && every && entry.index > 0 && entry.index % every === 0 && !(first && resuming)) {
+        out.push(breakScreen(entry.index + 1));
+      }
       if (task && entry.is_repeat) {
         if (!repeatsShown) out.push(repeatsScreen(remaining.filter(function (e) { return e.is_repeat; })));
         repeatsShown = true;
@@ -189,9 +194,6 @@ var HumanlikeScreens = (function () {
         out.push(introScreen(entry));
       } else if (task && before && before.practice && !entry.practice && before.block === entry.block) {
         out.push(practiceOverScreen());
-      }
-      if (task && every && entry.index > 0 && entry.index % every === 0 && !(first && resuming)) {
-        out.push(breakScreen(entry.index + 1));
       }
       if (task && fixation > 0) out.push(fixationScreen("+", fixation));
       out.push(trials[k]);

@@ -56,9 +56,22 @@ describe("withScreens", () => {
       "practice_over", "fixation", "trial",
       "break", "fixation", "trial",
       "intro", "fixation", "trial",
-      "intro", "break", "fixation", "trial",
+      "break", "intro", "fixation", "trial",
       "trial",
     ]);
+  });
+
+  it("never puts a block introduction straight before a break: the break comes first", () => {
+    for (const every of [1, 2, 3, 4]) {
+      Session.state.timeline.break_every = every;
+      const out = kinds(Screens.withScreens(trials, trials.map(() => ({ kind: "trial" })), false));
+      out.forEach((screen, i) => {
+        if (screen === "intro" || screen === "practice_over") expect(out[i + 1]).not.toBe("break");
+      });
+      // every break the spec asks for is still shown: one before each trial index divisible by N
+      const due = trials.filter((t) => t.type !== "debrief" && t.index > 0 && t.index % every === 0);
+      expect(out.filter((s) => s === "break").length).toBe(due.length);
+    }
   });
 
   it("a resume starts with the block intro, not a break", () => {
