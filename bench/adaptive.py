@@ -29,7 +29,13 @@ from itertools import combinations
 
 import numpy as np
 
-from humanlike.analysis.planning.adaptive import allocation_weights, stimulus_noise
+from humanlike.analysis.planning.adaptive import (
+    LEAN_P,
+    allocation_weights,
+    discrimination_weights,
+    human_means,
+    stimulus_noise,
+)
 from humanlike.analysis.planning.decide import decide
 from humanlike.analysis.planning.recovery import PlanInputs, true_differences
 from humanlike.analysis.planning.simulate import draw_subsets, simulate_ratings
@@ -77,6 +83,7 @@ def run_design(pool: PlanInputs, adaptive: bool, args: argparse.Namespace) -> di
     n_pairs = len(truth[0])
     x = np.full((n_studies, args.max_n, n_stimuli, pool.probabilities.shape[2]), np.nan)
     undecided = np.ones((n_studies, n_pairs), dtype=bool)
+    direction = np.zeros((n_studies, n_pairs))  # the sign of each pair's latest difference
     weights = np.full((n_studies, n_stimuli), 1.0 / n_stimuli)
     stop_n = np.full(n_studies, args.max_n)
     winner = np.full(n_studies, -1)
@@ -87,7 +94,12 @@ def run_design(pool: PlanInputs, adaptive: bool, args: argparse.Namespace) -> di
         batch = min(args.batch, args.max_n - n)
         if adaptive and n > 0:
             noise = stimulus_noise(x[:, :n])
-            weights = allocation_weights(pool.probabilities, undecided, noise)
+            if args.criterion == "disagreement":
+                weights = allocation_weights(pool.probabilities, undecided, noise)
+            else:
+                weights = discrimination_weights(
+                    pool.probabilities, undecided, direction,
+                    human_means(x[:, :n], pool.probabilities, noise), noise)
         shown = draw_subsets(weights[:, None, :], args.trials, (n_studies, batch), alloc_rng,
                              random_share=args.random_share if adaptive else 1.0)
         for g in range(len(MODELS)):
@@ -101,6 +113,7 @@ def run_design(pool: PlanInputs, adaptive: bool, args: argparse.Namespace) -> di
         d = decide(x[live, :n], pool.probabilities, pool.strata, args.n_resamples, args.alpha,
                    analysis_rng)
         undecided[live] = ~d.significant
+        direction[live] = np.where(d.p_holm_sidak < args.lean, np.sign(np.nan_to_num(d.differences)), 0)
         done = d.significant.all(1) | (n >= args.max_n)
         for j, study in enumerate(live):
             if done[j]:
@@ -132,6 +145,10 @@ def main() -> None:
     parser.add_argument("--n-resamples", type=int, default=500)
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lean", type=float, default=LEAN_P,
+                        help="Holm-Sidak p below which a comparison's direction counts")
+    parser.add_argument("--criterion", choices=("discrimination", "disagreement"),
+                        default="discrimination", help="the adaptive weights (docs/adaptive.md)")
     args = parser.parse_args()
     start = time.perf_counter()
     pool = stimulus_pool(args.n_natural, args.n_per_pair, 10, args.seed)

@@ -18,7 +18,9 @@ import pandas as pd
 import sqlalchemy as sa
 
 from humanlike.analysis.planning.adaptive import (
-    allocation_weights,
+    LEAN_P,
+    discrimination_weights,
+    human_means,
     stimulus_noise,
     weights_hash,
 )
@@ -92,6 +94,17 @@ def undecided_pairs(result: dict[str, Any], models: list[str]) -> np.ndarray:
                      for a, b in model_pairs(len(models))])
 
 
+def directions(result: dict[str, Any], models: list[str]) -> np.ndarray:
+    """(P,) +1 / -1 where the panel's comparison on all stimuli of a pair (``model_pairs`` order)
+    leans to its first / second model (Holm-Sidak p below ``LEAN_P``), else 0."""
+    lean = {(c["a"], c["b"]): float(np.sign(c.get("difference") or 0.0))
+            for c in result.get("comparisons") or []
+            if c.get("subset") == "all" and c.get("p_holm_sidak") is not None
+            and float(c["p_holm_sidak"]) < LEAN_P}
+    return np.array([lean.get((models[a], models[b]), -lean.get((models[b], models[a]), 0.0)) + 0.0
+                     for a, b in model_pairs(len(models))])
+
+
 def recompute(exp: Experiment, result: dict[str, Any]) -> AdaptiveDesign | None:
     """New weights from the panel's ``result`` when ``[adaptive]`` is on, enough participants are
     analysed and the weights changed; the new row (committed) or None."""
@@ -124,7 +137,8 @@ def recompute(exp: Experiment, result: dict[str, Any]) -> AdaptiveDesign | None:
     x[:, np.flatnonzero(at_s >= 0)[:, None], np.flatnonzero(at_k >= 0)] = (
         array.values[:, at_s[at_s >= 0][:, None], at_k[at_k >= 0]])
     noise = stimulus_noise(x) if len(array.participants) else np.full(len(pool), settings.noise_sd)
-    weights = allocation_weights(y, undecided, noise)
+    weights = discrimination_weights(y, undecided, directions(result, models),
+                                     human_means(x, y, noise), noise)
     digest = weights_hash(pool, weights)
     current = current_design(exp.id)
     if current is not None and current.weights_hash == digest:
