@@ -14,7 +14,7 @@ import pandas as pd
 from humanlike.vocabulary import StimulusKind
 
 DEMO_SLUG = "demo"
-DEMO_VERSION = "7"  # bump when the demo content changes: `humanlike demo` then rebuilds it
+DEMO_VERSION = "8"  # bump when the demo content changes: `humanlike demo` then rebuilds it
 PROLIFIC_CODE = "C1HLDEMO"
 
 
@@ -85,11 +85,21 @@ def build_demo(dest: Path, *, controversial: bool = True, mlds: bool = True, see
         spec += demo_text("panel_block.toml")
     (dest / "experiment.toml").write_text(spec)
     (dest / "consent.md").write_text(demo_text("consent.md"))
-    (dest / "instructions.md").write_text(demo_text("instructions.md"))
+    (dest / "instructions.md").write_text(demo_instructions(mlds=mlds, classification=classification))
     (dest / "VERSION").write_text(
         f"{DEMO_VERSION} controversial={controversial} mlds={mlds} classification={classification} "
         f"panel={panel}\n")
     return dest / "experiment.toml"
+
+
+def demo_instructions(*, mlds: bool, classification: bool) -> str:
+    """The demo's instructions: one numbered part per block, in the spec's block order (rating,
+    triads, classification), then the repeats, which the timeline puts last."""
+    names = ["rating", *(["mlds"] if mlds else []),
+             *(["classification"] if classification else []), "repeats"]
+    parts = "\n".join(f"{i}. {demo_text(f'instructions_{name}.md').strip()}"
+                      for i, name in enumerate(names, 1))
+    return demo_text("instructions.md").format(parts=parts)
 
 
 def demo_is_current(dest: Path) -> bool:

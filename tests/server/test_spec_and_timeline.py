@@ -108,3 +108,87 @@ def test_production_refuses_to_start_without_a_secret_key(monkeypatch, tmp_path)
     monkeypatch.setenv("SECRET_KEY", "s" * 40)
     app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path}/x.sqlite"})
     assert app.config["SESSION_COOKIE_SECURE"] is True
+
+
+DEMO_PART_TYPES = {"Rating digits.": "rating", "Comparing three images.": "triad",
+                   "Naming a flashed digit.": "classification", "Last part.": "repeats"}
+"""The demo instructions' part headings and what each describes."""
+
+
+@pytest.mark.parametrize("mlds,classification", [(True, True), (False, True), (True, False)])
+def test_the_demo_texts_agree_with_its_timeline(tmp_path, mlds, classification):
+    """Each claim of the demo's consent and instructions checked against the built demo's
+    timeline and the browser code that shows it: no duration but the server's own estimate, the
+    parts in the timeline's order, practice where there is practice, the buttons' labels, the
+    rating levels, the keys, the debrief questions."""
+    import re
+    from pathlib import Path
+
+    from humanlike.server.demo import build_demo
+
+    root = Path(__file__).resolve().parents[2]
+    js = {name: (root / "static" / "js" / name).read_text()
+          for name in ("consent.js", "screens.js", "plugins/rating.js")}
+    spec_path = build_demo(tmp_path / "demo", controversial=False, mlds=mlds,
+                           classification=classification)
+    consent = " ".join((spec_path.parent / "consent.md").read_text().split())  # lines unwrapped
+    instructions = (spec_path.parent / "instructions.md").read_text()
+    flat = " ".join(instructions.split())
+    loaded = load_experiment(spec_path)
+    spec = loaded.spec
+
+    # duration: the texts name none; the consent page shows the server's estimate below the text
+    assert not re.search(r"minute|hour", consent + instructions, flags=re.I)
+    assert "How long it takes is shown below this text." in consent
+    shown = js["consent.js"]
+    assert shown.index("tl.consent_html") < shown.index('"This study takes about " + tl.estimated_minutes')
+
+    # the parts, in order: the timeline's blocks by first trial, then the repeats, then the debrief
+    headings = re.findall(r"^\d+\. \*\*(.+?)\*\*", instructions, flags=re.M)
+    claimed = [DEMO_PART_TYPES[h] for h in headings]
+    body = dict(re.findall(r"^\d+\. \*\*(.+?)\*\*(.*?)(?=^\d+\. |\Z)", instructions, flags=re.M | re.S))
+    practice_blocks = {b.trial_type for b in spec.blocks if b.practice}
+    for seed in range(3):
+        trials = generate_timeline(spec, loaded.stimuli, "A", seed)["trials"]
+        task = [t for t in trials if t["type"] != "debrief"]
+        order = list(dict.fromkeys(t["type"] for t in task if not t["is_repeat"]))
+        first_repeat = min(t["index"] for t in task if t["is_repeat"])
+        assert all(t["is_repeat"] for t in task if t["index"] >= first_repeat)
+        assert claimed == [*order, "repeats"]
+        assert trials[-1]["type"] == "debrief" and trials[first_repeat - 1]["type"] == order[-1]
+        assert {t["type"] for t in task if t["is_repeat"]} <= {"rating", "triad"}  # already seen
+        assert {t["type"] for t in task if t["practice"]} == practice_blocks
+    # as the participant reads it: one numbered item per part, the rating keys nested in the first
+    import xml.etree.ElementTree as ET
+
+    rendered = loaded.markdown_html("instructions")
+    items = ET.fromstring(rendered[rendered.index("<ol>"):rendered.index("</ol>") + 5]).findall("li")
+    assert [li.find("strong").text for li in items] == headings
+    assert len(items[0].findall("ul/li")) == 2
+    for heading, text in body.items():
+        kind = DEMO_PART_TYPES[heading]
+        assert ("practice" in text) == (kind in practice_blocks), heading
+
+    # buttons: "I agree" on the consent page, "Start" on the instructions and each part's screen,
+    # "Submit" on a rating trial (the plugin's default label: the spec sets none)
+    assert "By pressing *I agree*" in consent and '"button", { id: "consent-agree", type: "button" }, "I agree"' in shown
+    assert "press *Start* there" in flat
+    assert js["screens.js"].count('"Start", "intro")') == 2  # "Next part" and "Last part"
+    assert re.search(r'tl\.instructions_html \+ "</div>",\s*"Start", "instructions"', shown)
+    label = re.search(r'button_label: \{[^}]*default: "([^"]+)"', js["plugins/rating.js"]).group(1)
+    assert f"then *{label}*" in flat and f"**Enter** to {label.lower()}" in flat
+    assert not any(b.model_dump().get("button_label") for b in spec.blocks)
+
+    # what a rating trial shows: the plugin's default levels, one row per category
+    levels = re.search(r"levels: \{[^}]*default: \[([\d, ]+)\]", js["plugins/rating.js"]).group(1)
+    said = re.search(r"rate how present it is: ([\d, or]+)%", flat).group(1)
+    assert re.split(r", | or ", said) == levels.split(", ")
+    assert "ten rows, one per digit" in flat and len(spec.categories) == 10
+    if mlds:  # the triad keys the part screen lists
+        assert "Press **F** (left) or **J** (right)" in flat
+        assert "<kbd>F</kbd> or <kbd>&larr;</kbd> for the left image, <kbd>J</kbd>" in js["screens.js"]
+    if classification:
+        block = next(b for b in spec.blocks if b.trial_type == "classification")
+        assert "covered by noise" in flat and block.classification.mask == "noise"
+        assert "After a cross" in flat and block.classification.fixation_ms > 0
+    assert "two short questions" in flat and len(spec.debrief) == 2
