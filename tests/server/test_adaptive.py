@@ -254,3 +254,21 @@ def test_simultaneous_arrivals_draw_once_each_and_stay_balanced(database_url, ad
     assert len(draws) == 12 and len({d["seed"] for d in draws}) == 12
     assert sorted(pd.Series([d["condition"] for d in draws]).value_counts()) == [6, 6]
     assert all(len(d["random"]) == RANDOM and len(d["shown"]) == MAX_TRIALS for d in draws)
+
+
+def test_a_comparison_leans_once_its_holm_sidak_p_is_below_the_lean_level():
+    from humanlike.analysis.planning.adaptive import LEAN_P
+    from humanlike.server.adaptive import directions
+
+    def comparison(a, b, difference, p):
+        return {"subset": "all", "a": a, "b": b, "difference": difference, "p_holm_sidak": p,
+                "significant": p < 0.05}
+
+    result = {"comparisons": [
+        comparison("m0", "m1", 0.1, LEAN_P / 2),  # leans to m0: +1 for the pair (m0, m1)
+        comparison("m2", "m0", 0.1, LEAN_P / 2),  # stated the other way round: m2 ahead of m0
+        comparison("m1", "m2", -0.3, LEAN_P),  # not below the level: no lean yet
+        {**comparison("m0", "m1", -0.1, 0.0), "subset": "natural"},  # another subset: ignored
+    ]}
+    assert directions(result, list(MODELS)).tolist() == [1.0, -1.0, 0.0]
+    assert directions({}, list(MODELS)).tolist() == [0.0, 0.0, 0.0]
