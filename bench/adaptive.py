@@ -8,9 +8,10 @@ simulated participant rates ``--trials`` stimuli; participants arrive in batches
 after each batch the study is analysed as the report does (``analysis.planning.decide``: mean
 participant r, participant x stratified stimulus bootstrap, Holm-Sidak at alpha) and stops when
 every pairwise comparison is decided (or at ``--max-n``). Adaptive allocation draws each new
-participant's stimuli with ``analysis.planning.adaptive.allocation_weights`` (undecided pairs,
-human noise per stimulus estimated from the ratings so far) for all but ``--random-share`` of the
-trials, which stay uniformly random. Same seeds for both designs. Studies run in lockstep, so each
+participant's stimuli with ``analysis.planning.adaptive.discrimination_weights`` (undecided pairs,
+the side each leans to once its Holm-Sidak p is below ``--lean``, the human's mean and noise per
+stimulus estimated from the ratings so far; ``--criterion disagreement``: the earlier
+``allocation_weights``) for all but ``--random-share`` of the trials, which stay uniformly random. Same seeds for both designs. Studies run in lockstep, so each
 look is one vectorised analysis of every study still running.
 
 Ends with one JSON line: participants_adaptive, participants_uniform (medians), ratio,

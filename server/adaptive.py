@@ -1,8 +1,8 @@
 """Adaptive stimulus allocation (the spec's ``[adaptive]``, docs/adaptive.md).
 
 The panel worker calls :func:`recompute` after each panel refresh: from the panel's comparisons
-(the report's analysis) it takes the model pairs still undecided, from the analysed ratings the
-human noise per stimulus, and stores the weights (``analysis.planning.adaptive``) as a new
+(the report's analysis) it takes the model pairs still undecided and the side each leans to, from
+the analysed ratings the human's mean and noise per stimulus, and stores the weights (``analysis.planning.adaptive``) as a new
 ``adaptive_design`` version when they changed. A participant's arrival (``allocation.py``) only
 reads the latest version and draws (:func:`draw`): ``random_share`` of the block's ``max_trials``
 stimuli uniformly, the rest in proportion to the weights; the draw (design version, weights' hash,

@@ -1,12 +1,14 @@
-"""Adaptive allocation weights: favour the stimuli on which the models of the comparisons still
-undecided disagree most, relative to the human noise there (docs/adaptive.md).
+"""Adaptive allocation weights: favour the stimuli whose ratings are expected to add the most
+evidence to the model comparisons still undecided, relative to the human noise there
+(docs/adaptive.md).
 
-For an undecided pair (a, b) a stimulus' information is its models' squared disagreement
-D_ab(s) = mean_k (p_a[s, k] - p_b[s, k])^2 over the human noise variance sigma^2(s): the
-signal-to-noise ratio with which one rating tells a from b (the model-discrimination criterion of
-Cavagnaro et al. 2010 and Cooke et al. 2018, for Gaussian rating noise). The weight of s is
-w(s) = sum over undecided pairs of D_ab(s) / sigma^2(s), normalised to sum to one; with nothing
-undecided (or no disagreement) the weights are uniform."""
+``discrimination_weights`` (what the server and the benchmark use): per undecided pair (a, b), the
+squared signal-to-noise ratio of one rating's evidence, max(0, d m_ab(s))^2 / (sigma^2(s)
+|Delta_ab(s)|^2) with m_ab(s) = <h(s) - hbar, Delta_ab(s)> and d the side the comparison leans to
+(Atkinson, Donev & Tobias 2007, ch. 17), or, before it leans, the models' squared disagreement
+|Delta_ab(s)|^2 / sigma^2(s) (the Gaussian-noise model-discrimination criterion of Cavagnaro et al.
+2010 and Cooke et al. 2018; ``allocation_weights`` sums it over the pairs); each undecided pair
+gets an equal share."""
 
 from __future__ import annotations
 
