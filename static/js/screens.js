@@ -84,7 +84,7 @@ var HumanlikeScreens = (function () {
         return "<kbd>" + escapeHtml(c.key.toUpperCase()) + "</kbd> " + escapeHtml(c.label);
       }).join(", ");
       return "<p>Press a category's key to raise its rating, <kbd>Shift</kbd> + key to lower it, " +
-        "<kbd>Enter</kbd> to continue; or click. Keys: " + keys + ".</p>";
+        "<kbd>Enter</kbd> to submit; or click. Keys: " + keys + ".</p>";
     }
     if (type === "triad") {
       return "<p><kbd>F</kbd> or <kbd>&larr;</kbd> for the left image, <kbd>J</kbd> or " +

@@ -177,6 +177,7 @@ def test_the_demo_texts_agree_with_its_timeline(tmp_path, mlds, classification):
     assert re.search(r'tl\.instructions_html \+ "</div>",\s*"Start", "instructions"', shown)
     label = re.search(r'button_label: \{[^}]*default: "([^"]+)"', js["plugins/rating.js"]).group(1)
     assert f"then *{label}*" in flat and f"**Enter** to {label.lower()}" in flat
+    assert f"<kbd>Enter</kbd> to {label.lower()}; or click" in js["screens.js"]  # the part screen
     assert not any(b.model_dump().get("button_label") for b in spec.blocks)
 
     # what a rating trial shows: the plugin's default levels, one row per category
