@@ -150,6 +150,10 @@ def rating_qc(ratings: pd.DataFrame, stimuli: pd.DataFrame, participants: pd.Dat
     return qc_of(qc_input(ratings), stimuli, participants, rules)
 
 
+QC_EXPORT_NAMES = {"repeat_r": "repeat_reliability", "n_trials": "n_rating_trials"}
+"""``participant_qc`` columns that the export (and the stored QC's metrics) name otherwise."""
+
+
 def qc_of(main: pd.DataFrame, stimuli: pd.DataFrame, participants: pd.DataFrame,
           rules: ExclusionRules) -> pd.DataFrame:
     """``rating_qc`` of the ``qc_input`` rows."""
@@ -158,7 +162,7 @@ def qc_of(main: pd.DataFrame, stimuli: pd.DataFrame, participants: pd.DataFrame,
     frame = attach_stimuli(main, stimuli)
     frame = clean_ratings(frame, rules.min_trial_rt_ms)
     qc = participant_qc(frame, participants, rules, respect_export_exclusions=False, validated=True)
-    return qc.rename(columns={"repeat_r": "repeat_reliability", "n_trials": "n_rating_trials"})
+    return qc.rename(columns=QC_EXPORT_NAMES)
 
 
 def _wrapped(value: object) -> object:

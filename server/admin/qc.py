@@ -22,6 +22,7 @@ from humanlike.server import trial_store
 from humanlike.server.admin.stats import as_utc
 from humanlike.server.export import (
     QC_COLUMNS,
+    QC_EXPORT_NAMES,
     event_counts,
     participant_table,
     rating_qc,
@@ -202,7 +203,7 @@ def _pair(value: float, threshold: float, unit: str) -> tuple[str, str]:
 def qc_in_words(rules: ExclusionRules | dict[str, Any] | None,
                 metrics: dict[str, Any] | None) -> list[dict[str, str]]:
     """Each active rule of the spec's ``[exclusion]`` block against the participant's QC metric
-    (``ParticipantQC.metrics``), in words: "natural-image accuracy 0.42, below the 0.50 the spec
+    (``ParticipantQC.metrics``, the export's QC column names), in words: "natural-image accuracy 0.42, below the 0.50 the spec
     requires: excluded". Rows: ``rule``, ``verdict`` (excluded / passes / not measured /
     trial cleaning) and ``text``; the verdict uses the QC's own comparison (``RULE_CHECKS``)."""
     metrics = metrics or {}
@@ -218,7 +219,7 @@ def qc_in_words(rules: ExclusionRules | dict[str, Any] | None,
             continue
         column, op = RULE_CHECKS[rule]
         name, unit = METRIC_WORDS[column]
-        value = _finite(metrics.get(column))
+        value = _finite(metrics.get(QC_EXPORT_NAMES.get(column, column)))  # the stored name
         verb = "requires" if op == "<" else "allows"
         if value is None:
             shown = f"{threshold:g}{unit}"

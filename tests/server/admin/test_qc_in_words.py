@@ -31,7 +31,7 @@ def test_each_rule_is_stated_with_its_threshold_and_the_qcs_verdict():
     rules = {"min_natural_accuracy": 0.5, "max_identical_run_share": 0.25,
              "min_median_rt_ms": 500, "min_repeat_reliability": 0.2, "min_catch_accuracy": 0.66}
     metrics = {"natural_accuracy": 0.42, "identical_run_share": 0.3, "median_rt_ms": 500.0,
-               "repeat_r": 0.19999, "too_fast_share": 0.03}  # no catch trials yet
+               "repeat_reliability": 0.19999, "too_fast_share": 0.03}  # no catch trials yet
     rows = {row["rule"]: row for row in qc_in_words(rules, metrics)}
     assert list(rows) == list(ExclusionRules.from_mapping(rules).active())
     assert rows["min_natural_accuracy"]["text"] == (
@@ -107,6 +107,9 @@ def test_the_participant_page_states_every_demo_rule_in_words(tmp_path, careful)
             "natural-image accuracy 0.00, below the 0.50 the spec requires: excluded")
         assert texts["min_catch_accuracy"] == (
             "catch-trial accuracy 0.00, below the 0.66 the spec requires: excluded")
+    # both rate each repeated image exactly as the first time (r = 1 over stimuli x categories)
+    assert texts["min_repeat_reliability"] == (
+        "repeat reliability r 1.00, at or above the 0.20 the spec requires: passes")
     assert re.fullmatch(r"median RT 123[45] ms, at or above the 500 ms the spec requires: passes",
                         texts["min_median_rt_ms"]), texts["min_median_rt_ms"]
     assert texts["min_trial_rt_ms"] == "trials faster than 100 ms count as missing: 0% of this participant's trials"
