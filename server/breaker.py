@@ -200,7 +200,7 @@ def _transition(exp: Experiment, action: str) -> str:
     prolific = exp.platform == "prolific" and os.environ.get("PROLIFIC_TOKEN")
     study = exp.recruitment_ref if prolific else None
     if not study:
-        link = "closed" if action == "PAUSE" else "open again"
+        link = "closed to newcomers" if action == "PAUSE" else "open again"
         return f"local only (no Prolific listing or token): the study link is {link}"
     from humanlike.deploy.prolific import ProlificClient, ProlificError
 

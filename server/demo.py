@@ -95,7 +95,7 @@ def build_demo(dest: Path, *, controversial: bool = True, mlds: bool = True, see
 def demo_instructions(*, mlds: bool, classification: bool) -> str:
     """The demo's instructions: one numbered part per block, in the spec's block order (rating,
     triads, classification), then the repeats, which the timeline puts last."""
-    names = ["rating", *(["mlds"] if mlds else []),
+    names = ["rating", *([StimulusKind.MLDS.value] if mlds else []),
              *(["classification"] if classification else []), "repeats"]
     parts = "\n".join(f"{i}. {demo_text(f'instructions_{name}.md').strip()}"
                       for i, name in enumerate(names, 1))

@@ -85,7 +85,7 @@ def _rules(numbers: dict[str, Any], slug: str) -> list[RuleRow]:
                 f"{n('n_qc_failed', 0)} of {n('n_finished', 0)} finished "
                 f"({_share(n('qc_fail_share'))})", limit("max_qc_fail_share", "above"),
                 "qc_fail_share" in fired),
-        RuleRow("return_share", "returned",
+        RuleRow("return_share", "returned the study",
                 f"{n('n_returned', 0)} of {n('n_finished', 0) + n('n_returned', 0)} "
                 f"({_share(n('return_share'))})", limit("max_return_share", "above"),
                 "return_share" in fired),

@@ -103,7 +103,7 @@ def test_the_page_shows_the_trip_the_refusal_the_withdrawal_and_the_grants(study
     assert re.search(r'data-rule="qc_fail_share" data-fired="yes"', html)
     assert "failed QC 5 of 5 finished (100%) above 50% tripped" in page
     assert re.search(r'data-rule="return_share" data-fired="no"', html)
-    assert "local only (no Prolific listing or token): the study link is closed" in page
+    assert "local only (no Prolific listing or token): the study link is closed to newcomers" in page
     # refused on return: the participant, status, trials stored of total, why, how long away
     row = text(re.search(r'<tr data-refused="[^"]+">.*?</tr>', html, re.S).group(0))
     assert f'data-refused="{people["refused"]}"' in html
