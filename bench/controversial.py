@@ -6,12 +6,21 @@ Adam at beta = 1, 10, 100 to convergence, up to 5 noise restarts below c = 0.85.
 names (``cnn:kde``, the 28 x 28 digit pair; ``rgb_cnn:rgb_mlp``, the 32 x 32 RGB pair) or model
 TOML files; they are trained or loaded before the clock starts; the timed part is
 ``synthesize_controversial`` alone. Prints one JSON line:
-``{"pair": ..., "device": ..., "seconds": ..., "cpu_seconds": ..., "share_ge_085": ..., "n": ...}``
-(``cpu_seconds``: this process's CPU time, which on a shared machine with ``--threads 1`` is
-what the wall time would be on an idle core).
+``{"pair": ..., "device": ..., "seconds": ..., "cpu_seconds": ..., "share_ge_085": ..., "n": ...,
+"optimiser_steps": ..., "ms_per_step": ...}`` (``cpu_seconds``: this process's CPU time, which on
+a shared machine with ``--threads 1`` is what the wall time would be on an idle core;
+``optimiser_steps``: batched steps, each one forward and backward pass per model; ``ms_per_step``:
+seconds over those steps, the restarts' checks included). ``--max-steps`` / ``--max-attempts``
+bound the synthesis (a timing with a known number of steps). ``--step-profile`` instead times one
+optimiser step's forward and backward passes on all ``--n`` images at once for float32 and
+bfloat16, each eager and replayed from CUDA graphs (median of 10 after 3 warm-ups, device events;
+``host_ms``: the time to enqueue the step, which bounds it when it exceeds ``gpu_ms``), with the
+peak GPU memory and the relative error of the image gradient against the eager pass at the same
+precision and in float32, one JSON line each.
 
     .venv/bin/python bench/controversial.py [--pair cnn:kde] [--device auto] [--threads 1]
         [--precision float32] [--parameterisation pixel] [--n 90] [--seed 0]
+        [--max-steps 1000] [--max-attempts 5] [--step-profile]
 """
 
 from __future__ import annotations
@@ -22,15 +31,18 @@ import sys
 import time
 
 import numpy as np
+import torch
 
 from humanlike.stimuli.controversial import (
     SynthesisSettings,
     all_class_pairs,
+    log_controversiality_terms,
+    smooth_minimum,
     synthesize_controversial,
 )
-from humanlike.stimuli.device import resolve_device
+from humanlike.stimuli.device import GraphedForward, resolve_device
 from humanlike.stimuli.model_registry import resolve_models
-from humanlike.stimuli.models import torch_threads
+from humanlike.stimuli.models import CandidateModel, torch_threads
 
 
 def main() -> None:
@@ -42,15 +54,28 @@ def main() -> None:
     parser.add_argument("--parameterisation", default="pixel", help="pixel or fourier")
     parser.add_argument("--n", type=int, default=None, help="class pairs (default: all K(K-1))")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-steps", type=int, default=SynthesisSettings.max_steps)
+    parser.add_argument("--max-attempts", type=int, default=SynthesisSettings.max_attempts)
+    parser.add_argument("--step-profile", action="store_true", help="time one step per variant")
+    parser.add_argument("--progress", action="store_true", help="progress bar on stderr")
     args = parser.parse_args()
     device = resolve_device(args.device)
+    torch.manual_seed(args.seed)  # the initial weights of declared models without a weights file
     name_1, name_2 = args.pair.split(":")
     models = resolve_models([name_1, name_2], device=device)
     model_1, model_2 = models.values()
     pairs = all_class_pairs(len(model_1.classes))
     if args.n is not None:
         pairs = pairs[np.random.default_rng(args.seed).permutation(len(pairs))[: args.n]]
-    settings = SynthesisSettings(precision=args.precision, parameterisation=args.parameterisation)
+    if args.step_profile:
+        step_profile(model_1, model_2, pairs, device)
+        return
+    settings = SynthesisSettings(
+        precision=args.precision,
+        parameterisation=args.parameterisation,
+        max_steps=args.max_steps,
+        max_attempts=args.max_attempts,
+    )
     with torch_threads(args.threads):
         start, cpu_start = time.perf_counter(), time.process_time()
         result = synthesize_controversial(
@@ -59,11 +84,9 @@ def main() -> None:
             pairs,
             settings=settings,
             random_state=args.seed,
-            progress=sys.stderr.isatty(),
+            progress=args.progress or sys.stderr.isatty(),
         )
         if device.type == "cuda":
-            import torch
-
             torch.cuda.synchronize(device)
         seconds = time.perf_counter() - start
         cpu_seconds = time.process_time() - cpu_start
@@ -80,9 +103,89 @@ def main() -> None:
                 "share_ge_085": round(result.share_at_least(0.85), 4),
                 "n": len(result.controversiality),
                 "precision_gap": result.precision_gap,
+                "max_steps": settings.max_steps,
+                "max_attempts": settings.max_attempts,
+                "optimiser_steps": result.optimiser_steps,
+                "image_steps": result.image_steps,
+                "ms_per_step": round(1000 * seconds / max(1, result.optimiser_steps), 2),
+                "median_c": round(float(np.median(result.controversiality)), 4),
             }
         )
     )
+
+
+def step_profile(
+    model_1: CandidateModel, model_2: CandidateModel, pairs: np.ndarray, device: torch.device
+) -> None:
+    """One optimiser step's passes (as ``controversial._optimise``) on all pairs at once, timed."""
+    a = torch.from_numpy(pairs[:, 0]).to(device)
+    b = torch.from_numpy(pairs[:, 1]).to(device)
+    generator = torch.Generator().manual_seed(0)
+    z0 = (torch.rand((len(pairs), *model_1.input_shape), generator=generator) * 4 - 2).to(device)
+    if device.type == "cuda":
+        print(
+            json.dumps(
+                {
+                    "gpu": torch.cuda.get_device_name(device),
+                    "torch": torch.__version__,
+                    "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+                    "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+                }
+            ),
+            flush=True,
+        )
+    reference: dict[str, torch.Tensor] = {}
+    for precision in ("float32", "bfloat16"):
+        for mode in ("eager", "graphed"):
+            forward_1, forward_2 = (
+                GraphedForward(model, device, precision) for model in (model_1, model_2)
+            )
+            if mode == "eager":
+                forward_1.use_graphs = forward_2.use_graphs = False
+            z = z0.clone().requires_grad_(True)
+            gpu, host = [], []
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+                torch.cuda.reset_peak_memory_stats(device)
+            for _ in range(13):
+                if device.type == "cuda":
+                    begin, end = torch.cuda.Event(True), torch.cuda.Event(True)
+                    begin.record()
+                t = time.perf_counter()
+                z.grad = None
+                x = torch.sigmoid(z)
+                logits_1, logits_2 = forward_1(x), forward_2(x)
+                terms = log_controversiality_terms(logits_1.float(), logits_2.float(), a, b)
+                (-smooth_minimum(terms, 10.0).sum()).backward()
+                host.append(1000 * (time.perf_counter() - t))
+                if device.type == "cuda":
+                    end.record()
+                    torch.cuda.synchronize(device)
+                    gpu.append(begin.elapsed_time(end))
+                else:
+                    gpu.append(host[-1])
+            peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0
+            grad = z.grad.detach().double()
+            reference.setdefault(precision, grad)
+            reference.setdefault("float32", grad)
+            row = {
+                "precision": precision,
+                "mode": mode,
+                "graphed": forward_1.use_graphs and forward_2.use_graphs,
+                "n": len(pairs),
+                "gpu_ms": round(float(np.median(gpu[3:])), 2),
+                "host_ms": round(float(np.median(host[3:])), 2),
+                "peak_gib": round(peak / 2**30, 2),
+            }
+            # ||grad - grad of the eager pass|| / ||grad of the eager pass||, same precision / float32
+            for key, ref in (
+                ("rel_to_eager", reference[precision]),
+                ("rel_to_fp32", reference["float32"]),
+            ):
+                row[key] = float(
+                    torch.linalg.vector_norm(grad - ref) / torch.linalg.vector_norm(ref)
+                )
+            print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 
 from humanlike.stimuli.device import (
     PRECISIONS,
-    autocast,
+    GraphedForward,
     batch_size_for,
     check_precision,
     resolve_device,
@@ -65,7 +65,7 @@ def log_controversiality_terms(
     logits_1: torch.Tensor, logits_2: torch.Tensor, class_1: torch.Tensor, class_2: torch.Tensor
 ) -> torch.Tensor:
     """(N, 4) log terms [log p_1(a), log(1 - p_1(b)), log p_2(b), log(1 - p_2(a))] from logits."""
-    rows = torch.arange(len(logits_1))
+    rows = torch.arange(len(logits_1), device=logits_1.device)
     return torch.stack(
         [
             F.logsigmoid(logits_1[rows, class_1]),
@@ -138,6 +138,7 @@ class ControversialStimuli:
     ``controversiality``: eq. 2 on the quantised image; ``attempts``: noise restarts used (1-based);
     ``probabilities_1`` / ``_2``: (N, K) calibrated probabilities of each model;
     ``image_steps``: optimiser steps summed over stimuli (the work done);
+    ``optimiser_steps``: batched optimiser steps (one forward and backward pass per model each);
     ``precision_gap``: with mixed precision, max |c at that precision - c in float32| over the
     kept images (None in float32).
     """
@@ -154,6 +155,7 @@ class ControversialStimuli:
     probabilities_2: np.ndarray
     image_steps: int
     precision_gap: float | None = None
+    optimiser_steps: int = 0
 
     def share_at_least(self, threshold: float = 0.85) -> float:
         """Share of class pairs whose stimulus reaches controversiality >= threshold."""
@@ -208,28 +210,55 @@ def image_seed(random_state: int, stimulus: int, attempt: int) -> int:
     return int(state.generate_state(1)[0])
 
 
+#: On a GPU, the active stimuli are re-gathered (and the phase's end tested) every this many steps:
+#: each re-gathering waits for the device, so between them converged stimuli ride along in the
+#: batch with their updates masked out. On the CPU, every step (no waiting to save).
+GPU_GATHER_EVERY = 10
+
+
+def _gather_interval(device: torch.device) -> int:
+    """Steps between gatherings of the active stimuli on ``device`` (see ``GPU_GATHER_EVERY``)."""
+    return 1 if device.type == "cpu" else GPU_GATHER_EVERY
+
+
+def _members(active: torch.Tensor, bucketed: bool) -> torch.Tensor:
+    """Indices of the active stimuli; ``bucketed``, padded with converged ones to the next power of
+    two (at most all stimuli), so that a GPU replays one CUDA graph per batch size."""
+    if not bucketed:
+        return active.nonzero().squeeze(1)
+    count = int(active.sum())
+    size = min(len(active), 1 << max(0, count - 1).bit_length()) if count else 0
+    return torch.argsort((~active).to(torch.uint8), stable=True)[:size]
+
+
 def _optimise(
-    model_1: CandidateModel,
-    model_2: CandidateModel,
+    forward_1: GraphedForward,
+    forward_2: GraphedForward,
     a: torch.Tensor,
     b: torch.Tensor,
     z: torch.Tensor,
     param: ImageParameterisation,
     settings: SynthesisSettings,
     bar: tqdm,
-) -> tuple[torch.Tensor, int]:
+) -> tuple[torch.Tensor, int, int]:
     """One attempt: Adam on the parameters z for each beta in turn; returns per stimulus the latest
-    image whose hard c was within ``KEEP_TOLERANCE`` of the best seen.
+    image whose hard c was within ``KEEP_TOLERANCE`` of the best seen, the image-steps done and the
+    batched optimiser steps taken.
 
-    Within a beta phase a stimulus stops (its z is frozen and it leaves the forward pass) once its
-    best smooth score exp(c_beta) has improved by less than ``tolerance`` (relative) over the last
-    ``window`` steps; the phase ends when every stimulus has converged or after ``max_steps``.
+    Within a beta phase a stimulus stops (its z is frozen and its records no longer change) once
+    its best smooth score exp(c_beta) has improved by less than ``tolerance`` (relative) over the
+    last ``window`` steps; the phase ends when every stimulus has converged or after ``max_steps``.
+    The forward pass holds the stimuli active at the last gathering (``GPU_GATHER_EVERY``); the
+    loss, the records and the Adam update are masked to those still active, so the result does not
+    depend on how often the set is gathered, and no step waits for the device in between.
     """
     n = len(a)
     device = z.device
+    gather_every = _gather_interval(device)
     best_c = torch.full((n,), -1.0, device=device)
     best_x = param.image(z).detach().clone()
-    item_steps = 0
+    item_steps = torch.zeros((), dtype=torch.int64, device=device)
+    batch_steps = reported = 0
     window = settings.window
     for beta in settings.betas:
         z = z.detach().requires_grad_(True)
@@ -237,36 +266,51 @@ def _optimise(
         history = torch.zeros(window + 1, n, device=device)
         best_smooth = torch.zeros(n, device=device)
         active = torch.ones(n, dtype=torch.bool, device=device)
+        idx = torch.arange(n, device=device)
         for step in range(settings.max_steps):
-            idx = active.nonzero().squeeze(1)
-            x = param.image(z[idx])
-            with autocast(device, settings.precision):
-                logits_1, logits_2 = model_1(x), model_2(x)
+            if step % gather_every == 0:
+                idx = _members(active, bucketed=gather_every > 1)  # waits for the device
+                done = int(item_steps)
+                bar.update(done - reported)
+                reported = done
+                if len(idx) == 0:
+                    break
+            live = active[idx]
+            x = param.image(z.index_select(0, idx))
+            logits_1, logits_2 = forward_1(x), forward_2(x)
             terms = log_controversiality_terms(logits_1.float(), logits_2.float(), a[idx], b[idx])
             smooth = smooth_minimum(terms, beta)
             optimiser.zero_grad(set_to_none=False)
-            (-smooth.sum()).backward()
+            (-(smooth * live).sum()).backward()
             with torch.no_grad():
                 hard = terms.min(dim=-1).values.exp()
-                best_c[idx] = torch.maximum(best_c[idx], hard)
+                seen = best_c[idx]
+                best = torch.where(live, torch.maximum(seen, hard), seen)
+                best_c[idx] = best
                 # Keep the latest image within KEEP_TOLERANCE of the best hard c seen: where c is
                 # flat (one term binds) the later, smoother-optimised image is the better one.
-                keep = hard >= best_c[idx] - KEEP_TOLERANCE
-                best_x[idx[keep]] = x[keep].to(best_x.dtype)
-                best_smooth[idx] = torch.maximum(best_smooth[idx], smooth.exp())
+                keep = live & (hard >= best - KEEP_TOLERANCE)
+                best_x[idx] = torch.where(
+                    keep.view(-1, *([1] * (x.ndim - 1))), x.to(best_x.dtype), best_x[idx]
+                )
+                best_smooth[idx] = torch.where(
+                    live, torch.maximum(best_smooth[idx], smooth.exp()), best_smooth[idx]
+                )
                 history[step % (window + 1)] = best_smooth
-                frozen = z[~active].clone()
+                before = z.detach().clone()
                 optimiser.step()
-                z[~active] = frozen  # Adam's momentum must not move converged stimuli
-            item_steps += len(idx)
-            bar.update(len(idx))
+                # Adam's momentum must not move converged stimuli
+                z.copy_(torch.where(active.view(-1, *([1] * (z.ndim - 1))), z, before))
+            item_steps += live.sum()
+            batch_steps += 1
             if step >= window:
                 old = history[(step - window) % (window + 1)]
                 active &= (best_smooth - old) > settings.tolerance * old
-                if not bool(active.any()):
-                    break
+        done = int(item_steps)
+        bar.update(done - reported)
+        reported = done
         bar.set_postfix(beta=beta, mean_c=f"{best_c.mean().item():.3f}", refresh=False)
-    return best_x, item_steps
+    return best_x, int(item_steps), batch_steps
 
 
 def _place(
@@ -317,13 +361,15 @@ def synthesize_controversial(
     n = len(pairs)
     shape = model_1.input_shape
     param = ImageParameterisation(settings.parameterisation, shape, target)
+    forward_1 = GraphedForward(model_1, target, settings.precision)
+    forward_2 = GraphedForward(model_2, target, settings.precision)
     batch = batch_size_for(target, shape, n, gradients=True, requested=settings.batch_size)
 
     best_c = np.full(n, -1.0)
     best_x = np.zeros((n, *shape), dtype=np.float32)
     attempts = np.zeros(n, dtype=np.int64)
     todo = np.arange(n)
-    image_steps = 0
+    image_steps = optimiser_steps = 0
     desc = f"{model_1.name} vs {model_2.name}"
     with tqdm(desc=desc, unit="image-step", disable=not progress, leave=False) as bar:
         for attempt in range(1, settings.max_attempts + 1):
@@ -333,10 +379,11 @@ def synthesize_controversial(
                 seeds = np.array([image_seed(random_state, i, attempt) for i in chunk])
                 z0 = param.initial(seeds, settings.init_range)
                 idx = torch.from_numpy(chunk).to(target)
-                x_opt, used = _optimise(
-                    model_1, model_2, a_all[idx], b_all[idx], z0, param, settings, bar
+                x_opt, used, steps = _optimise(
+                    forward_1, forward_2, a_all[idx], b_all[idx], z0, param, settings, bar
                 )
                 image_steps += used
+                optimiser_steps += steps
                 x = quantise(x_opt.float().cpu().numpy())
                 c = _controversiality_of(model_1, model_2, x, pairs[chunk, 0], pairs[chunk, 1])
                 better = c > best_c[chunk]
@@ -366,6 +413,7 @@ def synthesize_controversial(
         probabilities_1=p_1,
         probabilities_2=p_2,
         image_steps=image_steps,
+        optimiser_steps=optimiser_steps,
         precision_gap=gap,
     )
 
