@@ -5,6 +5,8 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -48,14 +50,26 @@ class LiveServer:
         self.thread.join(5)
 
 
-@pytest.fixture
-def demo_server(database_url, demo_spec, tmp_path):
+@contextmanager
+def serving(database_url: str, *spec_paths: Path, setup=None) -> Iterator[LiveServer]:
+    """The experiments at ``spec_paths`` served live on a migrated database; ``setup(app)`` runs
+    before the server starts (admins, simulated participants)."""
     app = create_app({"SECRET_KEY": "e2e", "SQLALCHEMY_DATABASE_URI": database_url,
-                      "EXPERIMENT_PATHS": [str(demo_spec)]})
+                      "EXPERIMENT_PATHS": [str(p) for p in spec_paths]})
     database.upgrade(app)
     experiments.sync_all(app)
+    if setup is not None:
+        setup(app)
     live = LiveServer(app)
-    yield live
-    live.stop()
-    database.dispose(app)
+    try:
+        yield live
+    finally:
+        live.stop()
+        database.dispose(app)
+
+
+@pytest.fixture
+def demo_server(database_url, demo_spec, tmp_path):
+    with serving(database_url, demo_spec) as live:
+        yield live
 

@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import create_app, database, experiments
 from humanlike.server.admin.panel import refresh_all
 from humanlike.server.extensions import db
 from humanlike.server.models import AuditEntry, Participant, Payment
-from tests.e2e.conftest import LiveServer
+from tests.e2e.conftest import serving
 from tests.e2e.participant_driver import Played, play
 from tests.server.admin.dashboard_helpers import add_admin, run_participant
 from tests.server.conftest import write_small_experiment
@@ -27,15 +26,11 @@ QUERY = "PROLIFIC_PID={pid}&STUDY_ID=demo-study&SESSION_ID=demo-session"
 @pytest.fixture
 def dashboard_server(database_url, demo_spec, tmp_path):
     small = write_small_experiment(tmp_path / "small")
-    app = create_app({"SECRET_KEY": "e2e", "SQLALCHEMY_DATABASE_URI": database_url,
-                      "EXPERIMENT_PATHS": [str(demo_spec), str(small)]})
-    database.upgrade(app)
-    experiments.sync_all(app)
-    add_admin(app, "alice", "correct horse battery")
-    live = LiveServer(app)
-    yield live
-    live.stop()
-    database.dispose(app)
+    def setup(app):
+        add_admin(app, "alice", "correct horse battery")
+
+    with serving(database_url, demo_spec, small, setup=setup) as live:
+        yield live
 
 
 def shoot(page, name: str) -> None:
@@ -166,23 +161,19 @@ def stored_of_db(app, public_id: str) -> int:
                                   .where(Participant.public_id == public_id)).scalar_one()
 
 
-SHOTS = Path("/work/notes/shots")
+SHOTS = ARTIFACTS / "at-300"
 
 
 @pytest.fixture
 def small_server(database_url, tmp_path):
     """The small rating study served live, with 300 simulated participants."""
     small = write_small_experiment(tmp_path / "small")
-    app = create_app({"SECRET_KEY": "e2e", "SQLALCHEMY_DATABASE_URI": database_url,
-                      "EXPERIMENT_PATHS": [str(small)]})
-    database.upgrade(app)
-    experiments.sync_all(app)
-    add_admin(app, "alice", "correct horse battery")
-    three_hundred(app)
-    live = LiveServer(app)
-    yield live
-    live.stop()
-    database.dispose(app)
+    def setup(app):
+        add_admin(app, "alice", "correct horse battery")
+        three_hundred(app)
+
+    with serving(database_url, small, setup=setup) as live:
+        yield live
 
 
 def three_hundred(app) -> None:

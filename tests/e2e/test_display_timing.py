@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import create_app, database, display, experiments
+from humanlike.server import display
 from humanlike.server.extensions import db
 from humanlike.server.models import Participant, Trial
 from tests.e2e import participant_driver
-from tests.e2e.conftest import LiveServer
+from tests.e2e.conftest import serving
 from tests.e2e.participant_driver import Played, play
 from tests.server.conftest import write_small_experiment
 
@@ -74,14 +74,8 @@ def spec_path(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def server(database_url, spec_path):
-    app = create_app({"SECRET_KEY": "e2e", "SQLALCHEMY_DATABASE_URI": database_url,
-                      "EXPERIMENT_PATHS": [str(spec_path)]})
-    database.upgrade(app)
-    experiments.sync_all(app)
-    live = LiveServer(app)
-    yield live
-    live.stop()
-    database.dispose(app)
+    with serving(database_url, spec_path) as live:
+        yield live
 
 
 def open_task(chromium, server, hz: float, who: str):

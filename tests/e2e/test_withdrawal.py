@@ -9,16 +9,15 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import create_app, database, experiments
 from humanlike.server.extensions import db
 from humanlike.server.models import AuditEntry, Participant, Trial
-from tests.e2e.conftest import LiveServer
+from tests.e2e.conftest import serving
 from tests.e2e.participant_driver import STATE_JS, Played, play
 from tests.server.conftest import write_small_experiment
 
 pytestmark = pytest.mark.browser
 
-SHOTS = Path("/work/notes/shots/issue29")
+SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "withdrawal"
 STORAGE_JS = """() => Object.keys(localStorage).concat(Object.keys(sessionStorage))
   .filter(k => k.startsWith('humanlike'))"""
 
@@ -27,14 +26,8 @@ STORAGE_JS = """() => Object.keys(localStorage).concat(Object.keys(sessionStorag
 def server(database_url, tmp_path):
     spec = write_small_experiment(tmp_path / "exp")
     spec.write_text(spec.read_text().replace('platform = "prolific"', 'platform = "local"'))
-    app = create_app({"SECRET_KEY": "e2e", "SQLALCHEMY_DATABASE_URI": database_url,
-                      "EXPERIMENT_PATHS": [str(spec)]})
-    database.upgrade(app)
-    experiments.sync_all(app)
-    live = LiveServer(app)
-    yield live
-    live.stop()
-    database.dispose(app)
+    with serving(database_url, spec) as live:
+        yield live
 
 
 def stored(app) -> tuple[int, int]:
