@@ -5,9 +5,10 @@ evidence to the model comparisons still undecided, relative to the human noise t
 ``discrimination_weights`` (what the server and the benchmark use): per undecided pair (a, b), the
 squared signal-to-noise ratio of one rating's evidence, max(0, d m_ab(s))^2 / (sigma^2(s)
 |Delta_ab(s)|^2) with m_ab(s) = <h(s) - hbar, Delta_ab(s)> and d the side the comparison leans to
-(Atkinson, Donev & Tobias 2007, ch. 17), or, before it leans, the models' squared disagreement
+(this project's derivation for its score, docs/adaptive.md), or, before it leans, the models' squared disagreement
 |Delta_ab(s)|^2 / sigma^2(s) (the Gaussian-noise model-discrimination criterion of Cavagnaro et al.
-2010 and Cooke et al. 2018; ``allocation_weights`` sums it over the pairs); each undecided pair
+2010, Cooke et al. 2018 and the T-optimum designs of Atkinson & Fedorov 1975;
+``allocation_weights`` sums it over the pairs); each undecided pair
 gets an equal share."""
 
 from __future__ import annotations
@@ -104,12 +105,11 @@ def discrimination_weights(
     A rating x of s moves the difference of the two models' fits by <x - xbar, Delta_ab(s)> (the
     covariance term of r_a - r_b; Delta = p_a - p_b, centred over the pool); its expectation
     m_ab(s) = <h(s) - hbar, Delta_ab(s)> (``human_mean`` h), its variance sigma(s)^2 |Delta_ab(s)|^2.
-    A stimulus' information for the comparison's decision is the squared signal-to-noise ratio of
-    the evidence pointing the way the comparison currently leans (``direction`` +1: a ahead, -1: b
-    ahead, 0: not known, either way counts), max(0, d m)^2 / (sigma^2 |Delta|^2): the locally
-    optimal design for the sign of a linear contrast (Atkinson, Donev & Tobias 2007, ch. 17; the
-    expected squared model difference over noise of Cavagnaro et al. 2010 with the human's side
-    taken into account). Each undecided comparison gets an equal share (its information normalised
+    A stimulus' information for the comparison is the squared signal-to-noise ratio of the evidence
+    pointing the way the comparison leans (``direction`` +1: a ahead, -1: b ahead),
+    max(0, d m)^2 / (sigma^2 |Delta|^2), and, before it leans (0), the symmetric disagreement
+    |Delta|^2 / sigma^2 (Cavagnaro et al. 2010's expected squared model difference over noise;
+    docs/adaptive.md). Each undecided comparison gets an equal share (its information normalised
     over the pool), so no pair with large disagreements crowds out the others; with nothing
     undecided or no evidence anywhere the weights are uniform."""
     y = np.asarray(probabilities, dtype=float)
