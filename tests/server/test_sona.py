@@ -238,7 +238,8 @@ def test_two_senders_at_once_send_one_request(source_app, sona_spec, fake):
 
     def sender():
         with app.app_context():
-            states.append(sona.send(sona.waiting()[0]) if sona.waiting() else "none")
+            waiting = sona.waiting()  # read once: the other sender may claim it in between
+            states.append(sona.send(waiting[0]) if waiting else "none")
 
     threads = [threading.Thread(target=sender) for _ in range(2)]
     for t in threads:
