@@ -11,7 +11,7 @@ from flask import Blueprint, current_app, jsonify, request, url_for
 from pydantic import ValidationError
 from werkzeug.exceptions import MethodNotAllowed, NotFound, RequestEntityTooLarge
 
-from humanlike.server import auth_cache, display, experiments, sona, trial_store
+from humanlike.server import auth_cache, display, experiments, resume_policy, sona, trial_store
 from humanlike.server.auth_cache import ParticipantAuth
 from humanlike.server.errors import api_abort, json_errors
 from humanlike.server.extensions import csrf, db
@@ -125,19 +125,21 @@ def _participant(auth: ParticipantAuth) -> Participant:
     assert participant is not None
     if resume(participant, utcnow()):
         db.session.commit()
-    auth.status = participant.status
+    auth.status, auth.attempt = participant.status, participant.attempt
     return participant
 
 
 def _current_status(auth: ParticipantAuth) -> str:
-    """The participant's status as stored now (403 when deleted or its token reissued since)."""
+    """The participant's status as stored now (403 when deleted or its token reissued since);
+    ``auth.attempt`` is refreshed with it (another process may have restarted a block)."""
     row = db.session.execute(
-        sa.select(Participant.status, Participant.token_hash).where(Participant.id == auth.id)
+        sa.select(Participant.status, Participant.token_hash, Participant.attempt)
+        .where(Participant.id == auth.id)
     ).one_or_none()
     if row is None or row.token_hash != auth.token_hash:
         _gone_or_revoked(auth)
     assert row is not None
-    auth.status = row.status
+    auth.status, auth.attempt = row.status, row.attempt
     return str(row.status)
 
 
@@ -175,6 +177,8 @@ def timeline(pid: str):
         trials=trials,
         acknowledged=acknowledged,
         next_index=next_index,
+        attempt=auth.attempt,
+        restarted_block=resume_policy.restarted_block(participant),
         n_trials=auth.n_trials,
         consent_html=loaded.markdown_html("consent"),
         instructions_html=loaded.markdown_html("instructions"),
@@ -213,6 +217,34 @@ def _check_replay(values: dict[str, Any]) -> None:
         api_abort(409, exc.error, exc.detail)
 
 
+def _older_attempt(auth: ParticipantAuth, trial: TrialIn, values: dict[str, Any]):
+    """A trial answered before its block restarted (resume policy ``restart_block``), sent from
+    the browser's queue afterwards: 200 when it is an identical replay of a trial kept through the
+    restart (its acknowledgement was lost); else kept aside (``resume_policy.keep_stale``) and
+    refused with 409, so the repeated block stores the new answer under its index."""
+    if trial.attempt > auth.attempt:
+        api_abort(422, "attempt_unknown",
+                  f"attempt {trial.attempt} was never handed out (this participant is on "
+                  f"attempt {auth.attempt})")
+    try:
+        trial_store.check_replay(values)
+    except trial_store.ReplayRefused:
+        resume_policy.keep_stale(auth.id, trial.model_dump(mode="json"), auth.attempt)
+        api_abort(409, "trial_from_restarted_block", {
+            "trial_index": trial.trial_index, "attempt": trial.attempt,
+            "current_attempt": auth.attempt,
+            "message": "this trial was answered before its block restarted: it is kept aside "
+                       "(exported with the events) and the block is asked again"})
+    return _acknowledge(trial.trial_index, created=False)
+
+
+def _acknowledge(trial_index: int, created: bool):
+    """``{"trial_index": N}``: 201 when the trial was stored now, 200 when it was already."""
+    ack = b'{"trial_index":%d}\n' % trial_index
+    return current_app.response_class(ack, status=201 if created else 200,
+                                      mimetype="application/json")
+
+
 @bp.post("/participants/<pid>/trials")
 def post_trial(pid: str):
     """Store one trial; 201 when new, 200 when this index was already stored (idempotent)."""
@@ -233,10 +265,16 @@ def post_trial(pid: str):
         api_abort(422, "invalid_response", problem)
     values = trial_store.trial_values(trial, design, auth.id,
                                       auth.stimulus_ids[trial.trial_index], auth.token_hash)
+    if trial.attempt != auth.attempt:
+        _current_status(auth)  # refreshes auth.attempt: another process may have restarted a block
+        if trial.attempt != auth.attempt:
+            return _older_attempt(auth, trial, values)
     fast = auth.status in trial_store.FAST_STATUSES
     created = trial_store.insert(values, status_update=not fast)
     if not created:  # a replay, or a status that takes no trials (read from the database)
         status = _current_status(auth)
+        if trial.attempt != auth.attempt:  # the block restarted since this process last looked
+            return _older_attempt(auth, trial, values)
         if status == ParticipantStatus.TIMED_OUT:  # back after a time-out: store, and resume
             fast = False
             created = trial_store.insert(values, status_update=True)
@@ -248,9 +286,7 @@ def post_trial(pid: str):
             _check_replay(values)  # only an identical replay is acknowledged again
     if created and not fast:
         auth.status = START.target
-    ack = b'{"trial_index":%d}\n' % trial.trial_index
-    return current_app.response_class(ack, status=201 if created else 200,
-                                      mimetype="application/json")
+    return _acknowledge(trial.trial_index, created)
 
 
 @bp.post("/participants/<pid>/events")

@@ -32,6 +32,8 @@ class ParticipantAuth:
     stimulus_ids: list[int | None]
     labels: list[str]
     status: str
+    attempt: int = 0
+    """Block restarts so far: read again whenever a trial names another attempt or is not stored."""
 
 
 class AuthCache:
@@ -86,6 +88,7 @@ def _load(public_id: str) -> ParticipantAuth | None:
         stimulus_ids=[entry.get("stimulus_id") for entry in timeline["trials"]],
         labels=[c["label"] for c in timeline["categories"]],
         status=row.status,
+        attempt=row.attempt,
     )
 
 

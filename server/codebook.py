@@ -87,7 +87,9 @@ EVENT_COLUMNS = {
     "experiment": "experiment slug",
     "participant": "participant id",
     "type": "blur | focus | visibility | resize | fullscreen_enter | fullscreen_exit | error | "
-            "environment | resume | resume_policy (a return under the spec's resume policy)",
+            "environment | resume | resume_policy (a return under the spec's resume policy) | "
+            "stale_trial (a trial answered before its block restarted, sent afterwards: kept "
+            "here, not as an answer)",
     "value": "event details (JSON)",
     "client_time": "browser clock, ms since the Unix epoch",
     "server_time": "server time (UTC, ISO 8601)",

@@ -127,6 +127,9 @@ class Participant(db.Model):  # type: ignore[name-defined]  # dynamic base
     analysis_override: Mapped[str | None] = mapped_column(sa.String(16), nullable=True)
     """``exclude`` or ``include``: a researcher's decision that overrides the QC rules, or NULL."""
     analysis_override_reason: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
+    attempt: Mapped[int] = mapped_column(sa.Integer, default=0, server_default="0")
+    """How many times a block was restarted (resume policy ``restart_block``): each trial the
+    browser sends carries the attempt it was answered in, and an older one is kept aside."""
 
     experiment: Mapped[Experiment] = relationship(back_populates="participants")
     trials: Mapped[list[Trial]] = relationship(back_populates="participant")

@@ -86,6 +86,9 @@ class TrialIn(BaseModel):
     presented_ms: Ms | None = None
     frames: Annotated[int, Field(ge=0, le=10_000_000)] | None = None
     client_time: Annotated[float, Field(ge=0)] | None = None
+    attempt: Annotated[int, Field(ge=0, le=1_000_000)] = 0
+    """The block attempt the trial was answered in (the timeline's ``attempt`` when it was
+    answered); a page from before the resume policy's first restart sends none (0)."""
 
 
 class EventIn(BaseModel):

@@ -19,6 +19,9 @@ from humanlike.server.models import Event, Participant, Trial, utcnow
 
 EVENT = "resume_policy"
 """The event type recording each decision (value: a ``Decision`` plus the restarted answers)."""
+STALE_EVENT = "stale_trial"
+"""The event type keeping a trial answered before its block restarted, sent afterwards (value: the
+trial as sent, its ``attempt`` and the participant's ``current_attempt``)."""
 
 
 @dataclass(frozen=True)
@@ -101,9 +104,37 @@ def on_return(participant: Participant, via: str, now: dt.datetime | None = None
     if decision.action == "restart_block":
         _, indices = current_block(participant)
         value["restarted"] = _restart(participant, indices)
+        participant.attempt += 1  # trials still queued in the browser are now from an old attempt
+        value["attempt"] = participant.attempt
     db.session.add(Event(participant_id=participant.id, type=EVENT, value=value, server_time=now))
     db.session.commit()
     return decision
+
+
+def restarted_block(participant: Participant) -> str | None:
+    """The block the participant's last return restarted, while none of its trials is stored
+    again (the page then says the part starts again), else None."""
+    if not participant.attempt:
+        return None
+    value = db.session.execute(sa.select(Event.value).where(
+        Event.participant_id == participant.id, Event.type == EVENT)
+        .order_by(Event.id.desc()).limit(1)).scalar_one_or_none()
+    if not isinstance(value, dict) or value.get("action") != "restart_block":
+        return None
+    block, stored = current_block(participant)
+    return block if block == value.get("block") and not stored else None
+
+
+def keep_stale(participant_id: int, sent: dict[str, Any], current_attempt: int) -> None:
+    """Keep a trial answered in an earlier attempt of a restarted block (sent after the restart)
+    as a ``stale_trial`` event, once however often the browser sends it; committed."""
+    value = {**sent, "current_attempt": current_attempt}
+    known = db.session.execute(sa.select(Event.value).where(
+        Event.participant_id == participant_id, Event.type == STALE_EVENT)).scalars()
+    if all(v != value for v in known):
+        db.session.add(Event(participant_id=participant_id, type=STALE_EVENT, value=value,
+                             server_time=utcnow()))
+        db.session.commit()
 
 
 def refusal_of(participant: Participant) -> Decision | None:

@@ -202,5 +202,7 @@ def stored_note(slug: str) -> dict[str, str]:
                         "was deleted and is in no file"),
         "resume_policy": ("events of type resume_policy: the decision on each return (action, "
                           "policy, block, age_minutes, reason; restarted: the answers of a "
-                          "restarted block, asked again)"),
+                          "restarted block, asked again); events of type stale_trial: a trial "
+                          "answered before its block restarted and sent afterwards (the trial as "
+                          "sent, its attempt and the participant's current one)"),
     }

@@ -57,7 +57,8 @@ STORABLE_STATUSES = frozenset(s.value for s in TRIAL_STORABLE)
 def trial_values(trial: TrialIn, design: dict[str, Any], participant_id: int,
                  stimulus_id: int | None, token_hash: str) -> dict[str, Any]:
     """The row of a participant's trial: what the browser sent, the design from its timeline entry
-    (never from the browser), and ``token_hash``, checked by ``insert`` and not stored."""
+    (never from the browser), and ``token_hash`` and ``attempt``, checked by ``insert`` and not
+    stored."""
     return {
         "participant_id": participant_id,
         "trial_index": trial.trial_index,
@@ -77,6 +78,7 @@ def trial_values(trial: TrialIn, design: dict[str, Any], participant_id: int,
         "client_time": trial.client_time,
         "server_time": utcnow(),
         "token_hash": token_hash,
+        "attempt": trial.attempt,
     }
 
 
@@ -85,9 +87,10 @@ def _insert_statement(dialect: str, statuses: frozenset[str]) -> sa.Insert:
     """INSERT ... SELECT <values> WHERE <the participant's status is in ``statuses``>
     ON CONFLICT (participant_id, trial_index) DO NOTHING RETURNING id, built once.
 
-    The status and token checks sit in the statement itself, so a status changed by another
-    process (a decline, a time-out), a token it reissued (a resume) or a participant it deleted is
-    seen even when this process's cached copy is stale."""
+    The status, token and attempt checks sit in the statement itself, so a status changed by
+    another process (a decline, a time-out), a token it reissued (a resume), a block it restarted
+    (``resume_policy``) or a participant it deleted is seen even when this process's cached copy
+    is stale."""
     module = postgresql if dialect == "postgresql" else sqlite
     table = Trial.__table__
     columns = [table.c[name] for name in INSERT_COLUMNS]
@@ -100,6 +103,7 @@ def _insert_statement(dialect: str, statuses: frozenset[str]) -> sa.Insert:
         people.c.id == params["participant_id"],
         people.c.status.in_(sorted(statuses)),
         people.c.token_hash == sa.bindparam("token_hash", type_=people.c.token_hash.type),
+        people.c.attempt == sa.bindparam("attempt", type_=people.c.attempt.type),
     )
     stmt = module.insert(table).from_select(columns, sa.select(*values).where(storable))
     stmt = stmt.on_conflict_do_nothing(index_elements=["participant_id", "trial_index"])
@@ -107,8 +111,9 @@ def _insert_statement(dialect: str, statuses: frozenset[str]) -> sa.Insert:
 
 
 def insert(values: dict[str, Any], status_update: bool) -> bool:
-    """Insert unless (participant, trial_index) exists, the participant's status forbids it or its
-    token is no longer ``values["token_hash"]``; True when a new row was written.
+    """Insert unless (participant, trial_index) exists, the participant's status forbids it, its
+    token is no longer ``values["token_hash"]`` or its block attempt no longer
+    ``values["attempt"]``; True when a new row was written.
 
     The usual trial is one autocommitted statement (one round trip to PostgreSQL), taken only by
     a started (or finished) participant; the first trial, or the first after a time-out, also

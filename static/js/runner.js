@@ -109,6 +109,7 @@ var HumanlikeRunner = (function () {
    */
   function run(tl) {
     state.timeline = tl;
+    state.queue.setAttempt(tl.attempt || 0); // trials of a restarted block's earlier attempt move aside
     state.queue.forget(tl.acknowledged);
     state.queue.flush(true);
     /** @type {Record<number, boolean>} */
@@ -127,7 +128,8 @@ var HumanlikeRunner = (function () {
     });
     /** @type {any[]} */
     var timeline = [];
-    var resuming = remaining.length < tl.trials.length;
+    // back after a restarted block (even the first): welcome back, not the instructions again
+    var resuming = remaining.length < tl.trials.length || (tl.attempt || 0) > 0;
     if (tl.fullscreen && document.fullscreenEnabled) {
       timeline.push(Screens.fullscreenScreen());
     }

@@ -151,8 +151,11 @@ var HumanlikeScreens = (function () {
 
   /** @returns {object} a jsPsych trial: "welcome back" on a resume, with where the participant stopped */
   function welcomeBackScreen() {
-    return buttonScreen("<h2>Welcome back</h2><p>You continue where you stopped: trial " +
-      (HumanlikeSession.countDone() + 1) + " of " + HumanlikeSession.taskTotal() + ".</p>", "Continue", "resume");
+    var where = "trial " + (HumanlikeSession.countDone() + 1) + " of " + HumanlikeSession.taskTotal();
+    var text = state.timeline.restarted_block
+      ? "This part of the study starts again from its beginning: " + where + "."
+      : "You continue where you stopped: " + where + ".";
+    return buttonScreen("<h2>Welcome back</h2><p>" + text + "</p>", "Continue", "resume");
   }
 
   /**

@@ -7,6 +7,12 @@
  * is 409 `trial_conflict` (the server already holds a different trial under this index and keeps
  * it): that trial is dropped and an `error` event names its index (and carries the local copy).
  *
+ * Each trial carries the block attempt it was answered in (`setAttempt`, from the timeline). After
+ * a restarted block (resume policy `restart_block`) the trials still stored from the earlier
+ * attempt move aside (`humanlike:<pid>:stale`): they are sent first, the server keeps them in a
+ * `stale_trial` event and answers 409 `trial_from_restarted_block`, and only then are they dropped;
+ * their indices are asked again.
+ *
  * One retry policy serves every call (trials, events, request()): `sendWithRetry` sends until a
  * response that is not retryable, waiting `Backoff` delays in between (0.5 s doubling to 15 s, each
  * times a jitter factor in [0.75, 1.25)). Events stop after a bounded number of attempts.
@@ -136,6 +142,7 @@ var HumanlikeTrialQueue = (function () {
    * @property {number | null} [presented_ms]
    * @property {number | null} [frames]
    * @property {number} [client_time]
+   * @property {number} [attempt] the block attempt it was answered in (absent: 0)
    */
 
   /** @typedef {{online: boolean, pending: number}} SyncStatus */
@@ -156,10 +163,17 @@ var HumanlikeTrialQueue = (function () {
       this.api = opts.api;
       this.token = opts.token;
       this.key = "humanlike:" + opts.pid + ":pending";
+      this.staleKey = "humanlike:" + opts.pid + ":stale";
       this.onStatus = opts.onStatus || function () {};
       this.onError = opts.onError || function () {};
       /** @type {Record<string, TrialPayload>} */
-      this.pending = this._load();
+      this.pending = this._load(this.key);
+      /** @type {TrialPayload[]} trials of an earlier attempt of a restarted block, to hand over */
+      this.stale = this._load(this.staleKey, []);
+      /** @type {Set<TrialPayload>} earlier-attempt trials the server refused otherwise: kept, not resent */
+      this.staleRefused = new Set();
+      /** @type {number} the attempt new trials are answered in */
+      this.attempt = 0;
       /** @type {Record<string, any>} trial index -> the server's refusal */
       this.rejected = {};
       this.backoff = new Backoff();
@@ -170,21 +184,46 @@ var HumanlikeTrialQueue = (function () {
       window.addEventListener("online", function () { self.flush(true); });
     }
 
-    /** @returns {Record<string, TrialPayload>} */
-    _load() {
+    /**
+     * @param {string} key
+     * @param {any} [empty] what an absent or unreadable entry reads as ({} if absent)
+     * @returns {any}
+     */
+    _load(key, empty) {
+      var fallback = empty === undefined ? {} : empty;
       try {
-        return JSON.parse(window.localStorage.getItem(this.key) || "{}") || {};
+        return JSON.parse(window.localStorage.getItem(key) || "null") || fallback;
       } catch (e) {
-        return {};
+        return fallback;
       }
     }
 
     _save() {
       try {
         window.localStorage.setItem(this.key, JSON.stringify(this.pending));
+        if (this.stale.length) window.localStorage.setItem(this.staleKey, JSON.stringify(this.stale));
+        else window.localStorage.removeItem(this.staleKey);
       } catch (e) {
         this.onError({ error: "local_storage_failed", detail: String(e) });
       }
+    }
+
+    /**
+     * The attempt the timeline names: new trials carry it, and stored trials of another attempt
+     * move aside (sent, kept by the server, not counted as answered).
+     * @param {number} attempt
+     */
+    setAttempt(attempt) {
+      this.attempt = attempt;
+      var moved = false;
+      for (var key of Object.keys(this.pending)) {
+        if ((this.pending[key].attempt || 0) !== attempt) {
+          this.stale.push(this.pending[key]);
+          delete this.pending[key];
+          moved = true;
+        }
+      }
+      if (moved) this._save();
     }
 
     /** @returns {number[]} indices of the trials kept locally, ascending */
@@ -192,10 +231,12 @@ var HumanlikeTrialQueue = (function () {
       return Object.keys(this.pending).map(Number).sort(function (a, b) { return a - b; });
     }
 
-    /** @returns {number} trials still to be acknowledged (rejected ones excluded) */
+    /** @returns {number} trials still to be acknowledged or handed over (rejected ones excluded) */
     size() {
       var rejected = this.rejected;
-      return this.indices().filter(function (i) { return !(i in rejected); }).length;
+      var refused = this.staleRefused;
+      var stale = this.stale.filter(function (t) { return !refused.has(t); }).length;
+      return this.indices().filter(function (i) { return !(i in rejected); }).length + stale;
     }
 
     /**
@@ -212,6 +253,8 @@ var HumanlikeTrialQueue = (function () {
 
     /** @param {TrialPayload} payload */
     add(payload) {
+      payload.attempt = this.attempt;
+      delete this.rejected[payload.trial_index]; // an answer given again is sent again
       this.pending[payload.trial_index] = payload;
       this._save();
       this.flush(true);
@@ -259,6 +302,7 @@ var HumanlikeTrialQueue = (function () {
       this.sending = true;
       var self = this;
       try {
+        await this._handOverStale();
         for (;;) {
           var rejected = this.rejected;
           var todo = this.indices().filter(function (i) { return !(i in rejected); });
@@ -278,6 +322,11 @@ var HumanlikeTrialQueue = (function () {
               this._dropConflict(index, payload, body);
               continue;
             }
+            if (response.status === 409 && body.error === "trial_from_restarted_block") {
+              if (this.pending[index] === payload) delete this.pending[index]; // the server kept it
+              this._save();
+              continue;
+            }
             this.rejected[index] = body;
             this.onError({ error: body.error || "rejected", detail: body.detail, trial_index: index });
           }
@@ -286,6 +335,33 @@ var HumanlikeTrialQueue = (function () {
         this.sending = false;
       }
       this._settled();
+    }
+
+    /**
+     * Send the trials of an earlier attempt: a 409 `trial_from_restarted_block` (kept aside by the
+     * server) or a 2xx (an identical replay of a kept trial) drops one; any other permanent
+     * refusal keeps it stored locally, not sent again from this page.
+     */
+    async _handOverStale() {
+      var self = this;
+      var refused = this.staleRefused;
+      for (;;) {
+        var next = this.stale.find(function (t) { return !refused.has(t); });
+        if (next === undefined) return;
+        var payload = next;
+        var response = await sendWithRetry(function () { return self._send("POST", "/trials", payload); },
+          { backoff: this.backoff, onRetry: function () { self._offline(); } });
+        if (response === null) continue; // not reached: trials have no attempt limit
+        var body = response.ok ? {} : await jsonOr(response, {});
+        if (response.ok || (response.status === 409 && body.error === "trial_from_restarted_block")) {
+          this.stale = this.stale.filter(function (t) { return t !== payload; });
+          this._save();
+        } else {
+          refused.add(payload);
+          this.onError({ error: body.error || "rejected", detail: body.detail, trial_index: payload.trial_index });
+        }
+        this.onStatus({ online: true, pending: this.size() });
+      }
     }
 
     /**

@@ -34,6 +34,8 @@
  * @property {string} instructions_html
  * @property {string} stimulus_base
  * @property {number[]} acknowledged
+ * @property {number} [attempt] the block attempt (restarts of a block under the resume policy)
+ * @property {string | null} [restarted_block] the block the last return restarted (none of it answered since)
  * @property {TimelineEntry[]} trials
  * @property {Array<{label: string, key: string}>} categories
  * @property {Array<{name: string, text: string, options?: string[] | null}>} debrief

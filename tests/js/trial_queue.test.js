@@ -281,3 +281,73 @@ describe("request() and events", () => {
     expect(fetch).toHaveBeenCalledTimes(1);
   });
 });
+
+describe("a restarted block (resume policy restart_block)", () => {
+  /** A server on attempt 1: a trial of attempt 0 gets 409 trial_from_restarted_block, others 201. */
+  function fetchOnAttempt(current) {
+    const calls = [];
+    const fn = vi.fn((url, init) => {
+      const body = JSON.parse(init.body);
+      calls.push({ url, body });
+      if ((body.attempt || 0) < current) {
+        const answer = { error: "trial_from_restarted_block", detail: { trial_index: body.trial_index } };
+        return Promise.resolve(new Response(JSON.stringify(answer), { status: 409 }));
+      }
+      return Promise.resolve(new Response(JSON.stringify({ trial_index: body.trial_index }), { status: 201 }));
+    });
+    fn.calls = calls;
+    vi.stubGlobal("fetch", fn);
+    return fn;
+  }
+
+  it("trials stored from the earlier attempt are handed over first, dropped on the server's 409, and their indices are answered again", async () => {
+    window.localStorage.setItem(KEY, JSON.stringify({ 12: trial(12), 13: { ...trial(13), attempt: 0 } }));
+    const fetch = fetchOnAttempt(1);
+    const q = newQueue();
+    q.setAttempt(1);
+    expect(q.indices()).toEqual([]); // not answered in this attempt: the runner asks them again
+    expect(JSON.parse(window.localStorage.getItem("humanlike:p1:stale")).map((t) => t.trial_index)).toEqual([12, 13]);
+    q.add({ ...trial(12), rt_ms: 777 });
+    await settle();
+    const sent = fetch.calls.map((c) => [c.body.trial_index, c.body.attempt || 0, c.body.rt_ms]);
+    expect(sent).toEqual([[12, 0, 1000], [13, 0, 1000], [12, 1, 777]]); // the old ones first
+    expect(stored()).toEqual({});
+    expect(window.localStorage.getItem("humanlike:p1:stale")).toBeNull();
+    expect(q.size()).toBe(0);
+  });
+
+  it("an earlier-attempt trial refused for another reason stays stored locally and is not resent", async () => {
+    window.localStorage.setItem(KEY, JSON.stringify({ 4: trial(4) }));
+    const fetch = fetchAnswering(403);
+    const errors = [];
+    const q = newQueue({ onError: (e) => errors.push(e) });
+    q.setAttempt(2);
+    q.flush(true);
+    await settle();
+    await vi.advanceTimersByTimeAsync(60000);
+    expect(fetch).toHaveBeenCalledTimes(1);
+    expect(errors.map((e) => e.trial_index)).toEqual([4]);
+    expect(JSON.parse(window.localStorage.getItem("humanlike:p1:stale"))).toEqual([trial(4)]);
+    expect(q.size()).toBe(0);
+  });
+
+  it("trials of the current attempt stay where they are", () => {
+    window.localStorage.setItem(KEY, JSON.stringify({ 5: { ...trial(5), attempt: 1 } }));
+    fetchAnswering(201);
+    const q = newQueue();
+    q.setAttempt(1);
+    expect(q.indices()).toEqual([5]);
+    expect(window.localStorage.getItem("humanlike:p1:stale")).toBeNull();
+  });
+
+  it("a trial answered again after a refusal is sent again", async () => {
+    const fetch = fetchAnswering(422, 201);
+    const q = newQueue();
+    q.add(trial(0));
+    await settle();
+    q.add({ ...trial(0), rt_ms: 5 });
+    await settle();
+    expect(fetch.calls.map((c) => c.body.rt_ms)).toEqual([1000, 5]);
+    expect(stored()).toEqual({});
+  });
+});

@@ -63,7 +63,8 @@ def answer(client, pid, token, block: str, n: int | None = None) -> list[int]:
     todo = [t["index"] for t in tl["trials"]
             if t["block"] == block and t["index"] not in tl["acknowledged"]][:n]
     for index in todo:
-        assert client.post(f"/api/v1/participants/{pid}/trials", json=rating_body(index),
+        assert client.post(f"/api/v1/participants/{pid}/trials",  # stamped as the page does
+                           json=rating_body(index, attempt=tl["attempt"]),
                            headers=auth(token)).status_code == 201
     return todo
 
@@ -193,3 +194,81 @@ def test_a_refused_participant_can_still_withdraw_and_the_task_stays_closed(make
     done = browser.post(f"/withdraw/{pid}", data={"csrf_token": csrf, "token": old_token,
                                                    "confirm": "yes"})  # storage's stale token too
     assert done.status_code == 200 and stored(app, pid) == []
+
+
+def test_a_trial_answered_before_a_restart_is_kept_aside_not_stored_as_the_new_answer(make, monkeypatch):
+    """The browser still holds an unsent trial of the block when the participant leaves; after the
+    block restarts, the page sends it from local storage with the new token. It is the old attempt's
+    answer: kept in a ``stale_trial`` event, refused with 409 (the browser drops it), and the
+    repeated block stores the new answers under every index."""
+    app = make(second='resume = "restart_block"', table="[resume]\nmax_age_minutes = 60\n")
+    first_browser, pid, old_token, answered = started(app)
+    tl = first_browser.get(f"/api/v1/participants/{pid}/timeline", headers=auth(old_token)).get_json()
+    assert tl["attempt"] == 0
+    unsent = answered[-1] + 1  # answered in the old attempt, still in local storage
+    old_ratings = rating_body(unsent)["response"]["ratings"] | {"0": 0.5, "3": 0.0}
+    old_answer = rating_body(unsent, response={"ratings": old_ratings})
+    client, back = come_back(app, monkeypatch, 5)
+    token = back.headers["Location"].split("#token=")[1]
+    tl = client.get(f"/api/v1/participants/{pid}/timeline", headers=auth(token)).get_json()
+    assert tl["attempt"] == 1
+    for body in (old_answer, dict(old_answer, attempt=0)):  # an old page's payload, a stamped one
+        sent = client.post(f"/api/v1/participants/{pid}/trials", json=body, headers=auth(token))
+        assert sent.status_code == 409, sent.get_json()
+        assert sent.get_json()["error"] == "trial_from_restarted_block"
+    assert unsent not in stored(app, pid)
+    with app.app_context():
+        kept = [e.value for e in db.session.execute(sa.select(Event).where(
+            Event.type == "stale_trial")).scalars()]
+        events = export_frames("small")["events"]
+    assert [k["trial_index"] for k in kept] == [unsent] and kept[0]["attempt"] == 0
+    assert kept[0]["response"] == {"ratings": old_ratings} and kept[0]["current_attempt"] == 1
+    assert (events["type"] == "stale_trial").sum() == 1  # exported with the events
+    # a number the server never handed out is refused and changes nothing
+    ahead = client.post(f"/api/v1/participants/{pid}/trials",
+                        json=rating_body(answered[-2], attempt=2), headers=auth(token))
+    assert ahead.status_code == 422 and ahead.get_json()["error"] == "attempt_unknown"
+    # the block asked again: every index stores the new attempt's answer
+    redo = answered[-2:] + [unsent]
+    for index in redo:
+        new = client.post(f"/api/v1/participants/{pid}/trials",
+                          json=rating_body(index, attempt=1), headers=auth(token))
+        assert new.status_code == 201
+    with app.app_context():
+        rows = {t.trial_index: t.response for t in db.session.execute(sa.select(Trial)).scalars()}
+    assert rows[unsent] == rating_body(unsent)["response"]
+    # an acknowledgement lost before the restart: an identical replay of a kept trial is still 200
+    kept_first = client.post(f"/api/v1/participants/{pid}/trials", json=rating_body(answered[0]),
+                             headers=auth(token))
+    assert kept_first.status_code == 200
+
+
+def test_a_block_restarted_by_another_process_is_seen_through_the_stale_cache(make, monkeypatch):
+    """This process cached the participant on attempt 0; another process restarts the block (here:
+    the row is changed behind the cache). A trial of attempt 0 is then not stored as an answer:
+    the insert checks the attempt itself, and the refusal keeps the trial aside."""
+    app = make(second='resume = "restart_block"')
+    client, pid, token, answered = started(app)
+    with app.app_context():
+        db.session.execute(sa.update(Participant).where(Participant.public_id == pid)
+                           .values(attempt=Participant.attempt + 1))
+        db.session.commit()
+    late = client.post(f"/api/v1/participants/{pid}/trials",
+                       json=rating_body(answered[-1] + 1), headers=auth(token))
+    assert late.status_code == 409 and late.get_json()["error"] == "trial_from_restarted_block"
+    assert answered[-1] + 1 not in stored(app, pid)
+    fresh = client.post(f"/api/v1/participants/{pid}/trials",
+                        json=rating_body(answered[-1] + 1, attempt=1), headers=auth(token))
+    assert fresh.status_code == 201
+
+
+def test_the_timeline_names_the_restarted_block_until_it_is_answered_again(make, monkeypatch):
+    app = make(second='resume = "restart_block"', table="[resume]\nmax_age_minutes = 60\n")
+    _, pid, _, answered = started(app)
+    client, back = come_back(app, monkeypatch, 5)
+    token = back.headers["Location"].split("#token=")[1]
+    timeline = f"/api/v1/participants/{pid}/timeline"
+    assert client.get(timeline, headers=auth(token)).get_json()["restarted_block"] == "second"
+    answer(client, pid, token, "second", 1)
+    tl = client.get(timeline, headers=auth(token)).get_json()
+    assert tl["restarted_block"] is None and tl["attempt"] == 1  # a reload now is no restart
