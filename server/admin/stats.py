@@ -13,11 +13,12 @@ from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
 
-from humanlike.server import overrides
+from humanlike.server import overrides, withdrawal
+from humanlike.server.breaker_models import BreakerTrip
 from humanlike.server.admin.charts import Chart, cumulative
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import DONE, ParticipantStatus
-from humanlike.server.models import Experiment, Participant, ParticipantQC, Trial
+from humanlike.server.models import AuditEntry, Experiment, Participant, ParticipantQC, Trial
 
 STATUSES = [status.value for status in ParticipantStatus]
 View = TypeVar("View", bound=Callable[..., Any])
@@ -72,6 +73,10 @@ class ExperimentSummary:
     median_completion_s: float | None = None
     excluded: int = 0
     last_activity: dt.datetime | None = None
+    paused_by_breaker: bool = False
+    """An open circuit-breaker trip closes the study link to newcomers (``server/breaker.py``)."""
+    withdrawn: int = 0
+    """Participants who withdrew (their rows are gone; counted from the audit log)."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able form (the polled endpoint)."""
@@ -79,7 +84,8 @@ class ExperimentSummary:
                 "counts": self.counts, "total": self.total,
                 "completion_rate": self.completion_rate,
                 "median_completion_s": self.median_completion_s, "excluded": self.excluded,
-                "last_activity": self.last_activity.isoformat() if self.last_activity else None}
+                "last_activity": self.last_activity.isoformat() if self.last_activity else None,
+                "paused_by_breaker": self.paused_by_breaker, "withdrawn": self.withdrawn}
 
 
 def _last_trial_time(experiment_id: int) -> dt.datetime | None:
@@ -91,7 +97,8 @@ def _last_trial_time(experiment_id: int) -> dt.datetime | None:
 
 
 def summaries() -> list[ExperimentSummary]:
-    """Every experiment with counts by status, completion rate and time, exclusions, last activity."""
+    """Every experiment with counts by status, completion rate and time, exclusions, last activity,
+    whether the circuit breaker paused it and how many withdrew (a fixed number of queries)."""
     rows = {e.id: ExperimentSummary(e.id, e.slug, e.title, e.status, e.platform)
             for e in db.session.execute(sa.select(Experiment).order_by(Experiment.slug)).scalars()}
     for exp_id, status, n, last in db.session.execute(
@@ -117,6 +124,16 @@ def summaries() -> list[ExperimentSummary]:
             .outerjoin(ParticipantQC, ParticipantQC.participant_id == Participant.id)
             .where(excluded_clause()).group_by(Participant.experiment_id)):
         rows[exp_id].excluded = n
+    for (exp_id,) in db.session.execute(sa.select(BreakerTrip.experiment_id).where(
+            BreakerTrip.resumed_at.is_(None)).distinct()):
+        if exp_id in rows:
+            rows[exp_id].paused_by_breaker = True
+    by_slug = {row.slug: row for row in rows.values()}
+    for slug, n in db.session.execute(
+            sa.select(AuditEntry.experiment, sa.func.count()).where(
+                AuditEntry.action == withdrawal.ACTION).group_by(AuditEntry.experiment)):
+        if slug in by_slug:
+            by_slug[slug].withdrawn = n
     for row in rows.values():
         finished = sum(row.counts.get(s, 0) for s in done)
         row.completion_rate = finished / row.total if row.total else None

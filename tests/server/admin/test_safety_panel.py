@@ -312,3 +312,22 @@ def test_a_refusal_by_the_blocks_policy_says_so(source_app, small_experiment, tm
     assert f"{pid} started 2 of {total}" in row
     assert "block ratings does not resume (refuse)" in row and "0 min" in row
     assert "1 refused on return: decide about payment" in text(html)
+
+
+def test_the_experiments_page_says_which_study_the_breaker_paused_and_who_withdrew(study):
+    """The index, where a researcher looks first: a paused study says so (linked to its banner),
+    with the withdrawals; the polled rows and the JSON say the same; a resume clears the mark."""
+    app, admin, _ = study
+    html = admin.get("/admin/").get_data(as_text=True)
+    row = re.search(r'<tr data-slug="small">.*?</tr>', html, re.S).group(0)
+    assert 'data-paused="breaker"' in row and 'href="/admin/experiments/small#breaker"' in row
+    assert "paused by the breaker" in text(row) and "1 withdrew" in text(row)
+    polled = admin.get("/admin/experiments.rows").get_data(as_text=True)
+    assert 'data-paused="breaker"' in polled
+    [summary] = admin.get("/admin/experiments.json").get_json()
+    assert summary["paused_by_breaker"] is True and summary["withdrawn"] == 1
+    with app.app_context():
+        breaker.resume(db.session.execute(sa.select(Experiment)).scalar_one(), "test")
+    html = admin.get("/admin/").get_data(as_text=True)
+    assert 'data-paused' not in html
+    assert admin.get("/admin/experiments.json").get_json()[0]["paused_by_breaker"] is False
