@@ -136,6 +136,10 @@ def _client() -> Any:
     return ProlificClient()
 
 
+LISTING = "listing"
+"""The flash category of a listing action's outcome: shown inside the panel the page scrolls to."""
+
+
 def _back(exp: Experiment):
     return redirect(url_for("admin.experiment", slug=exp.slug) + "#listing")
 
@@ -150,14 +154,14 @@ def listing_sync(slug: str):
         report = sync_listing(exp, _client(), actor=actor())
     except (PlatformError, ValueError) as exc:
         db.session.rollback()
-        flash(f"Sync failed, nothing changed: {exc}")
+        flash(f"Sync failed, nothing changed: {exc}", LISTING)
         return _back(exp)
     audit.record(actor(), "listing_sync", experiment=exp.slug, target=exp.recruitment_ref,
                  detail={"changed": len(report.changed), "conflicts": len(report.conflicts),
                          "unknown": len(report.unknown), "seen": report.seen})
     db.session.commit()
     flash(f"Synced with Prolific: {report.seen} submission(s), {len(report.changed)} changed, "
-          f"{len(report.conflicts)} conflict(s)")
+          f"{len(report.conflicts)} conflict(s)", LISTING)
     return _back(exp)
 
 
@@ -215,7 +219,7 @@ def listing_apply(slug: str):
         audit.record(actor(), f"listing_{action}", experiment=exp.slug, target=view.ref,
                      detail={"ok": False, "message": str(exc), "reply": exc.reply})
         db.session.commit()
-        flash(f"{ACTIONS[action][1]}: not done: {exc}")
+        flash(f"{ACTIONS[action][1]}: not done: {exc}", LISTING)
         return _back(exp)
     meta = dict(exp.recruitment_meta or {})
     if reply.get("status"):
@@ -228,5 +232,5 @@ def listing_apply(slug: str):
                  detail={"ok": True, "total": total, "status": reply.get("status")})
     db.session.commit()
     flash(f"{ACTIONS[action][1]}: done" + (f" (now {reply['status']})" if reply.get("status")
-                                           else ""))
+                                           else ""), LISTING)
     return _back(exp)

@@ -60,9 +60,13 @@ def test_the_listing_panel_and_sync_now(rapp, fake, database_url, recruit_spec):
         assert row(pid).status == "submitted"  # AWAITING REVIEW on Prolific
         [entry] = audits("listing_sync")
         assert entry.detail["changed"] == 1
-    page = text(admin.get("/admin/experiments/small").get_data(as_text=True))
+    html = admin.get("/admin/experiments/small").get_data(as_text=True)
+    page = text(html)
     assert "places 1 / 20" in page and "status ACTIVE" in page and "last sync never" not in page
-    assert "Synced with Prolific: 1 submission(s), 1 changed" in page
+    # the outcome is said inside the panel the redirect scrolls to (#listing), not above the page
+    panel = text(re.search(r'<section id="listing".*?</section>', html, re.S).group(0))
+    assert "Synced with Prolific: 1 submission(s), 1 changed" in panel
+    assert page.count("Synced with Prolific") == 1
 
 
 def test_listing_actions_are_confirmed_audited_and_fewer_places_refused_here(
