@@ -117,6 +117,14 @@ def safety_view(exp: Experiment) -> SafetyView:
                       withdrawal.withdrawn_count(exp.slug), sona.grants(exp.slug))
 
 
+@bp.get("/experiments/<slug>/breaker")
+def breaker_fragment(slug: str):
+    """The banner's slot (htmx asks every 10 s while nothing is tripped): the banner once a trip is
+    open, else the empty slot again."""
+    exp = experiment_or_404(slug)
+    return render_template("admin/_breaker_slot.html", exp=exp, b=banner(exp))
+
+
 @bp.app_template_filter("away")
 def away(minutes: Any) -> str:
     """An absence in words: minutes under two hours, hours under two days, else days."""

@@ -331,3 +331,28 @@ def test_the_experiments_page_says_which_study_the_breaker_paused_and_who_withdr
     html = admin.get("/admin/").get_data(as_text=True)
     assert 'data-paused' not in html
     assert admin.get("/admin/experiments.json").get_json()[0]["paused_by_breaker"] is False
+
+
+def test_a_trip_reaches_a_page_already_open_and_the_banner_then_stops_polling(
+        source_app, small_experiment, tmp_path, fake):
+    """While nothing is tripped the page holds an empty slot that asks every 10 s; once a trip is
+    open the slot's answer is the banner itself, which replaces the slot and asks no more (a note
+    being typed into its Resume form is never wiped by a refresh)."""
+    app = source_app(sona_spec(small_experiment, tmp_path, fake))
+    admin = app.test_client()
+    login(app, admin)
+    html = admin.get("/admin/experiments/small").get_data(as_text=True)
+    slot = re.search(r'<div id="breaker-slot"[^>]*>', html).group(0)
+    assert 'hx-get="/admin/experiments/small/breaker"' in slot and 'hx-swap="outerHTML"' in slot
+    assert 'hx-trigger="every 10s"' in slot
+    quiet = admin.get("/admin/experiments/small/breaker").get_data(as_text=True)
+    assert 'id="breaker-slot"' in quiet and 'id="breaker"' not in quiet
+    for _ in range(5):
+        run_participant(app.test_client(), f"survey_code={fake.fake.sign_up()}")
+    with app.app_context():
+        assert breaker.notice(db.session.execute(sa.select(Experiment)).scalar_one()) is not None
+    tripped = admin.get("/admin/experiments/small/breaker").get_data(as_text=True)
+    assert 'id="breaker"' in tripped and "Recruitment paused by the circuit breaker" in tripped
+    assert "hx-get" not in tripped and 'name="csrf_token"' in tripped
+    assert admin.get("/admin/experiments/nope/breaker").status_code == 404
+    assert app.test_client().get("/admin/experiments/small/breaker").status_code in (302, 401)
