@@ -1,8 +1,10 @@
 // @ts-check
 /* humanlike runner: fetches the participant's timeline, runs it with jsPsych, syncs every trial.
  *
- * Order: consent (plain page with the estimated duration, recorded through the API) -> measure the
- * refresh rate -> full screen (if the spec asks) -> instructions (first visit) or "welcome back"
+ * Order: consent (plain page with the estimated duration, recorded through the API) -> full screen
+ * (if the spec asks: before the display is measured, so the calibration, the refresh rate and the
+ * "does the stimulus fit" check see the window the trials run in) -> measure the refresh rate ->
+ * display (calibration, stimulus size) -> instructions (first visit) or "welcome back"
  * (a resume) -> preload -> trials from the first one neither acknowledged by the server nor waiting
  * in localStorage, with the screens the spec puts around them (block introductions, practice labels
  * and feedback, "practice over", breaks every N trials, fixation cross and inter-trial interval) ->
@@ -130,9 +132,6 @@ var HumanlikeRunner = (function () {
     var timeline = [];
     // back after a restarted block (even the first): welcome back, not the instructions again
     var resuming = remaining.length < tl.trials.length || (tl.attempt || 0) > 0;
-    if (tl.fullscreen && document.fullscreenEnabled) {
-      timeline.push(Screens.fullscreenScreen());
-    }
     if (!resuming) {
       timeline.push(HumanlikeConsent.instructionsScreen(tl));
     } else {
@@ -152,6 +151,31 @@ var HumanlikeRunner = (function () {
     }
     state.running = true;
     jsPsych.run(timeline.concat(Screens.withScreens(remaining, built.trials, resuming)));
+  }
+
+  /**
+   * The full-screen screen in its own jsPsych run, when the spec asks for full screen and the page
+   * is not in it yet; resolves once the window has its full-screen size (the `resize` after the
+   * change), or after a second if the browser refused or did not resize.
+   * @param {Timeline} tl
+   * @returns {Promise<void>}
+   */
+  function fullScreenFirst(tl) {
+    if (!tl.fullscreen || !document.fullscreenEnabled || document.fullscreenElement) {
+      return Promise.resolve();
+    }
+    return new Promise(function (resolve) {
+      var jsPsych = initJsPsych({ display_element: "task", on_finish: function () {
+        var timer = setTimeout(done, 1000);
+        function done() {
+          clearTimeout(timer);
+          window.removeEventListener("resize", done);
+          resolve();
+        }
+        window.addEventListener("resize", done);
+      } });
+      jsPsych.run([/** @type {any} */ (Screens.fullscreenScreen())]);
+    });
   }
 
   /**
@@ -181,7 +205,7 @@ var HumanlikeRunner = (function () {
           HumanlikeConsent.showDeclined();
           return;
         }
-        return measureRefresh().then(function (frame) {
+        return fullScreenFirst(tl).then(measureRefresh).then(function (frame) {
           state.frame = frame;
           state.queue.event("environment", {
             refresh_hz: frame.refresh_hz, frame_ms: frame.frame_ms,

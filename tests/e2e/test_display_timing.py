@@ -242,3 +242,38 @@ def test_an_implausible_viewing_distance_is_measured_again(chromium, server):
     assert record.detail["blind_spot_px"] == offsets
     assert record.viewing_distance_mm == pytest.approx(
         sum(offsets) / 5 / ppmm / math.tan(math.radians(13.5)), rel=1e-9)
+
+
+@pytest.fixture
+def fullscreen_server(database_url, spec_path, tmp_path):
+    import shutil
+
+    folder = tmp_path / "full"
+    shutil.copytree(spec_path.parent, folder)  # the same study, asking for full screen
+    path = folder / spec_path.name
+    path.write_text("fullscreen = true\n" + spec_path.read_text())
+    with serving(database_url, path) as live:
+        yield live
+
+
+def test_full_screen_comes_before_the_display_is_measured(chromium, fullscreen_server):
+    """A study in full screen asks for it before calibrating: the stimulus' fit is judged in the
+    window the trials run in. Headless Chromium does not resize on full screen, so the test does
+    (a 130-pixel-high window, 900 in full screen): a 4-degree image fits only the latter."""
+    context, page, errors = open_task(chromium, fullscreen_server, 60, "pfull")
+    try:
+        page.set_viewport_size({"width": 1280, "height": 130})
+        page.wait_for_selector("[data-screen='fullscreen']")
+        assert page.query_selector(".hl-calibration") is None
+        page.click("#jspsych-html-button-response-btngroup button")
+        page.set_viewport_size({"width": 1280, "height": 900})  # what full screen gives
+        calibrate(page, 323, [150, 152, 149, 151, 150], shots=False)
+        page.wait_for_selector("#jspsych-html-button-response-btngroup button")  # the instructions
+        assert page.query_selector("[data-screen='unsuitable']") is None and errors == []
+        assert page.evaluate("() => document.fullscreenElement !== null")
+    finally:
+        context.close()
+    with fullscreen_server.app.app_context():
+        [record] = db.session.execute(sa.select(display.DisplayCalibration)).scalars().all()
+    assert record.suitable and record.window_height == 900
+    assert 0.9 * 130 < record.image_height_px <= 0.9 * 900  # 141 px: refused in the 130-px window
