@@ -14,8 +14,8 @@ from typing import Any, TypeVar, cast
 import sqlalchemy as sa
 
 from humanlike.server import overrides, withdrawal
-from humanlike.server.breaker_models import BreakerTrip
 from humanlike.server.admin.charts import Chart, cumulative
+from humanlike.server.breaker_models import BreakerTrip
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import DONE, ParticipantStatus
 from humanlike.server.models import AuditEntry, Experiment, Participant, ParticipantQC, Trial

@@ -229,7 +229,7 @@ def test_a_trial_answered_before_a_restart_is_kept_aside_not_stored_as_the_new_a
                         json=rating_body(answered[-2], attempt=2), headers=auth(token))
     assert ahead.status_code == 422 and ahead.get_json()["error"] == "attempt_unknown"
     # the block asked again: every index stores the new attempt's answer
-    redo = answered[-2:] + [unsent]
+    redo = [*answered[-2:], unsent]
     for index in redo:
         new = client.post(f"/api/v1/participants/{pid}/trials",
                           json=rating_body(index, attempt=1), headers=auth(token))
@@ -264,7 +264,7 @@ def test_a_block_restarted_by_another_process_is_seen_through_the_stale_cache(ma
 
 def test_the_timeline_names_the_restarted_block_until_it_is_answered_again(make, monkeypatch):
     app = make(second='resume = "restart_block"', table="[resume]\nmax_age_minutes = 60\n")
-    _, pid, _, answered = started(app)
+    _, pid, _, _ = started(app)
     client, back = come_back(app, monkeypatch, 5)
     token = back.headers["Location"].split("#token=")[1]
     timeline = f"/api/v1/participants/{pid}/timeline"
