@@ -35,7 +35,8 @@ def published(demo_spec, tmp_path_factory):
     db = f"sqlite:///{root}/demo.sqlite"
     runner = CliRunner()
     result = runner.invoke(main, ["simulate", str(demo_spec), "--participants", "12",
-                                  "--fail-catch", "2", "--seed", "3", "--database-url", db])
+                                  "--fail-catch", "2", "--seed", "3", "--truth",
+                                  str(root / "truth"), "--database-url", db])
     assert result.exit_code == 0, result.output
     result = runner.invoke(main, ["export", "demo", "--out", str(root / "export"),
                                   "--database-url", db])
