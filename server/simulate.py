@@ -37,6 +37,7 @@ import httpx
 import numpy as np
 import pandas as pd
 
+from humanlike.server.display import frames_for
 from humanlike.server.trial_types import TRIAL_TYPES
 from humanlike.vocabulary import StimulusKind
 
@@ -138,8 +139,6 @@ class SimulatedStudy:
             wide = chosen.pivot_table(index="stimulus", columns="category", values="probability")
             wide.columns = wide.columns.astype(str)
             self.probabilities = wide.reindex(columns=self.labels).fillna(0.0)
-        self.intended_ms = {b.name: float(b.classification.duration_ms)
-                            for b in loaded.spec.blocks if b.classification is not None}
 
     def truth(self) -> GroundTruth:
         return GroundTruth(self.settings, {k: v.tolist() for k, v in self.psi.items()})
@@ -164,15 +163,22 @@ class SimulatedStudy:
             raise ValueError(f"no simulated answer for trial type {name!r}")
         return trial_type.simulate(self, entry, fails_catch)
 
-    def timing(self, entry: dict[str, Any], refresh_hz: float) -> dict[str, Any]:
-        """Reaction time (log-normal) and the presented duration in whole frames."""
+    def timing(self, entry: dict[str, Any], refresh_hz: float,
+               presentation: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Reaction time (log-normal) and the presented duration in whole frames (rounded half up,
+        ``display.frames_for``): the trial's own ``duration_ms`` (a classification block), else the
+        participant's ``presentation`` in ``"duration"`` mode, else the reaction time (shown until
+        the response)."""
         rng = self.rng
         rt = float(self.settings.rt_median_ms * np.exp(rng.normal(0.0, self.settings.rt_log_sd)))
-        intended = self.intended_ms.get(str(entry.get("block")))
+        pres = presentation or {}
+        intended = entry.get("duration_ms") or (
+            pres.get("duration_ms") if pres.get("mode") == "duration" else None)
+        frame_ms = 1000.0 / refresh_hz
         if intended is None:  # shown until the response: on screen for the reaction time
-            frames = max(1, round(rt * refresh_hz / 1000))
+            frames = int(frames_for(rt, frame_ms))
         else:
-            frames = max(1, round(intended * refresh_hz / 1000))
+            frames = int(frames_for(float(intended), frame_ms))
             frames += int(rng.random() < self.settings.late_frame_share)
         return {"rt_ms": round(rt, 1), "presented_ms": round(frames * 1000 / refresh_hz, 2),
                 "frames": frames}
@@ -212,7 +218,7 @@ def run_participant(client: httpx.Client, study: SimulatedStudy, number: int,
         body = {"trial_index": entry["index"], "trial_type": entry["type"],
                 "response": study.answer(entry, fails_catch)}
         if not TRIAL_TYPES[entry["type"]].internal:  # the debrief records no timing
-            body.update(study.timing(entry, refresh_hz))
+            body.update(study.timing(entry, refresh_hz, timeline.get("presentation")))
         _check(client.post(f"{api}/trials", json=body, headers=headers),
                f"trial {entry['index']}")
     _check(client.post(f"{api}/complete", headers=headers), "complete")

@@ -315,6 +315,40 @@ def test_the_reports_timing_table_matches_the_simulated_trials_it_summarises(cla
     assert 0 < want["on"].min() < 1  # the late frames are there to be seen
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the numbers, not the backend
+def test_a_rehearsal_of_a_timed_rating_study_shows_the_stimulus_for_its_duration(timed_app, tmp_path):
+    """``humanlike simulate`` on ratings shown for 200 ms (``presentation.mode = "duration"``, no
+    classification block): each trial reports the 200 ms in whole frames of the participant's rate
+    (rounded half up, as the browser does), so nobody is excluded by ``max_frame_miss = 1``; before,
+    the simulator reported the reaction time as the presentation and excluded everyone."""
+    import pandas as pd
+
+    from humanlike.server.export import write_export
+    from humanlike.server.simulate import (
+        SimulatedStudy,
+        SimulationSettings,
+        api_client,
+        simulate_participants,
+    )
+
+    path = timed_app.config["EXPERIMENT_PATHS"][0]
+    study = SimulatedStudy(path, SimulationSettings(n_participants=6, fail_catch=0,
+                                                    late_frame_share=0.0, seed=5))
+    with api_client(app=timed_app) as client:
+        simulate_participants(client, study)
+    out = tmp_path / "export"
+    with timed_app.app_context():
+        write_export("small", out)
+    people = pd.read_csv(out / "participants.csv")
+    trials = pd.read_csv(out / "trials.csv").merge(people[["participant", "refresh_hz"]])
+    rated = trials[trials["trial_type"] == "rating"]
+    want = np.maximum(1, np.floor(200 * rated["refresh_hz"] / 1000 + 0.5))  # independent of the code
+    assert (rated["frames"] == want).all()
+    assert np.allclose(rated["presented_ms"], want * 1000 / rated["refresh_hz"], atol=0.01)
+    assert len(people) == 6 and not people["exclusion_reasons"].fillna("").str.contains(
+        "frames missed").any()
+
+
 def test_the_participant_page_shows_the_certificate(timed_app):
     from tests.server.admin.dashboard_helpers import login
 
