@@ -13,6 +13,12 @@ import sqlalchemy as sa
 from humanlike.server import create_app, database, display, experiments
 from humanlike.server.extensions import db
 from humanlike.server.models import Participant
+from humanlike.server.simulate import (
+    SimulatedStudy,
+    SimulationSettings,
+    api_client,
+    simulate_participants,
+)
 from humanlike.server.spec import ExperimentSpec, SpecError, load_spec
 from tests.server.conftest import auth, enter, write_small_experiment
 
@@ -264,6 +270,18 @@ def classification_app(database_url, tmp_path):
     database.dispose(app)
 
 
+def simulated_export(app, path, out, **settings):
+    """``settings`` simulated participants through the app's API, exported to ``out``."""
+    from humanlike.server.export import write_export
+
+    study = SimulatedStudy(path, SimulationSettings(fail_catch=0, **settings))
+    with api_client(app=app) as client:
+        simulate_participants(client, study)
+    with app.app_context():
+        write_export("small", out)
+    return out
+
+
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the numbers, not the backend
 def test_the_reports_timing_table_matches_the_simulated_trials_it_summarises(classification_app, tmp_path):
     """Eight simulated participants at 60, 75, 120 and 144 Hz (a late frame on 30 % of trials):
@@ -272,22 +290,10 @@ def test_the_reports_timing_table_matches_the_simulated_trials_it_summarises(cla
 
     from humanlike.analysis.io.export import read_export
     from humanlike.analysis.report.display import display_section
-    from humanlike.server.export import write_export
-    from humanlike.server.simulate import (
-        SimulatedStudy,
-        SimulationSettings,
-        api_client,
-        simulate_participants,
-    )
 
     app, path = classification_app
-    study = SimulatedStudy(path, SimulationSettings(n_participants=8, fail_catch=0,
-                                                    late_frame_share=0.3, seed=3))
-    with api_client(app=app) as client:
-        simulate_participants(client, study)
-    out = tmp_path / "export"
-    with app.app_context():
-        write_export("small", out)
+    out = simulated_export(app, path, tmp_path / "export", n_participants=8,
+                           late_frame_share=0.3, seed=3)
     section = display_section(read_export(out))
     assert section.missing is None
     from humanlike.analysis.report.display import SHORT_NAMES
@@ -323,22 +329,8 @@ def test_a_rehearsal_of_a_timed_rating_study_shows_the_stimulus_for_its_duration
     the simulator reported the reaction time as the presentation and excluded everyone."""
     import pandas as pd
 
-    from humanlike.server.export import write_export
-    from humanlike.server.simulate import (
-        SimulatedStudy,
-        SimulationSettings,
-        api_client,
-        simulate_participants,
-    )
-
-    path = timed_app.config["EXPERIMENT_PATHS"][0]
-    study = SimulatedStudy(path, SimulationSettings(n_participants=6, fail_catch=0,
-                                                    late_frame_share=0.0, seed=5))
-    with api_client(app=timed_app) as client:
-        simulate_participants(client, study)
-    out = tmp_path / "export"
-    with timed_app.app_context():
-        write_export("small", out)
+    out = simulated_export(timed_app, timed_app.config["EXPERIMENT_PATHS"][0],
+                           tmp_path / "export", n_participants=6, late_frame_share=0.0, seed=5)
     people = pd.read_csv(out / "participants.csv")
     trials = pd.read_csv(out / "trials.csv").merge(people[["participant", "refresh_hz"]])
     rated = trials[trials["trial_type"] == "rating"]
