@@ -126,8 +126,9 @@ var HumanlikeRunner = (function () {
     if (remaining.length === 0) { finish(); return; }
     var jsPsych = initJsPsych({
       display_element: "task",
-      on_finish: function () { state.running = false; finish(); },
+      on_finish: function () { state.running = false; if (!outdated) finish(); },
     });
+    stopTrials = function () { jsPsych.abortExperiment(); };
     /** @type {any[]} */
     var timeline = [];
     // back after a restarted block (even the first): welcome back, not the instructions again
@@ -178,6 +179,29 @@ var HumanlikeRunner = (function () {
     });
   }
 
+  var outdated = false;
+  /** @type {() => void} */
+  var stopTrials = function () {};
+
+  /**
+   * The server refused a trial because the participant came back in another window or tab and
+   * the block restarted there: stop this page's trials (nothing is lost: the server kept them)
+   * and say where the study goes on.
+   * @param {{error: string}} err
+   */
+  function onQueueError(err) {
+    console.error("humanlike: trial rejected", err);
+    if (err.error !== "trial_from_restarted_block" || outdated) return;
+    outdated = true;
+    state.running = false;
+    stopTrials();
+    setTimeout(function () {
+      Screens.showMessage("This window is out of date", "outdated",
+        "The study was opened again in another window or tab and goes on there. Your answers " +
+        "from this window are kept. Please close this window.");
+    }, 0);
+  }
+
   /**
    * Entry point of the task page.
    * @param {RunnerConfig} config
@@ -194,7 +218,7 @@ var HumanlikeRunner = (function () {
     state.queue = new HumanlikeTrialQueue.TrialQueue({
       pid: config.pid, token: token, api: config.api,
       onStatus: HumanlikeSession.setStatus,
-      onError: function (err) { console.error("humanlike: trial rejected", err); },
+      onError: onQueueError,
     });
     HumanlikeSession.watchEvents();
     state.queue.request("/timeline").then(function (/** @type {Timeline} */ tl) {

@@ -174,6 +174,8 @@ var HumanlikeTrialQueue = (function () {
       this.staleRefused = new Set();
       /** @type {number} the attempt new trials are answered in */
       this.attempt = 0;
+      /** @type {boolean} whether the timeline has named the attempt yet (setAttempt) */
+      this.attemptSet = false;
       /** @type {Record<string, any>} trial index -> the server's refusal */
       this.rejected = {};
       this.backoff = new Backoff();
@@ -215,6 +217,7 @@ var HumanlikeTrialQueue = (function () {
      */
     setAttempt(attempt) {
       this.attempt = attempt;
+      this.attemptSet = true;
       var moved = false;
       for (var key of Object.keys(this.pending)) {
         if ((this.pending[key].attempt || 0) !== attempt) {
@@ -323,8 +326,13 @@ var HumanlikeTrialQueue = (function () {
               continue;
             }
             if (response.status === 409 && body.error === "trial_from_restarted_block") {
-              if (this.pending[index] === payload) delete this.pending[index]; // the server kept it
+              // the server kept it; a trial of this page's own attempt means another window
+              // restarted the block since (this page is out of date)
+              if (this.pending[index] === payload) delete this.pending[index];
               this._save();
+              if (this.attemptSet && (payload.attempt || 0) === this.attempt) {
+                this.onError({ error: body.error, detail: body.detail, trial_index: index });
+              }
               continue;
             }
             this.rejected[index] = body;

@@ -95,3 +95,37 @@ def test_an_answer_queued_before_a_restart_is_kept_aside_and_the_block_asked_aga
             assert sum(kind == "stale_trial" for kind, _ in events) == 1
         finally:
             context.close()
+
+
+def test_a_window_left_open_says_it_is_out_of_date_once_the_block_restarted_elsewhere(
+        database_url, restart_spec, chromium, tmp_path):
+    """The participant comes back in a second tab of the same browser while the first is still
+    open; the block restarts there. The next answer given in the first tab is kept aside by the
+    server, and that tab stops and says where the study goes on (it does not complete)."""
+    with serving(database_url, restart_spec) as server:
+        context, first = prolific_page(chromium)
+        try:
+            played = Played()
+            first.goto(server.url + LINK)
+            run_study(first, played, until="https://app.prolific.com", stop_after=2)
+            for _ in range(100):
+                if len(stored(server.app)[1]) == 2:
+                    break
+                first.wait_for_timeout(100)
+            second = context.new_page()
+            second.set_default_timeout(30000)
+            second.goto(server.url + LINK)  # a return in another tab: the block restarts
+            second.wait_for_selector("[data-screen=resume]")
+            run_study(first, played, until="https://app.prolific.com", stop_after=1)
+            first.wait_for_selector("#outdated")
+            assert "goes on there" in first.inner_text("#outdated")
+            shoot(first, tmp_path, "restart_window_out_of_date")
+            p, trials, events = stored(server.app)
+            assert trials == {} and p.status != "completed"
+            [stale] = [v for kind, v in events if kind == "stale_trial"]
+            assert (stale["trial_index"], stale["attempt"], stale["current_attempt"]) == (2, 0, 1)
+            first.wait_for_timeout(1500)  # nothing else happens in the old tab
+            assert first.query_selector("#outdated") is not None
+            assert stored(server.app)[0].status != "completed"
+        finally:
+            context.close()

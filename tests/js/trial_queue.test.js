@@ -351,3 +351,24 @@ describe("a restarted block (resume policy restart_block)", () => {
     expect(stored()).toEqual({});
   });
 });
+
+describe("a page another window restarted", () => {
+  it("a trial of this page's own attempt refused as restarted is dropped and reported; an older one silently", async () => {
+    const errors = [];
+    const fetch = vi.fn((url, init) => {
+      const body = JSON.parse(init.body);
+      const answer = { error: "trial_from_restarted_block", detail: { trial_index: body.trial_index } };
+      return Promise.resolve(new Response(JSON.stringify(answer), { status: 409 }));
+    });
+    vi.stubGlobal("fetch", fetch);
+    const q = newQueue({ onError: (e) => errors.push(e) });
+    q.add(trial(1)); // before the timeline named the attempt: not this page's verdict yet
+    await settle();
+    expect(errors).toEqual([]);
+    q.setAttempt(0);
+    q.add(trial(2));
+    await settle();
+    expect(errors.map((e) => [e.error, e.trial_index])).toEqual([["trial_from_restarted_block", 2]]);
+    expect(stored()).toEqual({});
+  });
+});
