@@ -41,7 +41,7 @@ def test_a_trip_appears_on_the_open_page_and_a_typed_note_survives(breaker_serve
         for i in range(5):  # careless: every catch trial failed
             run_participant(app.test_client(),
                             f"PROLIFIC_PID=CARELESS{i}&STUDY_ID=s&SESSION_ID=x{i}")
-        page.wait_for_selector("#breaker", timeout=15000)  # the slot asks every 10 s
+        page.wait_for_selector("#breaker", timeout=25000)  # the slot asks every 10 s
         # nothing polls any more: no slot, and no htmx attribute on the banner or inside it
         assert page.locator("#breaker-slot").count() == 0
         assert page.locator("#breaker[hx-get], #breaker [hx-get], #breaker [hx-trigger]").count() == 0
