@@ -68,6 +68,25 @@ def serving(database_url: str, *spec_paths: Path, setup=None) -> Iterator[LiveSe
         database.dispose(app)
 
 
+def simulated_demo_export(demo_spec: Path, root: Path) -> Path:
+    """12 simulated participants of the demo (2 fail the catch trials, seed 3) through the CLI on
+    a SQLite file under ``root``, exported to ``root/export``; the ground truth in ``root/truth``."""
+    from click.testing import CliRunner
+
+    from humanlike.cli import main
+
+    db = f"sqlite:///{root}/demo.sqlite"
+    runner = CliRunner()
+    result = runner.invoke(main, ["simulate", str(demo_spec), "--participants", "12",
+                                  "--fail-catch", "2", "--seed", "3", "--truth",
+                                  str(root / "truth"), "--database-url", db])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(main, ["export", "demo", "--out", str(root / "export"),
+                                  "--database-url", db])
+    assert result.exit_code == 0, result.output
+    return root / "export"
+
+
 @pytest.fixture
 def demo_server(database_url, demo_spec, tmp_path):
     with serving(database_url, demo_spec) as live:

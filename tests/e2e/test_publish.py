@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from humanlike.analysis.psychds import validate_dataset
 from humanlike.cli import main
+from tests.e2e.conftest import simulated_demo_export
 
 N_RESAMPLES, N_SIM = 200, 100
 KEYS = {"scores": ["model", "subset", "metric"], "noise_ceiling": ["subset", "metric", "bound"]}
@@ -32,15 +33,8 @@ def published(demo_spec, tmp_path_factory):
     from humanlike.analysis.report import ReportSettings, build_report
 
     root = tmp_path_factory.mktemp("publish")
-    db = f"sqlite:///{root}/demo.sqlite"
+    simulated_demo_export(demo_spec, root)
     runner = CliRunner()
-    result = runner.invoke(main, ["simulate", str(demo_spec), "--participants", "12",
-                                  "--fail-catch", "2", "--seed", "3", "--truth",
-                                  str(root / "truth"), "--database-url", db])
-    assert result.exit_code == 0, result.output
-    result = runner.invoke(main, ["export", "demo", "--out", str(root / "export"),
-                                  "--database-url", db])
-    assert result.exit_code == 0, result.output
     responses = demo_spec.parent / "stimuli" / "model_responses.csv"
     report = build_report(read_export(root / "export"), models=load_model_responses(responses),
                           spec=tomllib.loads(demo_spec.read_text()),
@@ -49,7 +43,7 @@ def published(demo_spec, tmp_path_factory):
     result = runner.invoke(main, ["publish", "demo", "--out", str(out), "--license", "CC-BY-4.0",
                                   "--author", "Ada Researcher", "--models", str(responses),
                                   "--n-resamples", str(N_RESAMPLES), "--n-sim", str(N_SIM),
-                                  "--database-url", db])
+                                  "--database-url", f"sqlite:///{root}/demo.sqlite"])
     assert result.exit_code == 0, result.output
     return root, out, report, result.output
 

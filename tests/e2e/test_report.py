@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from humanlike.analysis.report import SECTION_KEYS
 from humanlike.cli import main
+from tests.e2e.conftest import simulated_demo_export
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
@@ -24,15 +25,8 @@ ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 def simulated_report(demo_spec, tmp_path_factory):
     """12 simulated participants (2 fail the catch trials) through the CLI, exported, reported."""
     root = tmp_path_factory.mktemp("report")
-    db = f"sqlite:///{root}/demo.sqlite"
+    simulated_demo_export(demo_spec, root)
     runner = CliRunner()
-    result = runner.invoke(main, ["simulate", str(demo_spec), "--participants", "12",
-                                  "--fail-catch", "2", "--seed", "3", "--truth",
-                                  str(root / "truth"), "--database-url", db])
-    assert result.exit_code == 0, result.output
-    result = runner.invoke(main, ["export", "demo", "--out", str(root / "export"),
-                                  "--database-url", db])
-    assert result.exit_code == 0, result.output
     out = root / "report.html"
     result = runner.invoke(main, [
         "report", str(root / "export"), "--models",

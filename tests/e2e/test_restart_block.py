@@ -43,20 +43,24 @@ def stored(app):
         return p, trials, events
 
 
+def answer_two(server, page, played) -> None:
+    """Open the study link and answer two trials, both acknowledged by the server."""
+    page.goto(server.url + LINK)
+    run_study(page, played, until="https://app.prolific.com", stop_after=2)
+    for _ in range(100):
+        if len(stored(server.app)[1]) == 2:
+            break
+        page.wait_for_timeout(100)
+    assert sorted(stored(server.app)[1]) == [0, 1]
+
+
 def test_an_answer_queued_before_a_restart_is_kept_aside_and_the_block_asked_again(
         database_url, restart_spec, chromium, tmp_path):
     with serving(database_url, restart_spec) as server:
         context, page = prolific_page(chromium)
         try:
             played = Played()
-            page.goto(server.url + LINK)
-            run_study(page, played, until="https://app.prolific.com", stop_after=2)
-            for _ in range(100):
-                if len(stored(server.app)[1]) == 2:
-                    break
-                page.wait_for_timeout(100)
-            p, trials, _ = stored(server.app)
-            assert sorted(trials) == [0, 1]
+            answer_two(server, page, played)
             page.route("**/trials", lambda route: route.abort())  # the network drops the third
             run_study(page, played, until="https://app.prolific.com", stop_after=1)
             page.wait_for_function(f"() => ({PENDING_JS})().includes(2)")
@@ -106,12 +110,7 @@ def test_a_window_left_open_says_it_is_out_of_date_once_the_block_restarted_else
         context, first = prolific_page(chromium)
         try:
             played = Played()
-            first.goto(server.url + LINK)
-            run_study(first, played, until="https://app.prolific.com", stop_after=2)
-            for _ in range(100):
-                if len(stored(server.app)[1]) == 2:
-                    break
-                first.wait_for_timeout(100)
+            answer_two(server, first, played)
             second = context.new_page()
             second.set_default_timeout(30000)
             second.goto(server.url + LINK)  # a return in another tab: the block restarts
