@@ -114,6 +114,34 @@ def _check_counts(spec_path: Path, i: int, block: Block, records: tuple[Stimulus
         )
 
 
+def _check_timelines(spec_path: Path, spec: ExperimentSpec,
+                     records: tuple[StimulusRecord, ...]) -> None:
+    """Build one seeded timeline per condition (the ``[adaptive]`` block as its uniform draw), so
+    that what would fail at a participant's arrival fails at load, naming the block's field."""
+    from humanlike.server import adaptive
+    from humanlike.server.timeline import TimelineProblem, generate_timeline
+
+    drawn = None
+    if spec.adaptive is not None:
+        by_kind: dict[str, list[str]] = {}
+        for rec in records:
+            by_kind.setdefault(rec.kind, []).append(rec.key)
+        pool = adaptive.pool_keys(spec, by_kind, {r.key: r.meta.get("block") for r in records})
+        draw = adaptive.draw(spec, pool, None, seed=0)
+        drawn = {draw["block"]: draw["random"] + draw["weighted"]}
+    for condition in spec.conditions:
+        try:
+            generate_timeline(spec, list(records), condition.name, seed=0, drawn=drawn)
+        except TimelineProblem as exc:
+            i = spec.blocks.index(exc.block)
+            field = f"blocks.{i} ({exc.block.name})" + (f".{exc.field}" if exc.field else "")
+            raise SpecError(f"{spec_path}: {field}: {exc} (condition {condition.name!r}: no "
+                            "participant's timeline could be built)") from exc
+        except (ValueError, KeyError, IndexError) as exc:
+            raise SpecError(f"{spec_path}: condition {condition.name!r}: no participant's "
+                            f"timeline could be built: {exc}") from exc
+
+
 def load_experiment(spec_path: str | Path) -> LoadedExperiment:
     """Load a spec and its manifest and check they fit together (each block's type checks the
     rows it needs: ``TrialType.check_manifest``); ``SpecError`` names what is wrong."""
@@ -151,6 +179,7 @@ def load_experiment(spec_path: str | Path) -> LoadedExperiment:
     for mask in filter(None, masks):
         if not (stimulus_root / mask).resolve().is_file():
             raise SpecError(f"{spec_path}: presentation.mask: file not found: {mask}")
+    _check_timelines(spec_path, spec, records)
     return LoadedExperiment(spec, spec_path, root, stimulus_root, records,
                             render_texts(root, spec))
 

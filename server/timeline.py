@@ -47,6 +47,15 @@ def estimated_minutes(
     return max(1, math.ceil(seconds / 60))
 
 
+class TimelineProblem(ValueError):
+    """A block whose trials cannot be built; ``block`` (and ``field``, when one setting is to
+    blame) say where, so that load-time checks name the spec's field."""
+
+    def __init__(self, block: Block, field: str | None, message: str):
+        super().__init__(message)
+        self.block, self.field = block, field
+
+
 def design_of(entry: dict[str, Any]) -> dict[str, Any]:
     """A timeline entry as its trial's stored design: everything but the server-internal keys."""
     return {k: v for k, v in entry.items() if k not in INTERNAL_KEYS}
@@ -87,8 +96,11 @@ def generate_timeline(
         catch = catch_pool[: block.catch_trials]
         trial_type = TRIAL_TYPES[block.trial_type]
         pool = _pool(block, [r for k in block.kinds for r in by_kind.get(k, [])])
-        main, practice_src = trial_type.block_trials(block, pool, catch_pool[block.catch_trials :],
-                                                     rng)
+        try:
+            main, practice_src = trial_type.block_trials(block, pool,
+                                                         catch_pool[block.catch_trials :], rng)
+        except ValueError as exc:
+            raise TimelineProblem(block, None, str(exc)) from exc
         if drawn is not None and block.name in drawn:
             keep = set(drawn[block.name])
             main = [entry for entry in main if entry.get("stimulus") in keep]
@@ -116,8 +128,8 @@ def generate_timeline(
     for block in spec.blocks_for(condition):
         candidates = [idx for idx, b in repeat_candidates if b.name == block.name]
         if block.repeats > len(candidates):
-            raise ValueError(
-                f"block {block.name!r} asks for {block.repeats} repeats but has only "
+            raise TimelineProblem(
+                block, "repeats", f"block {block.name!r} asks for {block.repeats} repeats but has only "
                 f"{len(candidates)} trials"
             )
         chosen: np.ndarray | list[int] = (

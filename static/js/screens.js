@@ -94,6 +94,23 @@ var HumanlikeScreens = (function () {
   }
 
   /**
+   * The block's title: "Part k of n" among the timeline's task blocks in order ("The task" when
+   * there is one), so the first block's introduction is not called the next part.
+   * @param {TimelineEntry} entry the first trial of the block
+   * @returns {string}
+   */
+  function partTitle(entry) {
+    /** @type {string[]} */
+    var order = [];
+    state.timeline.trials.forEach(function (t) {
+      var name = t.block || "";
+      if (t.type !== "debrief" && !t.is_repeat && order.indexOf(name) < 0) order.push(name);
+    });
+    if (order.length < 2) return "The task";
+    return "Part " + (order.indexOf(entry.block || "") + 1) + " of " + order.length;
+  }
+
+  /**
    * @param {TimelineEntry} entry the first trial of the block
    * @returns {object} a jsPsych trial
    */
@@ -101,7 +118,7 @@ var HumanlikeScreens = (function () {
     var info = (state.timeline.blocks || {})[entry.block || ""];
     var text = info && info.intro ? "<p class='hl-intro-text'>" + escapeHtml(info.intro) + "</p>" : "";
     var practice = entry.practice ? "<p>It starts with a few <strong>practice trials</strong>.</p>" : "";
-    return buttonScreen("<h2>Next part</h2>" + text + "<div class='hl-keys'>" + keyHelp(entry.type) +
+    return buttonScreen("<h2>" + partTitle(entry) + "</h2>" + text + "<div class='hl-keys'>" + keyHelp(entry.type) +
                         "</div>" + practice, "Start", "intro");
   }
 

@@ -79,6 +79,20 @@ describe("withScreens", () => {
     const out = Screens.withScreens(rest, rest.map(() => ({ kind: "trial" })), true);
     expect(kinds(out).slice(0, 3)).toEqual(["intro", "fixation", "trial"]);
   });
+
+  it("titles each block's introduction by its place: Part 1 of 2, Part 2 of 2 (never 'Next part' first)", () => {
+    const out = Screens.withScreens(trials, trials.map(() => ({ kind: "trial" })), false);
+    const titles = out.filter((t) => t.data && t.data.screen === "intro")
+      .map((t) => /<h2>([^<]*)<\/h2>/.exec(t.stimulus)[1]);
+    expect(titles).toEqual(["Part 1 of 2", "Part 2 of 2", "Last part"]);
+  });
+
+  it("a study of one block calls its introduction 'The task'", () => {
+    const one = trials.filter((t) => t.block !== "t");
+    Session.state.timeline.trials = one;
+    const out = Screens.withScreens(one, one.map(() => ({ kind: "trial" })), false);
+    expect(out[0].stimulus).toContain("<h2>The task</h2>");
+  });
 });
 
 describe("resolveToken", () => {

@@ -104,3 +104,29 @@ def test_practice_beyond_the_manifest_is_an_error(tmp_path):
     spec.write_text(spec.read_text().replace("practice = 1", "practice = 9"))
     with pytest.raises(SpecError, match=r"blocks\.0\.practice: .*9.*8"):
         load_experiment(spec)
+
+
+def test_an_mlds_sequence_of_two_levels_fails_at_load_naming_block_and_minimum(tmp_path):
+    """Issue 36.1: a spec that would 500 at every arrival fails at load (check, serve) instead."""
+    spec = write_triad_experiment(tmp_path, mlds_rows(2))
+    with pytest.raises(SpecError) as err:
+        load_experiment(spec)
+    message = str(err.value)
+    assert str(spec) in message and "blocks.0 (mlds)" in message
+    assert "at least 3" in message and "got 2" in message
+
+
+def test_check_names_the_timeline_problem(tmp_path):
+    from humanlike.cli import main
+
+    spec = write_triad_experiment(tmp_path, mlds_rows(2))
+    result = CliRunner().invoke(main, ["check", str(tmp_path)])
+    assert result.exit_code == 1
+    assert f"{spec}: blocks.0 (mlds): " in result.output and "at least 3" in result.output
+
+
+def test_more_repeats_than_trials_fails_at_load_naming_the_field(tmp_path):
+    spec = write_triad_experiment(tmp_path, mlds_rows(3))  # one triad
+    spec.write_text(spec.read_text() + "repeats = 2\n")
+    with pytest.raises(SpecError, match=r"blocks\.0 \(mlds\)\.repeats: .*2 repeats.*1 trial"):
+        load_experiment(spec)
