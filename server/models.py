@@ -130,6 +130,9 @@ class Participant(db.Model):  # type: ignore[name-defined]  # dynamic base
     attempt: Mapped[int] = mapped_column(sa.Integer, default=0, server_default="0")
     """How many times a block was restarted (resume policy ``restart_block``): each trial the
     browser sends carries the attempt it was answered in, and an older one is kept aside."""
+    simulated: Mapped[bool] = mapped_column(sa.Boolean, default=False, server_default=sa.false())
+    """A rehearsal participant: arrived with the researcher's rehearsal key (``server.rehearsal``,
+    ``humanlike simulate``); out of the analysed set unless asked for."""
 
     experiment: Mapped[Experiment] = relationship(back_populates="participants")
     trials: Mapped[list[Trial]] = relationship(back_populates="participant")
