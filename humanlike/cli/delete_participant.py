@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from humanlike.cli.app_context import database_option, make_app
+from humanlike.cli.server_key import require_server_key
 
 
 @click.command("delete-participant")
@@ -19,6 +20,7 @@ def command(experiment: str, participant: str, reason: str, yes: bool,
     from humanlike.server.audit import cli_actor
     from humanlike.server.deletion import count_rows, delete_participant, find_participant
 
+    require_server_key("delete-participant")
     app = make_app(database_url=database_url)
     with app.app_context():
         try:

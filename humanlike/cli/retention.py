@@ -8,6 +8,7 @@ import datetime as dt
 import click
 
 from humanlike.cli.app_context import database_option, make_app
+from humanlike.cli.server_key import require_server_key
 
 
 def _utc(value: dt.datetime | None) -> dt.datetime | None:
@@ -25,11 +26,13 @@ def _utc(value: dt.datetime | None) -> dt.datetime | None:
 @database_option
 def command(experiments: tuple[str, ...], experiment_paths: tuple[str, ...],
             now: dt.datetime | None, database_url: str | None) -> None:
-    """Apply the retention period of EXPERIMENTS (default: every served experiment)."""
+    """Apply the retention period of EXPERIMENTS (default: every served experiment); needs the
+    server's SECRET_KEY."""
     from humanlike.server import experiments as registry
     from humanlike.server import retention
     from humanlike.server.audit import cli_actor
 
+    require_server_key("retention")
     app = make_app(experiment_paths, database_url=database_url)
     with app.app_context():
         served = registry.registry()

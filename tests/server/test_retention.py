@@ -225,3 +225,23 @@ def test_the_user_agent_is_stored_only_when_the_spec_asks(database_url, tmp_path
             db.session.commit()
         database.dispose(application)
     assert not agents[0] and agents[1] == "Mozilla/5.0 (X11; Linux x86_64) TestBrowser/1.0"
+
+
+def test_retention_refuses_to_run_without_the_servers_secret_key(
+        rapp, spec, database_url, tmp_path, monkeypatch):
+    client = rapp.test_client()
+    public, token = enter(client, f"PROLIFIC_PID={DONE[0][0]}&STUDY_ID={STUDY}"
+                                  f"&SESSION_ID={DONE[0][1]}")
+    run_participant(client, public, token, np.random.default_rng(0))
+    monkeypatch.delenv("SECRET_KEY")  # cron without the server's environment
+    later = (dt.datetime.now(dt.UTC) + dt.timedelta(days=31)).strftime("%Y-%m-%dT%H:%M:%S")
+    result = cli(database_url, spec, "retention", "small", "--now", later)
+    assert result.exit_code == 1, result.output
+    assert "SECRET_KEY is not set" in result.output and "nothing was changed" in result.output
+    held = every_text(rapp)
+    assert DONE[0][0] in held and DONE[0][1] in held  # still in clear: nothing hashed
+    assert not (tmp_path / "instance" / "secret_key").exists()  # no new development key made
+    # the same person is still refused on the study link (their id was not hashed under a new key)
+    back = rapp.test_client().get(f"/start/small?PROLIFIC_PID={DONE[0][0]}&STUDY_ID={STUDY}"
+                                  f"&SESSION_ID=NEWSESSION")
+    assert back.status_code == 409
