@@ -27,6 +27,25 @@ class LazyGroup(click.Group):
             return getattr(importlib.import_module(module_name), attr)
         return super().get_command(ctx, name)
 
+    def invoke(self, ctx: click.Context):
+        """Run the subcommand; a database without humanlike's tables is a one-line error."""
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            if not _is_missing_table(exc):
+                raise
+            raise click.ClickException(
+                "database not initialised (it has no humanlike tables): run `humanlike db upgrade` "
+                "with the same --database-url / DATABASE_URL first") from exc
+
+
+def _is_missing_table(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLAlchemy's error for a table that does not exist (SQLite, PostgreSQL)."""
+    if type(exc).__module__ != "sqlalchemy.exc":
+        return False
+    text = str(getattr(exc, "orig", exc))
+    return "no such table" in text or ("relation" in text and "does not exist" in text)
+
 
 @click.group(
     cls=LazyGroup,
