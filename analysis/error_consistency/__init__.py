@@ -27,6 +27,9 @@ from humanlike.analysis.error_consistency.bounds import (
 from humanlike.analysis.error_consistency.bounds import (
     null_band as null_band,
 )
+from humanlike.analysis.error_consistency.bounds import (
+    pair_null_band as pair_null_band,
+)
 from humanlike.analysis.error_consistency.copy_model import (
     CopyModelParams as CopyModelParams,
 )

@@ -128,7 +128,8 @@ def plot_consistency_scatter(
     """Scatter of ``c_exp`` vs ``c_obs`` per pair with attainable bounds and the independence band.
 
     Bounds: Geirhos et al. (2020, eqs. 5-6); band: central range of c_obs for independent
-    observers with ``n_trials`` trials (default: median shared trials of the pairs; appendix S.3).
+    observers with ``n_trials`` trials (default: median shared trials of the pairs), simulated with
+    c_exp recomputed from the simulated trials as in their appendix S.3 (:func:`null_band`).
     """
     if pairs.empty:
         raise ValueError("pairs is empty: nothing to plot")
@@ -144,7 +145,7 @@ def plot_consistency_scatter(
         band_high,
         color="#ffbb78",
         alpha=0.7,
-        label=f"{confidence_level:.0%} band, independent (n={n_trials})",
+        label=f"{confidence_level:.0%} band, independent (n={n_trials}), simulated (S.3)",
     )
     ax.plot(grid, grid, color="0.4", lw=0.8, ls="--")
     kinds = _pair_type(pairs)

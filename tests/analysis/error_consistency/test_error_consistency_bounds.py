@@ -14,6 +14,7 @@ from humanlike.analysis.error_consistency import (
     kappa_max,
     kappa_min,
     null_band,
+    pair_null_band,
 )
 
 unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
@@ -94,11 +95,66 @@ def test_null_band_covers_independent_observers_at_the_nominal_rate():
     c_exp = p1 * p2 + (1 - p1) * (1 - p2)
     a = rng.random((reps, n)) < p1
     b = rng.random((reps, n)) < p2
-    low, high = null_band(c_exp, n)
+    low, high = null_band(c_exp, n, method="binomial")
     c_obs = (a == b).mean(axis=1)
     coverage = np.mean((c_obs >= low) & (c_obs <= high))
     # binomial quantiles are conservative; 4000 draws give a Monte-Carlo SE below .004
     assert 0.94 <= coverage <= 0.975
+
+
+def _paper_simulation(n: int, pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Geirhos et al. 2020 S.3 by brute force: every trial of independent observers drawn, accuracies
+    from their grid's three segments, c_exp recomputed from the simulated trials."""
+    rng = np.random.default_rng(seed)
+    seg = np.array([[0.0, 0.15], [0.15, 0.85], [0.85, 1.0]])[rng.integers(0, 3, (2, pairs))]
+    p = seg[..., 0] + (seg[..., 1] - seg[..., 0]) * rng.random((2, pairs))
+    a = rng.random((pairs, n)) < p[0][:, None]
+    b = rng.random((pairs, n)) < p[1][:, None]
+    pa, pb = a.mean(axis=1), b.mean(axis=1)
+    return pa * pb + (1 - pa) * (1 - pb), (a == b).mean(axis=1)
+
+
+def test_null_band_is_the_simulated_band_of_geirhos_s3_not_the_binomial_one():
+    # S.3 / Fig. SF.1: with c_exp estimated from the same trials, c_obs of independent observers
+    # spreads far less than Binomial(n, c_exp); at n = 160, c_exp = .8 about half as wide
+    c_exp, c_obs = _paper_simulation(160, 60_000, seed=11)
+    for centre in (0.6, 0.8):
+        sel = np.abs(c_exp - centre) < 0.005
+        sim_low, sim_high = np.quantile(c_obs[sel], [0.025, 0.975])
+        low, high = null_band(centre, 160)
+        # quantile SE with ~500-1000 draws per bin and steps of 1/160: about .004
+        assert low == pytest.approx(sim_low, abs=0.0125)
+        assert high == pytest.approx(sim_high, abs=0.0125)
+    b_low, b_high = null_band(0.8, 160, method="binomial")
+    low, high = null_band(0.8, 160)
+    assert 1.7 < (b_high - b_low) / (high - low) < 2.6
+
+
+def test_simulated_null_band_covers_95_percent_of_simulated_independent_pairs():
+    c_exp, c_obs = _paper_simulation(160, 20_000, seed=12)
+    low, high = null_band(c_exp, 160)
+    coverage = np.mean((c_obs >= low - 1e-12) & (c_obs <= high + 1e-12))
+    # 20,000 pairs: Monte-Carlo SE .0015; discreteness of c_obs makes the band slightly conservative
+    assert 0.94 <= coverage <= 0.97
+
+
+def test_pair_null_band_covers_independent_observers_given_their_counts():
+    rng = np.random.default_rng(13)
+    n, reps = 160, 20_000
+    a = rng.random((reps, n)) < 0.9
+    b = rng.random((reps, n)) < 0.85
+    low, high = pair_null_band(a.sum(axis=1), b.sum(axis=1), n)
+    c_obs = (a == b).mean(axis=1)
+    coverage = np.mean((c_obs >= low) & (c_obs <= high))
+    assert 0.95 <= coverage <= 0.99  # exact conditional quantiles: at least nominal (discrete)
+    # and far narrower than the binomial band at the same c_exp
+    b_low, b_high = null_band(0.9 * 0.85 + 0.1 * 0.15, n, method="binomial")
+    assert np.median(high - low) < 0.6 * (b_high - b_low)
+
+
+def test_null_band_rejects_an_unknown_method():
+    with pytest.raises(ValueError, match="method"):
+        null_band(0.5, 100, method="normal")
 
 
 def test_null_band_narrows_as_trials_grow():
