@@ -8,13 +8,42 @@ import click
 from humanlike.cli.app_context import database_option, make_app
 
 
-def echo_links(base: str, slug: str, heading: str) -> None:
-    """Print an experiment's local link under ``heading`` and the study URL to paste into Prolific,
-    with the placeholders Prolific fills (``deploy.prolific.study_link``): ``serve`` and ``demo``."""
+def entry_links(base: str, slug: str, declared: object = None) -> list[tuple[str, str]]:
+    """``(label, URL)`` of the links a study's source uses (``server.platforms``); a local or
+    Prolific study: its local link, then the Prolific study URL with Prolific's placeholders."""
     from humanlike.deploy.prolific import study_link
+    from humanlike.server.platforms import Platform, resolve
 
-    click.echo(f"{heading}{base}/start/{slug}")
-    click.echo(f"  Prolific study URL:  {study_link(base, slug)}")
+    start = f"{base}/start/{slug}"
+    if hasattr(declared, "model_dump"):  # the spec's [platform] table
+        declared = declared.model_dump(exclude_none=True)  # type: ignore[union-attr]
+    preset = resolve(declared)  # type: ignore[arg-type]
+    if preset.platform in (Platform.PROLIFIC, Platform.LOCAL):
+        return [("local link", start), ("Prolific study URL", study_link(base, slug))]
+    if preset.platform is Platform.SONA:
+        return [("SONA study URL", f"{start}?{preset.participant_param}=%SURVEY_CODE%")]
+    if preset.platform is Platform.LAB:
+        return [("lab entry page", f"{base}/lab/{slug}")]
+    if preset.platform is Platform.MTURK:
+        return [("MTurk-format link", f"{start}?workerId=WORKER&assignmentId=ASSIGNMENT&hitId=HIT")]
+    params = [p for p in (preset.participant_param, preset.session_param, preset.study_param) if p]
+    if preset.platform is Platform.CONNECT:
+        return [("Connect study URL", start + "?" + "&".join(f"{p}={{{{%{p}%}}}}" for p in params))]
+    if preset.platform is Platform.PANEL and params:
+        return [("panel study URL (the panel fills each parameter)",
+                 start + "?" + "&".join(f"{p}=<{p}>" for p in params))]
+    return [("local link", start)]
+
+
+def echo_links(base: str, slug: str, heading: str, declared: object = None) -> None:
+    """Print the links of a study's source under ``heading`` (``entry_links``): ``serve`` and
+    ``demo``; a Prolific (or undeclared) study gets its local link and the Prolific study URL."""
+    links = entry_links(base, slug, declared)
+    click.echo(f"{heading}{links[0][1]}")
+    for label, url in links[1:]:
+        click.echo(f"  {label + ':':20s} {url}")
+    if len(links) == 1:
+        click.echo(f"  ({links[0][0]})")
 
 
 @click.command("serve")
@@ -49,7 +78,8 @@ def command(experiments: tuple[str, ...], host: str, port: int, allow_spec_chang
         click.secho(f"warning: {problem}", fg="yellow", err=True)
     for slug, loaded in app.extensions["humanlike"].items():
         version = loaded.version_hash[:12]
-        echo_links(f"http://{host}:{port}", slug, f"experiment {slug} (spec version {version}): ")
+        echo_links(f"http://{host}:{port}", slug, f"experiment {slug} (spec version {version}): ",
+                   loaded.spec.platform)
     if psiturk_project:  # its config and custom.py warnings were logged once as it loaded
         click.echo(f"psiTurk project {psiturk_project}: http://{host}:{port}/ad?hitId=debugHIT"
                    "&assignmentId=debugASSIGN&workerId=debugWORKER&mode=debug")

@@ -25,3 +25,24 @@ def test_export_of_an_uninitialised_database_says_so_in_one_line(tmp_path):
     assert result.output.strip() == (
         "Error: database not initialised (it has no humanlike tables): run `humanlike db upgrade` "
         "with the same --database-url / DATABASE_URL first")
+
+
+def test_serve_prints_the_entry_link_each_source_uses():
+    from humanlike.cli.serve import entry_links
+    from humanlike.server.spec import PlatformSettings
+
+    base = "http://h:1"
+    assert entry_links(base, "s", {"preset": "sona"}) == [
+        ("SONA study URL", "http://h:1/start/s?survey_code=%SURVEY_CODE%")]
+    assert entry_links(base, "s", PlatformSettings(preset="lab")) == [
+        ("lab entry page", "http://h:1/lab/s")]
+    assert entry_links(base, "s", "connect") == [(
+        "Connect study URL", "http://h:1/start/s?participantId={{%participantId%}}"
+        "&assignmentId={{%assignmentId%}}&projectId={{%projectId%}}")]
+    panel = entry_links(base, "s", {"preset": "panel", "participant_param": "pid",
+                                    "session_param": "sid"})
+    assert panel[0][1] == "http://h:1/start/s?pid=<pid>&sid=<sid>"
+    local, prolific = entry_links(base, "s", None)
+    assert local == ("local link", "http://h:1/start/s")
+    assert prolific[1] == ("http://h:1/start/s?PROLIFIC_PID={{%PROLIFIC_PID%}}"
+                           "&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}")
