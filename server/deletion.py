@@ -1,6 +1,7 @@
 """Deleting a participant (an admin's ``delete-participant`` or the participant's own withdrawal):
-every row that refers to them, in every table, and an audit entry with a keyed hash of the
-platform id instead of the id itself."""
+every row that refers to them, in every table, the webhook events about their submission, their
+ids hashed wherever else they occur, and an audit entry with a keyed hash of the platform id
+instead of the id itself."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from flask import current_app
 from humanlike.server import audit, auth_cache
 from humanlike.server.extensions import db
 from humanlike.server.models import Event, Experiment, Participant, Trial
-from humanlike.server.pseudonyms import key_from_secret, keyed_hash
+from humanlike.server.platform_events import PlatformEvent
+from humanlike.server.pseudonyms import key_from_secret, keyed_hash, pseudonym
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,14 @@ def delete_referring(table: sa.Table, ids: list[Any], counts: dict[str, int]) ->
         counts[child.name] = counts.get(child.name, 0) + gone
 
 
+def own_ids(participant: Participant) -> list[str]:
+    """The participant's own ids on the platform still in clear (platform, session, assignment)."""
+    from humanlike.server.retention import PERSONAL_COLUMNS, is_hashed
+
+    values = (getattr(participant, c) for c in PERSONAL_COLUMNS)
+    return sorted({v for v in values if v and not is_hashed(v)})
+
+
 def platform_id_hmac(participant: Participant) -> str:
     """The keyed hash (HMAC-SHA256 with the server's secret) of the participant's platform id."""
     key = key_from_secret(current_app.config["SECRET_KEY"])
@@ -93,8 +103,11 @@ def platform_id_hmac(participant: Participant) -> str:
 
 def erase(participant: Participant, actor: str, action: str,
           detail: dict[str, Any] | None = None) -> Deletion:
-    """Delete the participant and every row referring to them, audited as ``action`` with the
-    keyed hash of the platform id; one transaction, committed here."""
+    """Delete the participant, every row referring to them and the webhook events about their
+    submission, hash their ids wherever else they occur (``retention.scrub_elsewhere``), audited as
+    ``action`` with the keyed hash of the platform id; one transaction, committed here."""
+    from humanlike.server.retention import scrub_elsewhere  # retention builds on this module
+
     slug = participant.experiment.slug
     n_trials, n_events = count_rows(participant)
     counts: dict[str, int] = {}
@@ -105,11 +118,18 @@ def erase(participant: Participant, actor: str, action: str,
         "n_trials": n_trials, "n_events": n_events,
     })
     public_id, platform, status = participant.public_id, participant.platform, participant.status
+    ids = own_ids(participant)
+    mapping = {v: pseudonym(key_from_secret(current_app.config["SECRET_KEY"]), slug, v)
+               for v in ids}
     db.session.flush()
     delete_referring(table, [participant.id], counts)
     db.session.expunge(participant)
     counts["participant"] = _rowcount(db.session.execute(
         sa.delete(table).where(table.c.id == participant.id)))
+    if ids:  # the webhook events about their submission are rows about them too
+        counts["platform_event"] = _rowcount(db.session.execute(sa.delete(PlatformEvent).where(
+            PlatformEvent.platform == platform, PlatformEvent.resource_id.in_(ids))))
+    scrub_elsewhere(mapping)  # any other mention (the audit log's platform replies ...): hashed
     db.session.commit()
     auth_cache.forget(public_id)
     return Deletion(public_id, platform, status, n_trials, n_events, counts)

@@ -2,11 +2,14 @@
 address (psiTurk's own ``ipaddress`` column aside, emptied here), and after ``retention_days`` the
 participant's platform ids replaced by their keyed hash (the export's pseudonym,
 ``pseudonyms.pseudonym``) in every table: the participant's row, every row referring to it
-(psiTurk's records included) and the experiment's audit entries."""
+(psiTurk's records, SONA's grant URL and reply included) and every other table holding one (the
+audit log, the webhook events: ``scrub_elsewhere``)."""
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +19,7 @@ from flask import current_app
 from humanlike.server import audit, experiments
 from humanlike.server.deletion import referring
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Experiment, Participant, Trial, utcnow
+from humanlike.server.models import Experiment, Participant, Trial, utcnow
 from humanlike.server.pseudonyms import PREFIX, key_from_secret, pseudonym
 from humanlike.server.spec import Privacy
 
@@ -28,7 +31,13 @@ IP_COLUMNS = ("ipaddress", "ip_address")
 """Columns holding a client's IP address (psiTurk's ``psiturk_assignment.ipaddress``, kept as psiTurk
 keeps it): emptied by retention with the ids."""
 MIN_SUBSTRING = 6
-"""Shorter ids are replaced only where they are a whole value, never inside a longer text."""
+"""Ids this long are replaced wherever they occur inside a text."""
+MIN_TOKEN = 4
+"""Shorter ids (a SONA survey code has 5 digits) are replaced where they stand as a whole token,
+not inside a longer word or number (a timestamp's digits); ids under 4 characters only where they
+are a whole value."""
+LIKE_CHUNK = 50
+"""Ids per ``LIKE`` prefilter query of ``scrub_elsewhere``."""
 ACTION = "retention"
 
 
@@ -52,14 +61,25 @@ def is_hashed(value: str | None) -> bool:
     return bool(value) and str(value).startswith(PREFIX)
 
 
+@functools.lru_cache(maxsize=4096)
+def _token(value: str) -> re.Pattern[str]:
+    """``value`` as a whole token: neither preceded nor followed by a letter or digit."""
+    return re.compile(rf"(?<![0-9A-Za-z]){re.escape(value)}(?![0-9A-Za-z])")
+
+
 def scrub(value: Any, mapping: dict[str, str]) -> Any:
-    """``value`` (text or JSON) with every id of ``mapping`` replaced by its hash."""
+    """``value`` (text or JSON) with every id of ``mapping`` replaced by its hash (inside texts:
+    ids of ``MIN_SUBSTRING`` characters anywhere, of ``MIN_TOKEN`` as whole tokens)."""
     if isinstance(value, str):
         if value in mapping:
             return mapping[value]
         for old, new in mapping.items():
-            if len(old) >= MIN_SUBSTRING and old in value:
+            if old not in value:
+                continue
+            if len(old) >= MIN_SUBSTRING:
                 value = value.replace(old, new)
+            elif len(old) >= MIN_TOKEN:
+                value = _token(old).sub(new, value)
         return value
     if isinstance(value, dict):
         return {scrub(k, mapping): scrub(v, mapping) for k, v in value.items()}
@@ -68,29 +88,77 @@ def scrub(value: Any, mapping: dict[str, str]) -> Any:
     return value
 
 
-def _scrub_rows(table: sa.Table, column: sa.Column[Any], ids: list[Any],
-                mapping: dict[str, str]) -> None:
-    """Scrub the text and JSON columns of ``table``'s rows whose ``column`` is in ``ids``, and of
-    the rows referring to those (recursively)."""
-    if not ids:
-        return
+def _texts(table: sa.Table, skip: sa.Column[Any] | None = None) -> list[sa.Column[Any]]:
+    """The table's text and JSON columns (its key and ``skip`` aside)."""
     keys = list(table.primary_key.columns)
-    texts = [c for c in table.columns if c not in keys and c is not column and (
+    return [c for c in table.columns if c not in keys and c is not skip and (
         isinstance(c.type, (sa.String, sa.Text, sa.JSON)) or c.type.__class__.__name__ == "JSONB"
         or isinstance(getattr(c.type, "impl", None), sa.JSON))]
-    rows = db.session.execute(sa.select(*keys, *texts).where(column.in_(ids))).all()
+
+
+def _scrub_selected(table: sa.Table, texts: list[sa.Column[Any]], where: Any,
+                    mapping: dict[str, str]) -> list[Any]:
+    """Scrub ``texts`` of ``table``'s rows matching ``where``; the rows' keys."""
+    keys = list(table.primary_key.columns)
+    rows = db.session.execute(sa.select(*keys, *texts).where(where)).all()
     for row in rows:
         values = dict(zip([c.name for c in texts], row[len(keys):], strict=True))
         changed = {k: None if k in IP_COLUMNS else scrub(v, mapping)
                    for k, v in values.items() if v is not None}
         changed = {k: v for k, v in changed.items() if v != values[k]}
         if changed:
-            where = sa.and_(*(k == row[i] for i, k in enumerate(keys)))
-            db.session.execute(sa.update(table).where(where).values(**changed))
-    if len(keys) == 1:
+            match = sa.and_(*(k == row[i] for i, k in enumerate(keys)))
+            db.session.execute(sa.update(table).where(match).values(**changed))
+    return [row[: len(keys)] for row in rows]
+
+
+def _scrub_rows(table: sa.Table, column: sa.Column[Any], ids: list[Any],
+                mapping: dict[str, str]) -> None:
+    """Scrub the text and JSON columns of ``table``'s rows whose ``column`` is in ``ids``, and of
+    the rows referring to those (recursively)."""
+    if not ids:
+        return
+    rows = _scrub_selected(table, _texts(table, column), column.in_(ids), mapping)
+    if len(table.primary_key.columns) == 1:
         own = [row[0] for row in rows]
         for child, fk in referring(table):
             _scrub_rows(child, fk, own, mapping)
+
+
+def _below_participant() -> set[str]:
+    """Names of the tables whose rows belong to a participant (referring to it, at any depth)."""
+    found: set[str] = set()
+    todo = [Participant.__table__]
+    while todo:
+        for child, _ in referring(todo.pop()):
+            if child.name not in found:
+                found.add(child.name)
+                todo.append(child)
+    return found
+
+
+def _like(column: sa.Column[Any], value: str) -> Any:
+    escaped = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return sa.cast(column, sa.Text).like(f"%{escaped}%", escape="\\")
+
+
+def scrub_elsewhere(mapping: dict[str, str]) -> None:
+    """Replace the ids of ``mapping`` in every table that does not belong to a participant (the
+    audit log, webhook events, experiments' listing notes, panel results ... any table added
+    later): rows found with a ``LIKE`` per text column, then scrubbed as ``scrub`` does."""
+    ids = sorted(k for k in mapping if len(k) >= MIN_TOKEN)
+    whole = sorted(k for k in mapping if len(k) < MIN_TOKEN)
+    skip = _below_participant() | {Participant.__tablename__}
+    for table in db.metadata.sorted_tables:
+        if table.name in skip:
+            continue
+        for column in _texts(table):
+            for start in range(0, len(ids), LIKE_CHUNK):
+                chunk = ids[start:start + LIKE_CHUNK]
+                _scrub_selected(table, [column], sa.or_(*(_like(column, v) for v in chunk)),
+                                mapping)
+            if whole and isinstance(column.type, sa.String):
+                _scrub_selected(table, [column], column.in_(whole), mapping)
 
 
 @dataclass(frozen=True)
@@ -149,12 +217,7 @@ def run(slug: str, actor: str, now: dt.datetime | None = None) -> RetentionRun:
         mapping.update(pseudonymise_participant(participant, slug))
         done.append(participant.public_id)
     if mapping:
-        entries = db.session.execute(sa.select(AuditEntry).where(
-            AuditEntry.experiment == slug)).scalars().all()
-        for entry in entries:
-            detail, target = scrub(entry.detail, mapping), scrub(entry.target, mapping)
-            if detail != entry.detail or target != entry.target:
-                entry.detail, entry.target = detail, target
+        scrub_elsewhere(mapping)
     if done:
         audit.record(actor, ACTION, experiment=slug, detail={
             "retention_days": days, "cutoff": cutoff.isoformat(), "n_participants": len(done)})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -29,10 +30,15 @@ from humanlike.server import audit, create_app, database, experiments
 from humanlike.server.export import write_export
 from humanlike.server.extensions import db
 from humanlike.server.models import AuditEntry, Participant, Payment
+from humanlike.server.platform_events import PlatformEvent
 from humanlike.server.pseudonyms import key_from_secret, pseudonym
 from humanlike.server.psiturk.models import PsiturkAssignment, PsiturkTrial
-from tests.server.conftest import enter, write_small_experiment
+from humanlike.server.sona_models import SonaGrant
+from tests.server.conftest import auth, enter, write_small_experiment
+from tests.server.fake_sona import RunningSona
+from tests.server.sources import answer, app_factory, spec_with
 from tests.server.test_export import run_participant
+from tests.server.test_sona import sona_table
 
 SECRET = "test-secret"
 DONE = [(f"RETAINPID{i:04d}", f"RETAINSESSION{i:04d}") for i in range(4)]
@@ -87,6 +93,22 @@ def every_text(app) -> str:
     return "\n".join(parts)
 
 
+def holds(text: str, value: str) -> bool:
+    """True when ``value`` occurs in ``text`` as a whole token (not inside a longer number or word,
+    so a 5-digit SONA code is not found inside a timestamp's microseconds)."""
+    return re.search(rf"(?<![0-9A-Za-z]){re.escape(value)}(?![0-9A-Za-z])", text) is not None
+
+
+def webhook_event(app, resource_id: str, event_id: str) -> None:
+    """A Prolific webhook event about this submission, as ``/hooks/prolific`` keeps it."""
+    with app.app_context():
+        db.session.add(PlatformEvent(
+            platform="prolific", event_id=event_id, event_type="submission.status.change",
+            resource_id=resource_id, status="AWAITING REVIEW", outcome="applied",
+            received_at=dt.datetime.now(dt.UTC), detail={"resource_id": resource_id}))
+        db.session.commit()
+
+
 def export_files(app, folder) -> str:
     with app.app_context():
         write_export("small", folder)
@@ -128,6 +150,7 @@ def test_retention_replaces_every_platform_id_and_leaves_the_analyses_unchanged(
         db.session.add(PsiturkTrial(assignment_id=assignment.id, position=0,
                                     record=json.dumps({"uniqueid": uniqueid, "trialdata": {}})))
         db.session.commit()
+    webhook_event(rapp, DONE[2][1], "evt-retain-1")  # the webhook table keeps submission ids
     before = tmp_path / "before"
     with rapp.app_context():
         write_export("small", tmp_path / "pseudo_before", pseudonym_key=key_from_secret(SECRET))
@@ -245,3 +268,38 @@ def test_retention_refuses_to_run_without_the_servers_secret_key(
     back = rapp.test_client().get(f"/start/small?PROLIFIC_PID={DONE[0][0]}&STUDY_ID={STUDY}"
                                   f"&SESSION_ID=NEWSESSION")
     assert back.status_code == 409
+
+
+def test_retention_replaces_a_five_digit_sona_code_in_the_grant_url_and_reply(
+        database_url, small_experiment, tmp_path, monkeypatch):
+    sona = RunningSona()
+    try:
+        path = spec_with(small_experiment, tmp_path / "sona", sona_table(sona))
+        path.write_text(path.read_text() + "\n[privacy]\nretention_days = 30\n")
+        monkeypatch.setenv("SECRET_KEY", SECRET)
+        with app_factory(database_url, tmp_path, monkeypatch) as make:
+            app = make(path)
+            code = sona.fake.sign_up()
+            assert len(code) == 5
+            client = app.test_client()
+            pid, token = enter(client, f"survey_code={code}")
+            answer(client, pid, token)
+            assert client.post(f"/api/v1/participants/{pid}/complete",
+                               headers=auth(token)).status_code == 200
+            with app.app_context():
+                grant = db.session.execute(sa.select(SonaGrant)).scalar_one()
+                assert grant.state == "granted" and f"survey_code={code}" in grant.url
+                assert f">{code}<" in grant.reply  # SONA's reply names the code
+            assert holds(every_text(app), code)  # the check below can fail
+            later = (dt.datetime.now(dt.UTC) + dt.timedelta(days=31)).strftime("%Y-%m-%dT%H:%M:%S")
+            result = cli(database_url, path, "retention", "small", "--now", later)
+            assert result.exit_code == 0, result.output
+            assert "1 participants' platform ids replaced" in result.output
+            assert not holds(every_text(app), code)
+            hashed = pseudonym(key_from_secret(SECRET), "small", code)
+            with app.app_context():
+                grant = db.session.execute(sa.select(SonaGrant)).scalar_one()
+                assert f"survey_code={hashed}" in grant.url and f">{hashed}<" in grant.reply
+                assert grant.state == "granted"
+    finally:
+        sona.stop()

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import create_app, database, experiments, withdrawal
+from humanlike.server import audit, create_app, database, experiments, withdrawal
 from humanlike.server.export import write_export
 from humanlike.server.extensions import db
 from humanlike.server.models import AuditEntry, Participant, ParticipantQC, Payment
@@ -22,6 +22,7 @@ from humanlike.server.psiturk.models import PsiturkAssignment, PsiturkTrial
 from tests.server.conftest import auth, enter, write_small_experiment
 from tests.server.test_api_trials import consent, first_rating_index, rating_body
 from tests.server.test_export import run_participant
+from tests.server.test_retention import every_text, holds, webhook_event
 
 SECRET = "test-secret"  # the app fixture's SECRET_KEY
 PID, OTHER = "WITHDRAWPID0001", "KEEPPID0002"
@@ -217,3 +218,29 @@ def test_no_withdrawal_through_the_site_after_the_data_are_published(published_a
                                                      "confirm": "yes"})
     assert refused.status_code == 410 and rows_about(published_app, pid) == before
     assert audits(published_app) == []
+
+
+def test_withdrawal_leaves_no_platform_or_session_id_in_any_table(app):
+    client, pid, token = mid_study(app)
+    mid_study(app, OTHER)
+    session = f"SESS-{PID}"
+    webhook_event(app, session, "evt-withdraw-1")  # Prolific's webhook about their submission
+    webhook_event(app, f"SESS-{OTHER}", "evt-keep-1")
+    with app.app_context():  # an action's audit entry holding Prolific's reply, which names both
+        audit.record("admin:ann", "message", experiment="small", target=pid,
+                     detail={"reply": {"submission": session, "participant_id": PID}})
+        db.session.commit()
+    held = every_text(app)
+    assert holds(held, PID) and holds(held, session)  # the check below can fail
+    text = client.get(f"/withdraw/{pid}").get_data(as_text=True)
+    done = client.post(f"/withdraw/{pid}", data={"csrf_token": csrf_of(text), "token": token,
+                                                  "confirm": "yes"})
+    assert done.status_code == 200
+    held = every_text(app)
+    assert [v for v in (PID, session) if holds(held, v)] == []
+    assert holds(held, OTHER) and holds(held, f"SESS-{OTHER}")  # nobody else's
+    with app.app_context():
+        [entry] = db.session.execute(sa.select(AuditEntry).where(
+            AuditEntry.action == "message")).scalars()
+        hashed = keyed_hash(key_from_secret(SECRET), "small", PID)
+        assert entry.detail["reply"]["participant_id"] == "pn-" + hashed[:16]
