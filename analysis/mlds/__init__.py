@@ -103,6 +103,9 @@ from humanlike.analysis.mlds.psychophysical import (
     skewness_frame as skewness_frame,
 )
 from humanlike.analysis.mlds.psychophysical import (
+    skewness_spread as skewness_spread,
+)
+from humanlike.analysis.mlds.psychophysical import (
     skewness_variance as skewness_variance,
 )
 from humanlike.analysis.mlds.simulate import (

@@ -5,10 +5,12 @@ skewness S(Psi) = -2 ((sum_i Psi_i - 1) / (N - 2) - 1/2): the mean of the N - 2 
 compared with a straight line, scaled so that S = 0 for a linear scale, S -> 1 when the interior
 values approach 0 (perception changes late in the blend) and S -> -1 when they approach 1. A model
 observer's score is the Spearman rank correlation between its skewnesses and the humans' across
-sequences, with a bootstrap confidence interval over sequences. The variance of an observer's
-skewnesses and a random observer put the score in context. The random observer is our own
-baseline: fair coin flips on the humans' trials, fitted through the same pipeline. The paper does
-not define its random baseline, and no published number of it has been reproduced here.
+sequences, with a bootstrap confidence interval over sequences. The spread of an observer's skewnesses
+(their interquartile range) and a random observer put the score in context. The random observer
+is our own baseline: fair coin flips on the humans' trials, fitted through the same pipeline. The
+paper does not define its random baseline, and no published number of it has been reproduced here.
+Its standard scales divide noise by a near-zero psi_N, so its skewness is heavy-tailed: the
+variance swings by orders of magnitude between runs, which is why the spread reported is the IQR.
 """
 
 from __future__ import annotations
@@ -147,13 +149,26 @@ def psychophysical_score(
 
 def skewness_variance(skew: pd.DataFrame) -> pd.DataFrame:
     """Per observer, the variance (ddof = 1) of the skewness over sequences and the number of
-    sequences, from a long frame with ``observer`` and ``skewness`` columns."""
+    sequences, from a long frame with ``observer`` and ``skewness`` columns. Unstable for the
+    random observer (heavy-tailed skewness): :func:`skewness_spread` is what the score table uses."""
     for col in ("observer", "skewness"):
         if col not in skew.columns:
             raise ValueError(f"skewness frame needs a {col!r} column; got {list(skew.columns)}")
     finite = skew[np.isfinite(skew["skewness"].to_numpy(dtype=float))]
     out = finite.groupby("observer", sort=False)["skewness"].agg(["var", "count"])
     return out.rename(columns={"var": "skewness_variance", "count": "n_sequences"}).reset_index()
+
+
+def skewness_spread(skew: pd.DataFrame) -> pd.DataFrame:
+    """Per observer, the interquartile range of the skewness over sequences (``skewness_iqr``,
+    ``scipy.stats.iqr``) and the number of sequences: a spread that stays put under the random
+    observer's heavy tail, where the variance does not."""
+    for col in ("observer", "skewness"):
+        if col not in skew.columns:
+            raise ValueError(f"skewness frame needs a {col!r} column; got {list(skew.columns)}")
+    finite = skew[np.isfinite(skew["skewness"].to_numpy(dtype=float))]
+    out = finite.groupby("observer", sort=False)["skewness"].agg([stats.iqr, "count"])
+    return out.rename(columns={"iqr": "skewness_iqr", "count": "n_sequences"}).reset_index()
 
 
 def score_table(
@@ -166,7 +181,8 @@ def score_table(
     random_state: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """One row per observer: Psychophysical-Score against ``human`` (rho, CI, p) and the
-    variance of its skewness, from a long frame ``[observer, <key>, skewness]``."""
+    interquartile range of its skewness (:func:`skewness_spread`), from a long frame
+    ``[observer, <key>, skewness]``."""
     for col in ("observer", key, "skewness"):
         if col not in skew.columns:
             raise ValueError(f"skewness frame needs a {col!r} column; got {list(skew.columns)}")
@@ -174,10 +190,10 @@ def score_table(
     if human not in wide.columns:
         raise ValueError(f"observer {human!r} not found; observers are {list(wide.columns)}")
     rng = np.random.default_rng(random_state)
-    variance = skewness_variance(skew).set_index("observer")
+    spread = skewness_spread(skew).set_index("observer")
     rows = []
     for obs in wide.columns:  # one row per observer (a handful of models), not per resample
-        row = {"observer": obs, "skewness_variance": variance["skewness_variance"].get(obs)}
+        row = {"observer": obs, "skewness_iqr": spread["skewness_iqr"].get(obs)}
         if obs != human:
             score = psychophysical_score(
                 wide[obs],

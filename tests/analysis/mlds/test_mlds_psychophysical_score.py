@@ -15,6 +15,7 @@ from humanlike.analysis.mlds.psychophysical import (
     scale_skewness,
     score_table,
     skewness_frame,
+    skewness_spread,
     skewness_variance,
 )
 from humanlike.analysis.mlds.simulate import simulate_responses
@@ -112,3 +113,42 @@ def test_random_observer_keeps_the_trials_and_flips_fair_coins():
     assert out[["sequence", "s1", "s2", "s3"]].equals(df[["sequence", "s1", "s2", "s3"]])
     assert out["response"].mean() == pytest.approx(0.5, abs=0.03)
     assert (out["participant"] == "random").all()
+
+
+def _coin_flip_triads(n_seq: int, repeats: int) -> pd.DataFrame:
+    """Every triad of 7 levels ``repeats`` times in each of ``n_seq`` sequences."""
+    levels = np.tile(all_triads(7), (repeats * n_seq, 1))
+    df = pd.DataFrame(levels, columns=["s1", "s2", "s3"])
+    df["sequence"] = np.repeat(np.arange(n_seq), len(levels) // n_seq)
+    df["response"] = 0
+    return df
+
+
+def test_random_baseline_spread_is_robust_while_its_variance_is_not():
+    # the coin-flip observer's standard scales are noise over a near-zero psi_N: a ratio with a
+    # heavy tail, so its variance jumps by orders of magnitude between runs; the IQR does not
+    out = {}
+    for repeats in (5, 30):
+        runs = [random_observer_skewness(_coin_flip_triads(60, repeats), random_state=seed)
+                for seed in range(8)]
+        out[repeats] = (
+            np.array([skewness_variance(r)["skewness_variance"].iloc[0] for r in runs]),
+            np.array([skewness_spread(r)["skewness_iqr"].iloc[0] for r in runs]),
+        )
+    for var, iqr in out.values():
+        assert iqr.std() / iqr.mean() < 0.35  # 20 runs each: CV .16-.17
+        assert var.max() / var.min() > 10  # 20 runs each: 3 to 336,599
+    iqr_5, iqr_30 = out[5][1].mean(), out[30][1].mean()
+    assert 0.5 < iqr_5 < 1.5 and 0.5 < iqr_30 < 1.5  # 20 runs each: .93 and .84 (SE .03)
+    assert iqr_30 == pytest.approx(iqr_5, rel=0.3)
+
+
+def test_score_table_reports_the_interquartile_range_of_skewness(observers):
+    table = score_table(observers, n_resamples=200, random_state=0).set_index("observer")
+    spread = skewness_spread(observers).set_index("observer")
+    skew = observers.set_index("observer")["skewness"]
+    assert table.loc["human", "skewness_iqr"] == pytest.approx(stats.iqr(skew["human"]))
+    assert "skewness_variance" not in table.columns
+    assert spread.loc["random", "skewness_iqr"] > 2 * spread.loc["human", "skewness_iqr"]
+    assert spread.loc["model", "skewness_iqr"] == pytest.approx(
+        spread.loc["human", "skewness_iqr"], rel=0.5)
