@@ -15,6 +15,7 @@ from flask import (
     session,
     url_for,
 )
+from flask_login import current_user
 from sqlalchemy.exc import IntegrityError
 
 from humanlike.server import (
@@ -33,8 +34,10 @@ from humanlike.server.platforms import (
     Entry,
     EntryError,
     Platform,
+    admits,
     completion_target,
     parse_entry,
+    refusal,
 )
 
 bp = Blueprint("participant", __name__)
@@ -72,10 +75,17 @@ def start(slug: str):
         entry = parse_entry(request, exp.spec.get("platform"))
     except EntryError as exc:
         return _message("Invalid study link", str(exc), 400)
+    if not admits(exp.spec.get("platform"), entry) and not _researcher_preview(entry):
+        return _message("Not for this study", refusal(exp.spec.get("platform")), 403)
     if entry.preview:
         return render_template("preview.html", spec=loaded.spec,
                                instructions=loaded.markdown_html("instructions"))
     return admit(loaded, exp, entry)
+
+
+def _researcher_preview(entry: Entry) -> bool:
+    """A logged-in researcher trying the study with a plain link (any declared source)."""
+    return entry.platform == Platform.LOCAL and current_user.is_authenticated
 
 
 def admit(loaded, exp: Experiment, entry: Entry):
@@ -125,10 +135,19 @@ def admit(loaded, exp: Experiment, entry: Entry):
     try:
         participant, token = allocation.allocate(exp, loaded, entry, user_agent)
     except IntegrityError:
-        return _message("You have already taken part",
-                        "Our records show you have already started this study in another window.",
-                        409)
+        return _lost_race(exp, entry, owned)
     return _hand_over(participant, token, owned)
+
+
+def _lost_race(exp: Experiment, entry: Entry, owned: dict[str, str]):
+    """A simultaneous arrival with this id was allocated first (a reload while ``/start`` ran):
+    the same identity resumes that participant; anyone else is refused."""
+    winner = allocation.existing_participant(exp, entry)
+    if winner is not None and resume.same_identity(winner, entry) and resume.resumable(winner):
+        resume.bind(winner, entry)
+        return _resume(winner, owned, via="simultaneous_arrival")
+    return _message("You have already taken part",
+                    "Our records show you have already started this study in another window.", 409)
 
 
 def _hand_over(participant: Participant, token: str, owned: dict[str, str]):

@@ -5,6 +5,9 @@ A new panel is a ``Platform`` member and a ``PRESETS`` entry here; nothing else 
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -12,7 +15,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
-from flask import Request, url_for
+from flask import Request, current_app, url_for
 from werkzeug.datastructures import MultiDict
 
 if TYPE_CHECKING:
@@ -179,15 +182,53 @@ def parse_entry(request: Request, declared: str | Mapping[str, Any] | None = Non
     return Entry(Platform.LOCAL, None)
 
 
+OPEN_SOURCES = frozenset({Platform.LOCAL, Platform.PROLIFIC, Platform.MTURK})
+"""A local, Prolific or MTurk study takes plain, Prolific and MTurk-format links alike (pilots, the
+demo's links, MTurk-format panels); a SONA, Connect, panel or lab study only its own source."""
+REFUSED_SOURCE = {
+    Platform.SONA: "it takes participants only through SONA Systems: please sign up for it there "
+                   "and open it from SONA's study page",
+    Platform.CONNECT: "it takes participants only through CloudResearch Connect: please open it "
+                      "from your Connect dashboard",
+    Platform.PANEL: "it takes participants only through the panel that invited them: please open "
+                    "the link the panel gave you",
+    Platform.LAB: "it runs in the lab, where the experimenter starts each session",
+}
+"""What a refused arrival is told about the study's own source."""
+
+
+def admits(declared: str | Mapping[str, Any] | None, entry: Entry) -> bool:
+    """True when a study declaring ``declared`` takes an arrival from ``entry.platform``."""
+    own = resolve(declared).platform
+    if own in OPEN_SOURCES:
+        return entry.platform in OPEN_SOURCES
+    return entry.platform == own
+
+
+def refusal(declared: str | Mapping[str, Any] | None) -> str:
+    """The sentence telling an arrival from another source where this study takes participants."""
+    own = resolve(declared).platform
+    return f"This link is not for this study: {REFUSED_SOURCE[own]}."
+
+
+def participant_code(public_id: str) -> str:
+    """A participant's own completion code: HMAC-SHA256 of the public id under the app's
+    ``SECRET_KEY``, base32, 10 characters (50 bits): nothing the participant sees reveals it."""
+    key = str(current_app.config["SECRET_KEY"]).encode()
+    mac = hmac.new(key, b"completion:" + public_id.encode(), hashlib.sha256).digest()
+    return base64.b32encode(mac).decode()[:10]
+
+
 def completion_code(participant: Participant) -> str:
     """The source's fixed code where the spec gives one (Prolific's ``completion.prolific_code``,
-    a panel's ``completion_code``); otherwise the participant's own (public id, 8 chars)."""
+    a panel's ``completion_code``); otherwise the participant's own (``participant_code``). Stored
+    on the participant when the server has every trial, and shown only then."""
     spec = participant.experiment.spec
     if participant.platform == Platform.PROLIFIC:
         code = spec.get("completion", {}).get("prolific_code")
     else:
         code = preset_for(participant).completion_code
-    return code or participant.public_id[:8].upper()
+    return code or participant_code(participant.public_id)
 
 
 def _fill(template: str, participant: Participant, preset: PlatformPreset) -> str:

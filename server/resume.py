@@ -12,10 +12,12 @@ from flask import current_app
 from humanlike.server import auth_cache
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import PRE_TRIAL, ParticipantStatus
-from humanlike.server.models import Experiment, Participant
+from humanlike.server.models import Event, Experiment, Participant, utcnow
 from humanlike.server.platforms import Entry, Platform, preset_for
 from humanlike.server.tokens import hash_token, new_token
 
+LOCK_RESET = "lock_reset"
+"""The event ``reset_lock`` records: the next session / assignment id may claim the participant."""
 RESUMABLE = PRE_TRIAL | {ParticipantStatus.STARTED}
 """Statuses a participant may resume from: arrived, consented or mid-task (not finished, returned
 or timed out)."""
@@ -28,8 +30,9 @@ def resumable(participant: Participant) -> bool:
 
 def same_identity(participant: Participant, entry: Entry) -> bool:
     """The source's resume rule (server/platforms.py): ``same_session`` (Prolific's SESSION_ID,
-    MTurk's assignmentId, a panel's session parameter; a reset lock, the stored id cleared by
-    ``reset_lock``, accepts the next id once), ``same_participant`` (a SONA survey code, a typed
+    MTurk's assignmentId, a panel's session parameter; a participant who arrived without one is
+    claimed by no later id, but a reset lock, the stored id cleared by ``reset_lock``, accepts the
+    next id once), ``same_participant`` (a SONA survey code, a typed
     lab id), or none. Local links carry no identity."""
     if entry.platform == Platform.LOCAL:
         return False
@@ -42,7 +45,9 @@ def same_identity(participant: Participant, entry: Entry) -> bool:
     given = getattr(entry, preset.session_column)
     if given is None:
         return False
-    return stored is None or hmac.compare_digest(stored, given)
+    if stored is None:  # arrived without one: only after a reset lock may a new id claim it
+        return lock_was_reset(participant)
+    return hmac.compare_digest(stored, given)
 
 
 def bind(participant: Participant, entry: Entry) -> None:
@@ -91,10 +96,18 @@ def participant_for_code(exp: Experiment, code: str) -> Participant | None:
     return None
 
 
+def lock_was_reset(participant: Participant) -> bool:
+    """True when ``reset_lock`` ran for this participant (its ``lock_reset`` event)."""
+    return db.session.execute(sa.select(Event.id).where(
+        Event.participant_id == participant.id, Event.type == LOCK_RESET).limit(1)).first() is not None
+
+
 def reset_lock(participant: Participant) -> dict[str, str | None]:
-    """Let the next entry with this platform id resume: clear the bound session / assignment id.
-    Returns what was cleared (for the audit log); the status and the stored trials are kept."""
+    """Let the next entry with this platform id resume: clear the bound session / assignment id
+    and record a ``lock_reset`` event (a participant who arrived without one is claimable only
+    then). Returns what was cleared (for the audit log); the status and the stored trials are kept."""
     cleared = {"session_id": participant.session_id, "assignment_id": participant.assignment_id}
     if participant.platform != Platform.LOCAL:
         setattr(participant, preset_for(participant).session_column, None)
+        db.session.add(Event(participant_id=participant.id, type=LOCK_RESET, server_time=utcnow()))
     return cleared

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from humanlike.server import database
 from humanlike.server.extensions import db
 from humanlike.server.models import Participant
+from humanlike.server.platforms import participant_code
 from humanlike.server.psiturk.models import PsiturkAssignment, PsiturkTrial
 from tests.e2e.conftest import LiveServer
 from tests.server.psiturk.conftest import make_app
@@ -161,7 +162,8 @@ def test_prolific_participant_runs_the_stroop_example(chromium, server):
     row, _part = participant(server.app, "P1:X1")
     assert (row.platform, row.platform_id, row.study_id, row.session_id, row.status) == (
         "prolific", "P1", "S1", "X1", "completed")
-    assert location.endswith("cc=" + row.public_id[:8].upper())
+    with server.app.app_context():  # the participant's own code: an HMAC, not its public id
+        assert location.endswith("cc=" + participant_code(row.public_id))
     context.close()
 
 
