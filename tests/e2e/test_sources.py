@@ -1,6 +1,7 @@
 """Participant sources in Chromium: a SONA arrival lands on SONA's client-side completion URL with
 its survey code (and, with a server-side URL, the fake SONA site gets one grant); a lab session
-started from the lab entry page runs full screen and exports the typed id."""
+started from the lab entry page runs full screen and exports the typed id (its study link is
+refused: the experimenter starts each session)."""
 
 from __future__ import annotations
 
@@ -97,6 +98,9 @@ def test_a_lab_session_runs_full_screen_and_exports_the_typed_id(chromium, datab
     context = chromium.new_context(viewport={"width": 1280, "height": 800})
     try:
         page = context.new_page()
+        refused = page.goto(f"{live.url}/start/small")  # the study link skips the experimenter
+        assert refused.status == 403 and "runs in the lab" in page.inner_text("main")
+        page.screenshot(path=str(shots / "lab-study-link-refused.png"))
         page.goto(f"{live.url}/lab/small")
         assert page.evaluate("document.activeElement.id") == "participant_id"  # ready to scan
         page.screenshot(path=str(shots / "lab-entry.png"))
