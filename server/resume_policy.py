@@ -94,12 +94,28 @@ def _restart(participant: Participant, indices: list[int]) -> list[dict[str, Any
     return kept
 
 
+def lock(participant_id: int) -> None:
+    """Serialise on the participant until the session commits: its row locked FOR UPDATE on
+    PostgreSQL (a trial insert takes FOR KEY SHARE on it, so it waits and then sees the new
+    attempt), on SQLite the database's write lock taken by a no-op update (trial inserts and other
+    writers wait). The session's copy of the participant is read again under the lock."""
+    if db.session.get_bind().dialect.name == "sqlite":
+        db.session.execute(sa.update(Participant).where(Participant.id == participant_id)
+                           .values(attempt=Participant.attempt)
+                           .execution_options(synchronize_session=False))
+    db.session.execute(sa.select(Participant).where(Participant.id == participant_id)
+                       .with_for_update().execution_options(populate_existing=True)).scalar_one()
+
+
 def on_return(participant: Participant, via: str, now: dt.datetime | None = None) -> Decision:
-    """Decide, act (restart the block's trials) and record the decision as an event; committed."""
+    """Decide, act (restart the block's trials) and record the decision as an event; committed.
+    Decided and acted on under the participant's lock, so a trial insert or another return of the
+    same participant comes wholly before or wholly after."""
     now = now or utcnow()
+    if decide(participant, now).reason == "unset":
+        return Decision("resume", "resume", None, 0.0, None, "unset")
+    lock(participant.id)
     decision = decide(participant, now)
-    if decision.reason == "unset":
-        return decision
     value: dict[str, Any] = {**asdict(decision), "via": via}
     if decision.action == "restart_block":
         _, indices = current_block(participant)
@@ -127,14 +143,16 @@ def restarted_block(participant: Participant) -> str | None:
 
 def keep_stale(participant_id: int, sent: dict[str, Any], current_attempt: int) -> None:
     """Keep a trial answered in an earlier attempt of a restarted block (sent after the restart)
-    as a ``stale_trial`` event, once however often the browser sends it; committed."""
+    as a ``stale_trial`` event, once however often the browser sends it (checked and written
+    under the participant's lock, so copies sent at once are kept once); committed."""
     value = {**sent, "current_attempt": current_attempt}
+    lock(participant_id)
     known = db.session.execute(sa.select(Event.value).where(
         Event.participant_id == participant_id, Event.type == STALE_EVENT)).scalars()
     if all(v != value for v in known):
         db.session.add(Event(participant_id=participant_id, type=STALE_EVENT, value=value,
                              server_time=utcnow()))
-        db.session.commit()
+    db.session.commit()
 
 
 def refusal_of(participant: Participant) -> Decision | None:

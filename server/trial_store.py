@@ -90,7 +90,8 @@ def _insert_statement(dialect: str, statuses: frozenset[str]) -> sa.Insert:
     The status, token and attempt checks sit in the statement itself, so a status changed by
     another process (a decline, a time-out), a token it reissued (a resume), a block it restarted
     (``resume_policy``) or a participant it deleted is seen even when this process's cached copy
-    is stale."""
+    is stale. The participant's row is read FOR KEY SHARE on PostgreSQL (SQLite has one writer at
+    a time), so a block restart in progress is waited for, never overtaken."""
     module = postgresql if dialect == "postgresql" else sqlite
     table = Trial.__table__
     columns = [table.c[name] for name in INSERT_COLUMNS]
@@ -99,13 +100,16 @@ def _insert_statement(dialect: str, statuses: frozenset[str]) -> sa.Insert:
     values = [sa.cast(params[c.name], c.type) if dialect == "postgresql" else params[c.name]
               for c in columns]
     people = Participant.__table__
-    storable = sa.exists().where(
+    source = sa.select(*values).select_from(people).where(
         people.c.id == params["participant_id"],
         people.c.status.in_(sorted(statuses)),
         people.c.token_hash == sa.bindparam("token_hash", type_=people.c.token_hash.type),
         people.c.attempt == sa.bindparam("attempt", type_=people.c.attempt.type),
     )
-    stmt = module.insert(table).from_select(columns, sa.select(*values).where(storable))
+    if dialect == "postgresql":  # wait for a block restart holding the row (resume_policy.lock),
+        # then check the row as it committed; inserts of one participant do not wait on each other
+        source = source.with_for_update(read=True, key_share=True, of=people)
+    stmt = module.insert(table).from_select(columns, source)
     stmt = stmt.on_conflict_do_nothing(index_elements=["participant_id", "trial_index"])
     return stmt.returning(table.c.id)
 

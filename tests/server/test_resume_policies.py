@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import threading
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -272,3 +274,112 @@ def test_the_timeline_names_the_restarted_block_until_it_is_answered_again(make,
     answer(client, pid, token, "second", 1)
     tl = client.get(timeline, headers=auth(token)).get_json()
     assert tl["restarted_block"] is None and tl["attempt"] == 1  # a reload now is no restart
+
+
+# --------------------------------------------------------------------------- races (issue 45, 6)
+
+def slow_restart(monkeypatch, seconds: float = 0.3) -> threading.Event:
+    """Hold a return between reading the block's stored trials and removing them (the window of
+    the race, widened so that each run meets it); the event is set once the window is open."""
+    reading, original = threading.Event(), resume_policy._restart
+
+    def restart(participant, indices):
+        reading.set()
+        time.sleep(seconds)
+        return original(participant, indices)
+
+    monkeypatch.setattr(resume_policy, "_restart", restart)
+    return reading
+
+
+def test_a_trial_sent_while_its_block_restarts_is_not_stored_as_the_repeated_blocks_answer(
+        make, monkeypatch):
+    """The old window's next trial arrives while a return restarts its block: it lands before the
+    restart (then the restart moves it into its event) or after it (then it is kept aside), never
+    as a stored answer of the block that is asked again."""
+    app = make(second='resume = "restart_block"', table="[resume]\nmax_age_minutes = 60\n")
+    old_browser, pid, old_token, answered = started(app)
+    late = answered[-1] + 1  # the next trial of the block, answered in the old window
+    reading = slow_restart(monkeypatch)
+    sent: list = []
+
+    def old_window():
+        reading.wait(10)
+        sent.append(old_browser.post(f"/api/v1/participants/{pid}/trials",
+                                     json=rating_body(late, attempt=0), headers=auth(old_token)))
+
+    thread = threading.Thread(target=old_window)
+    thread.start()
+    _, back = come_back(app, monkeypatch, 5)
+    thread.join(20)
+    assert back.status_code == 302 and len(sent) == 1
+    assert stored(app, pid) == sorted(answered[:-2])  # the repeated block holds nothing yet
+    [decision] = decisions(app, pid)
+    restarted = [r["trial_index"] for r in decision["restarted"]]
+    with app.app_context():
+        stale = [e.value["trial_index"] for e in db.session.execute(
+            sa.select(Event).where(Event.type == resume_policy.STALE_EVENT)).scalars()]
+    if sent[0].status_code == 201:  # stored first: the restart took it with the others
+        assert restarted == [*answered[-2:], late] and stale == []
+    else:  # refused after the restart: kept aside (409), or its token revoked by the return (403)
+        assert sent[0].status_code in (403, 409), sent[0].get_json()
+        assert restarted == answered[-2:]
+        assert stale == ([late] if sent[0].status_code == 409 else [])
+
+
+def test_simultaneous_returns_restart_the_block_once_with_its_answers(make, monkeypatch):
+    """Five returns at once: one restart carries the block's answers, each later one finds the
+    block empty; every return is recorded with its own attempt."""
+    app = make(second='resume = "restart_block"', table="[resume]\nmax_age_minutes = 60\n")
+    _, pid, _, answered = started(app)
+    later = resume_policy.utcnow() + dt.timedelta(minutes=5)
+    monkeypatch.setattr(resume_policy, "utcnow", lambda: later)
+    slow_restart(monkeypatch, 0.1)
+    gate, codes = threading.Barrier(5), []
+
+    def come():
+        client = app.test_client()
+        gate.wait(10)
+        codes.append(client.get(f"/start/small?{LINK}").status_code)
+
+    threads = [threading.Thread(target=come) for _ in range(5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert codes == [302] * 5
+    made = decisions(app, pid)
+    assert [d["action"] for d in made] == ["restart_block"] * 5
+    assert [[r["trial_index"] for r in d["restarted"]] for d in made] == [answered[-2:]] + [[]] * 4
+    assert sorted(d["attempt"] for d in made) == [1, 2, 3, 4, 5]
+    with app.app_context():
+        assert db.session.execute(sa.select(Participant.attempt).where(
+            Participant.public_id == pid)).scalar_one() == 5
+
+
+def test_one_stale_trial_sent_twenty_times_at_once_is_kept_once(make, monkeypatch):
+    app = make(second='resume = "restart_block"', table="[resume]\nmax_age_minutes = 60\n")
+    _, pid, _, answered = started(app)
+    _, back = come_back(app, monkeypatch, 5)
+    assert back.status_code == 302
+    with app.app_context():
+        ident = db.session.execute(sa.select(Participant.id).where(
+            Participant.public_id == pid)).scalar_one()
+    sent = dict(rating_body(answered[-1] + 1, attempt=0), attempt=0)
+
+    def keep(gate: threading.Barrier, body: dict) -> None:
+        with app.app_context():
+            gate.wait(10)
+            resume_policy.keep_stale(ident, body, 1)
+
+    for round_ in range(3):  # a different trial body each round, each sent 20 times at once
+        gate, body = threading.Barrier(20), dict(sent, rt_ms=500.0 + round_)
+        threads = [threading.Thread(target=keep, args=(gate, body)) for _ in range(20)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+    with app.app_context():
+        kept = [e.value["rt_ms"] for e in db.session.execute(sa.select(Event).where(
+            Event.type == resume_policy.STALE_EVENT).order_by(Event.id)).scalars()]
+    assert kept == [500.0, 501.0, 502.0]
