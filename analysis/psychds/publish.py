@@ -10,15 +10,15 @@ Layout (``DIR``)::
     results/                                             the study's models scored (with --models)
 
 Never published: the platform's participant, study and session ids, user agents, completion codes
-(:data:`~humanlike.analysis.psychds.dataset.NEVER_PUBLISHED`), the event log, and free-text
-answers (the ``debrief`` table) unless asked for."""
+(:data:`~humanlike.analysis.psychds.dataset.NEVER_PUBLISHED`), the event log, free-text answers
+(the ``debrief`` table) unless asked for, the spec's keys outside its allow-list and times finer
+than the day unless asked for (:mod:`~humanlike.analysis.psychds.disclosure`)."""
 
 from __future__ import annotations
 
 import datetime as _dt
 import hashlib
 import json
-import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +36,7 @@ from humanlike.analysis.psychds.dataset import (
     variable_measured,
     write_datafile,
 )
+from humanlike.analysis.psychds.disclosure import coarsen_times, public_spec
 from humanlike.analysis.psychds.validate import Validation, validate_dataset
 from humanlike.analysis.report.sections import ReportSettings
 
@@ -44,18 +45,6 @@ PUBLISHED_TABLES = ("trials", "ratings", "decisions", "triads", "classifications
 """Export tables a dataset holds (in this order); ``debrief`` (free text) only when asked."""
 FREE_TEXT_TABLES = ("debrief",)
 MANIFEST = "materials/stimuli/manifest.csv"
-
-_SECRET_KEY = re.compile(r"(^|_)(code|codes|secret|token|password|api_key)($|_)")
-
-
-def public_spec(spec: Any) -> Any:
-    """The spec without completion codes, secrets or tokens (keys named so, at any depth)."""
-    if isinstance(spec, Mapping):
-        return {k: public_spec(v) for k, v in spec.items() if not _SECRET_KEY.search(str(k))}
-    if isinstance(spec, list):
-        return [public_spec(v) for v in spec]
-    return spec
-
 
 @dataclass(frozen=True)
 class SpecVersion:
@@ -88,11 +77,13 @@ def publish_export(
     description: str | None = None,
     models: pd.DataFrame | None = None,
     include_free_text: bool = False,
+    times: str = "day",
     date: str | None = None,
 ) -> Validation:
     """Write the dataset for the ``humanlike export`` folder ``export`` into ``out`` (which must
-    not exist yet) and return its Psych-DS validation. ``ValueError`` when a stimulus file is
-    missing or its bytes are not those the study recorded."""
+    not exist yet) and return its Psych-DS validation; its times are published as ``times`` says
+    (:func:`~humanlike.analysis.psychds.disclosure.coarsen_times`). ``ValueError`` when a stimulus
+    file is missing or its bytes are not those the study recorded."""
     from humanlike.analysis.benchmark.package import DEFINITION, write_definition
 
     if out.exists() and any(out.iterdir()):
@@ -117,6 +108,7 @@ def publish_export(
         frames[name] = frame
     if "stimuli" not in frames:
         raise ValueError(f"{export}: no stimuli table to publish")
+    frames, time_notes = coarsen_times(frames, times, rules)
     _check_stimuli(frames["stimuli"], stimulus_root)
     out.mkdir(parents=True, exist_ok=True)
     for name, frame in frames.items():
@@ -126,6 +118,8 @@ def publish_export(
         columns += list(frame.columns)
         for column, text in (codebook.get(name) or {}).items():
             descriptions.setdefault(column, text)
+    for column, note in time_notes.items():
+        descriptions[column] = f"{descriptions[column]}; {note}" if descriptions.get(column) else note
     _copy_stimuli(frames["stimuli"], stimulus_root, out)
     for version in versions:
         folder = out / "documentation" / f"spec-{version.hash[:12]}"
@@ -160,7 +154,7 @@ def publish_export(
     (out / "dataset_description.json").write_text(json.dumps(record, indent=2) + "\n",
                                                   encoding="utf-8")
     _texts(out, study=study, title=title, license=license, authors=authors, date=date,
-           written=written, include_free_text=include_free_text)
+           written=written, include_free_text=include_free_text, times=times)
     return validate_dataset(out)
 
 
@@ -187,8 +181,17 @@ def _copy_stimuli(stimuli: pd.DataFrame, root: Path, out: Path) -> None:
     stimuli.assign(file=stimuli["stimulus"]).to_csv(out / MANIFEST, index=False)
 
 
+_TIMES_TEXT = {
+    "day": "Times are published as their UTC date only, and durations in whole minutes, so that no "
+           "row can be\nlinked to a recruitment platform's submission list by its arrival time.",
+    "offsets": "Times are published as seconds since the participant's own arrival (server "
+               "times) or first trial\n(browser times); no time of day is published.",
+    "exact": "Times are published as recorded (UTC).",
+}
+
+
 def _texts(out: Path, *, study: str, title: str, license: str, authors: Sequence[str], date: str,
-           written: Mapping[str, str], include_free_text: bool) -> None:
+           written: Mapping[str, str], include_free_text: bool, times: str) -> None:
     from humanlike.analysis.psychds.dataset import LICENSES
 
     people = ", ".join(authors) or "the study's authors"
@@ -207,6 +210,7 @@ Not published: the columns {never}, the browser event log{'' if include_free_tex
 ', free-text answers'}. Columns are described in `dataset_description.json` (variableMeasured).
 A row is identified by (participant, trial_index) in the trial tables (and category in `ratings`),
 by participant in `participants` and by stimulus in `stimuli`.
+{_TIMES_TEXT[times]}
 
 ## Materials and documentation
 `materials/stimuli/` holds every stimulus as shown, `manifest.csv` and `SHA256SUMS`

@@ -19,6 +19,12 @@ def _license_choices() -> list[str]:
     return list(LICENSES)
 
 
+def _time_choices() -> list[str]:
+    from humanlike.analysis.psychds.disclosure import TIME_POLICIES
+
+    return list(TIME_POLICIES)
+
+
 @click.command("publish")
 @click.argument("experiment")
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
@@ -32,6 +38,11 @@ def _license_choices() -> list[str]:
               help="The study's model responses: published and scored into results/.")
 @click.option("--include-free-text", is_flag=True,
               help="Also publish free-text answers (the debrief table); only with consent.")
+@click.option("--times", default="day", show_default=True,
+              type=click.Choice(_time_choices()),
+              help="How times are published: the UTC day (durations in whole minutes), seconds "
+                   "from each participant's own start, or exact (linkable to the platform's "
+                   "submission list; only with consent).")
 @n_resamples_option(1000, "Bootstrap resamples the benchmark scores with (as the report).")
 @click.option("--n-sim", default=1000, show_default=True, type=click.IntRange(min=1),
               help="Simulations per pair for the kappa independence test (as the report).")
@@ -42,7 +53,7 @@ def _license_choices() -> list[str]:
 @database_option
 def command(experiment: str, out: Path, license_: str, authors: tuple[str, ...],
             title: str | None, description: str | None, responses: Path | None,
-            include_free_text: bool, n_resamples: int, n_sim: int, confidence: float,
+            include_free_text: bool, times: str, n_resamples: int, n_sim: int, confidence: float,
             alpha: float, seed: int, database_url: str | None) -> None:
     """Publish EXPERIMENT (its slug) as a Psych-DS dataset and benchmark in OUT."""
     from humanlike.analysis.psychds.publish import publish_export
@@ -77,7 +88,7 @@ def command(experiment: str, out: Path, license_: str, authors: tuple[str, ...],
                 rules=spec.get("exclusion"),
                 categories=[str(c["label"]) for c in spec.get("categories", [])],
                 authors=authors, description=description, models=models,
-                include_free_text=include_free_text)
+                include_free_text=include_free_text, times=times)
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
         click.echo(validation.summary())

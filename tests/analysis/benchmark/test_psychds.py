@@ -18,7 +18,7 @@ from humanlike.analysis.psychds import (
     write_datafile,
 )
 from humanlike.analysis.psychds.dataset import variable_measured
-from humanlike.analysis.psychds.publish import public_spec
+from humanlike.analysis.psychds.disclosure import coarse_durations, coarsen_times, public_spec
 
 EXAMPLES = Path(__file__).parent / "psychds_examples"
 VALID = sorted(p.name for p in (EXAMPLES / "valid").iterdir())
@@ -129,5 +129,66 @@ def test_the_published_spec_holds_no_completion_code_or_secret():
             "mturk_sandbox": True}, "recruitment": {"completion_codes": [{"code": "X"}],
                                                      "api_token": "t", "filter_id": "age"}}
     assert public_spec(spec) == {"slug": "s", "key_mapping": "fixed",
-                                 "completion": {"mturk_sandbox": True},
-                                 "recruitment": {"filter_id": "age"}}
+                                 "completion": {"mturk_sandbox": True}}
+
+
+def test_the_published_spec_is_an_allow_list_and_its_urls_lose_their_query():
+    token = "9185d436e5f94b1581b0918162e8"
+    url = f"https://u.sona-systems.com/webstudy_credit.aspx?experiment_id=1&credit_token={token}"
+    spec = {"slug": "s", "platform": {"preset": "sona", "completion": "redirect",
+                                      "completion_url": url, "server_completion_url": url,
+                                      "participant_param": "survey_code", "id_pattern": None},
+            "blocks": [{"name": "b", "prompt": f"Help: {url}#top or https://ada:pw@lab.example:8443/"
+                                              "faq?k=1."}],
+            "categories": [{"label": "cat", "key": "c", "hint": "new field"}],
+            "newly_added": {"plain": "no secret-like name, still not published"}}
+    assert public_spec(spec) == {
+        "slug": "s", "platform": {"preset": "sona", "completion": "redirect"},
+        "blocks": [{"name": "b", "prompt": "Help: https://u.sona-systems.com/webstudy_credit.aspx "
+                                           "or https://lab.example:8443/faq."}],
+        "categories": [{"label": "cat", "key": "c"}]}
+    assert public_spec({"platform": "prolific"}) == {"platform": "prolific"}
+
+
+def test_times_are_published_as_days_by_default():
+    people = pd.DataFrame({"participant": ["p1", "p2"],
+                           "created_at": ["2026-03-01T23:59:58Z", "2026-03-02T00:00:01Z"],
+                           "completed_at": ["2026-03-02T00:14:40Z", None],
+                           "duration_s": [882.0, None], "seed": [12, 13]})
+    trials = pd.DataFrame({"participant": ["p1", "p1", "p2"], "trial_index": [0, 1, 0],
+                           "client_time": [1.7e12, 1.7e12 + 2500, None],
+                           "server_time": ["2026-03-02T00:00:03.5Z", "2026-03-02T00:00:06Z",
+                                           "2026-03-02T00:00:09Z"]})
+    frames, notes = coarsen_times({"participants": people, "trials": trials}, "day")
+    assert frames["participants"]["created_at"].tolist() == ["2026-03-01", "2026-03-02"]
+    assert frames["participants"]["completed_at"].tolist()[0] == "2026-03-02"
+    assert pd.isna(frames["participants"]["completed_at"].tolist()[1])
+    assert frames["participants"]["duration_s"].tolist()[0] == 900.0  # 14.7 min -> 15 min
+    assert frames["participants"]["seed"].tolist() == [12, 13]
+    assert frames["trials"]["server_time"].tolist() == ["2026-03-02"] * 3
+    assert frames["trials"]["client_time"].tolist()[:2] == ["2023-11-14"] * 2
+    assert set(notes) == {"created_at", "completed_at", "duration_s", "client_time", "server_time"}
+    assert people["created_at"][0] == "2026-03-01T23:59:58Z"  # the input is left as it was
+    frames, notes = coarsen_times({"participants": people, "trials": trials}, "offsets")
+    assert frames["participants"]["created_at"].tolist() == [0.0, 0.0]
+    assert frames["participants"]["completed_at"].tolist()[0] == 882.0
+    assert frames["trials"]["server_time"].tolist() == [5.5, 8.0, 8.0]
+    assert frames["trials"]["client_time"].tolist()[:2] == [0.0, 2.5]
+    assert frames["participants"]["duration_s"].tolist()[0] == 882.0
+    frames, notes = coarsen_times({"trials": trials}, "exact")
+    assert frames["trials"] is trials and notes == {}
+    with pytest.raises(ValueError, match="day, offsets, exact"):
+        coarsen_times({"trials": trials}, "hour")
+
+
+def test_coarse_durations_keep_each_completion_rule_verdict():
+    seconds = pd.Series([305.0, 290.0, 1185.0, 1230.0, 600.0, 325.0, float("nan")])
+    assert coarse_durations(seconds, None).tolist()[:6] == [300, 300, 1200, 1200, 600, 300]
+    # min 300: 290 fails it, so it stays below (240); max 1200: 1230 fails it, so above (1260)
+    rules = {"min_completion_s": 300, "max_completion_s": 1200}
+    assert coarse_durations(seconds, rules).tolist()[:6] == [300, 240, 1200, 1260, 600, 300]
+    # min 320: 325 passes it, so it stays on it (320); max 1190: 1185 passes it (1190)
+    rules = {"min_completion_s": 320, "max_completion_s": 1190}
+    coarse = coarse_durations(seconds, rules)
+    assert coarse.tolist()[:6] == [300, 300, 1190, 1200, 600, 320]
+    assert pd.isna(coarse.tolist()[6])
