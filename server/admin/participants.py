@@ -301,7 +301,7 @@ def _trial_rows(participant_id: int) -> list[TrialRow]:
 @bp.app_template_filter("response_summary")
 def response_summary(response: Any) -> str:
     """A trial's response in a few words: the categories rated above 0 (highest first), the
-    answer chosen, or the debrief's answers; otherwise its JSON."""
+    debrief's answers, the triad's chosen image or the class chosen; otherwise its JSON."""
     if isinstance(response, dict):
         ratings = response.get("ratings")
         if isinstance(ratings, dict):
@@ -313,6 +313,10 @@ def response_summary(response: Any) -> str:
             return "; ".join(f"{k}: {v}" for k, v in answers.items())
         if "response" in response:
             return str(response["response"])
+        if response.get("choice") in ("left", "right"):  # a triad: which outer image was chosen
+            return f"{response['choice']} image chosen as more similar"
+        if isinstance(response.get("choice"), str):  # a classification
+            return response["choice"]
     return json.dumps(response)
 
 
@@ -336,6 +340,10 @@ def participant(public_id: str):
     internal = set(internal_types())
     rts = np.array([t.rt_ms for t in trials if t.rt_ms is not None
                     and t.trial_type not in internal and not t.practice], dtype=float)
+    # progress as the participant saw it: task trials only (the closing debrief form is no trial)
+    n_task = sum(str(e.get("type")) not in internal for e in (p.timeline or {}).get("trials", [])) \
+        or p.n_trials
+    n_done = sum(t.trial_type not in internal for t in trials)
     key = key_from_secret(current_app.config["SECRET_KEY"])
     reveal = revealed(exp.slug) or revealed(f"p:{p.public_id}")
     return render_template(
@@ -347,5 +355,5 @@ def participant(public_id: str):
         scatter=charts.scatter(repeat_pairs(trials)),
         histogram=charts.histogram(rts), reveal=reveal,
         platform_id=p.platform_id if reveal else pseudonym(key, exp.slug, p.platform_id),
-        progress=min(1.0, len(trials) / p.n_trials) if p.n_trials else 1.0,
+        progress=min(1.0, n_done / n_task) if n_task else 1.0, n_done=n_done, n_task=n_task,
         certificate=display.participant_certificate(p, exp.spec), sona_state=sona.grant_state(p))

@@ -46,3 +46,45 @@ def test_serve_prints_the_entry_link_each_source_uses():
     assert local == ("local link", "http://h:1/start/s")
     assert prolific[1] == ("http://h:1/start/s?PROLIFIC_PID={{%PROLIFIC_PID%}}"
                            "&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}")
+
+
+def test_the_participant_page_counts_trials_as_the_participant_saw_them(app, client, built_study):
+    """180/180 on the participant's screen was 181/181 on the dashboard (the debrief counted)."""
+    from tests.server.admin.dashboard_helpers import login
+    from tests.server.admin.test_dashboard_pages import three_participants
+
+    good, _, partial = built_study("three_participants", three_participants)
+    login(app, client)
+    with app.app_context():
+        from humanlike.server.extensions import db
+        from humanlike.server.models import Participant
+
+        p = db.session.query(Participant).filter_by(public_id=good).one()
+        n_task = sum(t["type"] != "debrief" for t in p.timeline["trials"])
+        assert n_task == p.n_trials - 1
+    page = client.get(f"/admin/participants/{good}").get_data(as_text=True)
+    assert f"</span></span> {n_task}/{n_task} trials</dd>" in page
+    assert f"</span></span> 5/{n_task} trials</dd>" in client.get(
+        f"/admin/participants/{partial}").get_data(as_text=True)
+
+
+def test_a_triad_or_classification_answer_is_said_in_words():
+    from humanlike.server.admin.participants import response_summary
+
+    assert response_summary({"choice": "left"}) == "left image chosen as more similar"
+    assert response_summary({"choice": "dog"}) == "dog"
+    assert response_summary({"other": 1}) == '{"other": 1}'
+
+
+def test_reject_categories_are_offered_in_prolifics_words(app, client):
+    from tests.server.admin.dashboard_helpers import csrf_from, login
+    from tests.server.admin.test_experiment_page import completed
+
+    pid = completed(app, client, "REJWORDS1")
+    login(app, client)
+    token = csrf_from(client.get("/admin/experiments/small").get_data(as_text=True))
+    html = client.post("/admin/experiments/small/actions/confirm", data={
+        "csrf_token": token, "action": "reject", "participant": pid}).get_data(as_text=True)
+    assert '<option value="FAILED_CHECK" >Failed attention check</option>' in html
+    assert '<option value="UNSUPP_DEVICE" >Unsupported device</option>' in html
+    assert ">unsupp device<" not in html
