@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 #: Deprecated rule names and the names that replaced them.
 DEPRECATED_RULE_NAMES = {"min_rt_ms": "min_trial_rt_ms"}
 
-_SWITCHES = frozenset({"analyse_partial_data"})
+_SWITCHES = frozenset({"analyse_partial_data", "analyse_simulated"})
 """Rules that are on/off switches, not thresholds."""
 
 _Share = Annotated[float, Field(ge=0, le=1)]
@@ -45,6 +45,9 @@ class ExclusionRules(BaseModel):
     analyse_partial_data: bool = False
     """Analyse participants who returned, timed out or quit early (their consent must allow it);
     by default they are out of every analysis (``humanlike.analysis.sample``)."""
+    analyse_simulated: bool = False
+    """Analyse simulated participants (a rehearsal such as the demo: ``humanlike simulate``, which
+    the server records at arrival); by default they are out of every analysis."""
 
     @model_validator(mode="before")
     @classmethod

@@ -10,7 +10,10 @@ them into the one sentence they all print. The rule, first match wins:
 3. rejected: out, "rejected", unless the researcher included the participant;
 4. excluded (QC, or the researcher, ``server.overrides``): out with the exclusion reasons;
 5. no stored trials: out, "no trials";
-6. otherwise analysed (a researcher's inclusion is kept as the reason, for the record).
+6. simulated (a rehearsal the server recorded at arrival, ``simulated``): out, "simulated", unless
+   the spec's ``[exclusion] analyse_simulated = true`` (then "simulated: analysed (a rehearsal)");
+   the export reader's ``include_simulated`` lets exactly these in;
+7. otherwise analysed (a researcher's inclusion is kept as the reason, for the record).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ RESEARCHER_INCLUDE = "researcher include: "
 IN_PROGRESS = "in progress"
 REJECTED = ParticipantStatus.REJECTED.value  # the reason is the status word
 NO_TRIALS = "no trials"
+SIMULATED = "simulated"
+SIMULATED_ANALYSED = "simulated: analysed (a rehearsal)"
 PARTIAL = "partial data kept: "
 _IN_PROGRESS_STATUSES = frozenset({ParticipantStatus.ALLOCATED, ParticipantStatus.CONSENTED,
                                    ParticipantStatus.STARTED})
@@ -51,9 +56,11 @@ def researcher_included(reasons: pd.Series) -> pd.Series:
     return _text(reasons).str.startswith(RESEARCHER_INCLUDE)
 
 
-def decide_analysed(people: pd.DataFrame, analyse_partial_data: bool = False) -> pd.DataFrame:
+def decide_analysed(people: pd.DataFrame, analyse_partial_data: bool = False,
+                    analyse_simulated: bool = False) -> pd.DataFrame:
     """``people`` (the export's participants table: ``status``, ``excluded``,
-    ``exclusion_reasons``, optionally ``n_stored``) with ``analysed`` and ``analysed_reason``."""
+    ``exclusion_reasons``, optionally ``n_stored`` and ``simulated``) with ``analysed`` and
+    ``analysed_reason``."""
     people = people.copy()
     if people.empty:
         people["analysed"], people["analysed_reason"] = pd.Series(dtype=bool), pd.Series(dtype=str)
@@ -82,8 +89,12 @@ def decide_analysed(people: pd.DataFrame, analyse_partial_data: bool = False) ->
     rule((status == ParticipantStatus.REJECTED) & ~included, REJECTED)
     rule(excluded, reasons)
     rule(stored <= 0, NO_TRIALS)
+    simulated = _flag(people.get("simulated", pd.Series(False, index=index)))
+    if not analyse_simulated:
+        rule(simulated, SIMULATED)
     kept = ~out
     why[kept & included] = reasons[kept & included]
+    why[kept & simulated] = SIMULATED_ANALYSED
     if analyse_partial_data:
         partial = kept & left
         why[partial] = PARTIAL + status_words[partial] + why[partial].map(
@@ -93,16 +104,22 @@ def decide_analysed(people: pd.DataFrame, analyse_partial_data: bool = False) ->
     return people
 
 
-def with_analysed(people: pd.DataFrame) -> pd.DataFrame:
+def with_analysed(people: pd.DataFrame, include_simulated: bool = False) -> pd.DataFrame:
     """The participants table with ``analysed`` / ``analysed_reason``: as exported, or decided by
-    the default rule for an export written before those columns existed."""
+    the default rule for an export written before those columns existed; ``include_simulated``
+    lets in the simulated participants that are out for that alone (reason "simulated")."""
     if "analysed" in people.columns:
         people = people.copy()
         people["analysed"] = _flag(people["analysed"])
         people["analysed_reason"] = _text(people.get(
             "analysed_reason", pd.Series("", index=people.index)))
-        return people
-    return decide_analysed(people)
+    else:
+        people = decide_analysed(people)
+    if include_simulated:
+        only_simulated = ~people["analysed"] & (people["analysed_reason"] == SIMULATED)
+        people.loc[only_simulated, "analysed"] = True
+        people.loc[only_simulated, "analysed_reason"] = SIMULATED_ANALYSED
+    return people
 
 
 def analysed_set(people: pd.DataFrame | None) -> frozenset[str] | None:
@@ -137,6 +154,9 @@ class Sample:
     researcher_included: int = 0
     no_trials: int = 0
     partial_kept: int = 0
+    simulated: int = 0
+    """Simulated participants who arrived (a rehearsal; also counted in their statuses)."""
+    simulated_analysed: int = 0
 
     @classmethod
     def of(cls, people: pd.DataFrame | None) -> Sample:
@@ -147,9 +167,10 @@ class Sample:
         status = _text(people.get("status", pd.Series("", index=people.index)))
         why = people["analysed_reason"]
         out = ~people["analysed"]
+        simulated = _flag(people.get("simulated", pd.Series(False, index=people.index)))
         # QC and researcher exclusions among those not already out for their status
         by_status = why.isin([s.replace("_", " ") for s in LEFT_STATUSES]) | why.isin(
-            [IN_PROGRESS, REJECTED])
+            [IN_PROGRESS, REJECTED, SIMULATED])
         researcher = out & ~by_status & why.str.startswith(RESEARCHER_EXCLUDE)
         qc = out & ~by_status & ~researcher & (why != NO_TRIALS)
         rules: Counter[str] = Counter()
@@ -167,7 +188,9 @@ class Sample:
             researcher_excluded=int(researcher.sum()),
             researcher_included=int((people["analysed"] & researcher_included(why)).sum()),
             no_trials=int((out & (why == NO_TRIALS)).sum()),
-            partial_kept=int((people["analysed"] & why.str.startswith(PARTIAL)).sum()))
+            partial_kept=int((people["analysed"] & why.str.startswith(PARTIAL)).sum()),
+            simulated=int(simulated.sum()),
+            simulated_analysed=int((people["analysed"] & simulated).sum()))
 
     def sentence(self) -> str:
         """"N analysed of M who arrived: c completed, r returned, q excluded by QC (reasons)",
@@ -186,6 +209,10 @@ class Sample:
                          (self.no_trials, "without trials")):
             if n:
                 parts.append(f"{n} {words}")
+        if self.simulated:
+            parts.append(f"{self.simulated} simulated (a rehearsal: "
+                         + (f"{self.simulated_analysed} of them analysed, as asked for)"
+                            if self.simulated_analysed else "not analysed)"))
         text = f"{self.analysed} analysed of {self.arrived} who arrived: " + ", ".join(parts)
         if self.partial_kept:
             text += (f"; partial data of {self.partial_kept} who left early kept "

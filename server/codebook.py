@@ -41,6 +41,9 @@ PARTICIPANT_COLUMNS = {
     "spec_version": "hash of the spec version the participant was allocated under and served "
                     "to the end (the spec_version table holds each version's spec and texts)",
     "status": " | ".join(ParticipantStatus),
+    "simulated": "true for a rehearsal participant (humanlike simulate): recorded by the server at "
+                 "arrival when the study's rehearsal key verified; not analysed unless the spec's "
+                 "[exclusion] analyse_simulated or the analyses' --include-simulated asks for it",
     "seed": "seed the participant's timeline was generated from",
     "created_at": "arrival time (UTC)",
     "started_at": "first stored trial (UTC)",
@@ -75,7 +78,9 @@ PARTICIPANT_COLUMNS = {
                 "excluded (QC or researcher); returned / timed-out / quit-early participants only "
                 "with the spec's analyse_partial_data (humanlike.analysis.sample)",
     "analysed_reason": "why not analysed (returned | timed out | quit early | in progress | rejected | "
-                       "no trials | the exclusion reasons), or a researcher's inclusion",
+                       "the exclusion reasons | no trials | simulated), or a researcher's "
+                       "inclusion, or 'simulated: analysed (a rehearsal)' with the spec's "
+                       "analyse_simulated",
 }
 STIMULUS_COLUMNS = {
     "stimulus": "stimulus id (file path relative to the manifest)",

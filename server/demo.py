@@ -14,7 +14,7 @@ import pandas as pd
 from humanlike.vocabulary import StimulusKind
 
 DEMO_SLUG = "demo"
-DEMO_VERSION = "8"  # bump when the demo content changes: `humanlike demo` then rebuilds it
+DEMO_VERSION = "9"  # bump when the demo content changes: `humanlike demo` then rebuilds it
 PROLIFIC_CODE = "C1HLDEMO"
 
 

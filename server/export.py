@@ -200,7 +200,8 @@ def participant_table(exp: Experiment, ids: list[int] | None = None) -> pd.DataF
          "platform_id": p.platform_id, "study_id": p.study_id or p.hit_id,
          "session_id": p.session_id or p.assignment_id, "condition": p.condition,
          "spec_version": versions.get(p.spec_version_id) if p.spec_version_id else None,
-         "status": p.status, "seed": p.seed, "created_at": p.created_at,
+         "status": p.status, "simulated": bool(p.simulated), "seed": p.seed,
+         "created_at": p.created_at,
          "started_at": p.started_at, "completed_at": p.completed_at,
          "refresh_hz": p.refresh_hz, "user_agent": p.user_agent, "n_trials": p.n_trials,
          "completion_code": p.completion_code,
@@ -350,7 +351,8 @@ class _Export:
         frame = apply_overrides(frame, overrides(self.exp.id))
         if frame.empty:
             return frame
-        return decide_analysed(frame, self.rules.analyse_partial_data)
+        return decide_analysed(frame, self.rules.analyse_partial_data,
+                               self.rules.analyse_simulated)
 
     def close(self) -> None:
         """Stop the QC worker process, if any."""

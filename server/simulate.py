@@ -21,6 +21,10 @@ How they answer (all randomness from one seed, recorded with the ground truth):
 
 Each trial type's answer is its registry entry's ``simulate`` (``trial_types.py``); internal
 trials (the debrief) report no timing.
+
+The client sends the study's rehearsal key (``server.rehearsal``; ``api_client(rehearsal_key=)``)
+with every request, so the server records each arrival as simulated; an arrival the server does not
+record so stops the run (its participants would otherwise count as real ones).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from humanlike.server.display import frames_for
+from humanlike.server.rehearsal import REHEARSAL_HEADER, SIMULATED_HEADER
 from humanlike.server.trial_types import TRIAL_TYPES
 from humanlike.vocabulary import StimulusKind
 
@@ -199,6 +204,12 @@ def run_participant(client: httpx.Client, study: SimulatedStudy, number: int,
     start = _check(client.get(f"/start/{study.slug}", params={
         "PROLIFIC_PID": platform_id, "STUDY_ID": s.study_id or f"{s.id_prefix}-study",
         "SESSION_ID": session_id or f"{platform_id}-session"}), "entry")
+    if REHEARSAL_HEADER in client.headers and start.headers.get(SIMULATED_HEADER) != "1":
+        raise RuntimeError(
+            f"the server did not recognise the rehearsal key: {platform_id} arrived as a real "
+            "participant (status allocated, never consented; not analysed). Give the server's "
+            "key with --rehearsal-key (`humanlike simulate EXPERIMENT --print-key` where the "
+            "server's SECRET_KEY is set)")
     location = start.headers.get("location", "")
     path, _, fragment = location.partition("#")
     if not fragment.startswith("token="):
@@ -211,7 +222,7 @@ def run_participant(client: httpx.Client, study: SimulatedStudy, number: int,
     refresh_hz = float(study.rng.choice(REFRESH_RATES))
     _check(client.post(f"{api}/events", headers=headers, json={
         "type": "environment", "value": {"refresh_hz": refresh_hz, "screen_width": 1920,
-                                         "screen_height": 1080, "simulated": True}}),
+                                         "screen_height": 1080}}),
            "environment event")
     timeline = _check(client.get(f"{api}/timeline", headers=headers), "timeline").json()
     for entry in timeline["trials"]:
@@ -227,16 +238,20 @@ def run_participant(client: httpx.Client, study: SimulatedStudy, number: int,
 
 
 @contextmanager
-def api_client(base_url: str | None = None, app: Any = None) -> Iterator[httpx.Client]:
-    """An httpx client for a running server (``base_url``) or in-process for a WSGI ``app``."""
+def api_client(base_url: str | None = None, app: Any = None,
+               rehearsal_key: str | None = None) -> Iterator[httpx.Client]:
+    """An httpx client for a running server (``base_url``) or in-process for a WSGI ``app``;
+    with ``rehearsal_key`` (``server.rehearsal.rehearsal_key``) its arrivals are rehearsals."""
     if (base_url is None) == (app is None):
         raise ValueError("give a server URL or an app, not both or neither")
+    headers = {REHEARSAL_HEADER: rehearsal_key} if rehearsal_key else {}
     if base_url is not None:
-        with httpx.Client(base_url=base_url, timeout=30.0, follow_redirects=False) as client:
+        with httpx.Client(base_url=base_url, timeout=30.0, follow_redirects=False,
+                          headers=headers) as client:
             yield client
     else:
         with httpx.Client(transport=httpx.WSGITransport(app=app), base_url="http://simulate.local",
-                          follow_redirects=False) as client:
+                          follow_redirects=False, headers=headers) as client:
             yield client
 
 

@@ -7,8 +7,11 @@ participant exclusions are applied once and the same way for ratings, error cons
 * participants the export does not analyse (``participants`` table, ``analysed`` and
   ``analysed_reason``: left early, rejected, excluded by QC or the researcher;
   :mod:`humanlike.analysis.sample`) are out, unless ``include_excluded``; the export's decision is
-  read, not recomputed. Without a participants table nobody is excluded here (the ratings analysis then
-  applies its :class:`~humanlike.analysis.exclusions.ExclusionRules` itself).
+  read, not recomputed. Simulated participants (a rehearsal the server recorded at arrival) are out
+  with the reason "simulated" unless the spec's ``analyse_simulated`` let them in; the reader's
+  ``include_simulated`` lets in exactly those (a rehearsal analysed on purpose, and said so).
+  Without a participants table nobody is excluded here (the ratings analysis then applies its
+  :class:`~humanlike.analysis.exclusions.ExclusionRules` itself).
 
 Input: an export folder (``trials``, ``ratings``, ``triads``, ``classifications``, ``participants``,
 ``stimuli`` as ``.parquet`` or ``.csv``) or one table file, whose folder may hold the
@@ -87,6 +90,8 @@ class Export:
     source: Path
     paths: dict[str, Path]
     include_excluded: bool = False
+    include_simulated: bool = False
+    """Analyse the simulated participants the export left out for that alone (a rehearsal)."""
     _cache: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False, compare=False)
 
     def has(self, name: str) -> bool:
@@ -110,13 +115,14 @@ class Export:
     def participants(self) -> pd.DataFrame | None:
         """The export's participants table (with its QC columns and ``analysed`` /
         ``analysed_reason``, decided by :mod:`humanlike.analysis.sample` for an older export
-        without them), or ``None``."""
+        without them; simulated participants let in with ``include_simulated``), or ``None``."""
         if not self.has("participants"):
             return None
         people = self.table("participants")
         if "participant" not in people.columns:
             return people
-        return with_analysed(people.assign(participant=people["participant"].astype(str)))
+        return with_analysed(people.assign(participant=people["participant"].astype(str)),
+                             self.include_simulated)
 
     def excluded_participants(self) -> frozenset[str]:
         """Participants the export does not analyse (``analysed`` false: left early, rejected,
@@ -212,15 +218,16 @@ def _is_catch(frame: pd.DataFrame) -> pd.Series:
 
 
 def read_export(
-    path: str | Path, table: str | None = None, include_excluded: bool = False
+    path: str | Path, table: str | None = None, include_excluded: bool = False,
+    include_simulated: bool = False,
 ) -> Export:
     """The export at ``path``: a folder of tables, or one table file (named ``<table>.csv`` or
     ``.parquet``, or any name with ``table=``) whose folder may hold ``participants`` and
-    ``stimuli``."""
+    ``stimuli``; ``include_simulated`` analyses a rehearsal's simulated participants too."""
     path = Path(path)
     if path.is_dir():
         paths = {name: p for name in TABLES if (p := find_table(path, name)) is not None}
-        return Export(path, paths, include_excluded)
+        return Export(path, paths, include_excluded, include_simulated)
     if not path.is_file():
         raise ValueError(f"no such file or folder: {path}")
     name = table or path.name.split(".")[0]
@@ -230,4 +237,4 @@ def read_export(
     for companion in ("participants", "stimuli"):
         if companion != name and (found := find_table(path.parent, companion)) is not None:
             paths[companion] = found
-    return Export(path, paths, include_excluded)
+    return Export(path, paths, include_excluded, include_simulated)

@@ -119,8 +119,13 @@ def design_text(spec: Mapping[str, Any] | None, export: Any) -> str:
     if shown:
         parts.append("Presentation: " + "; ".join(shown) + ".")
     if analysed is not None and "platform" in analysed and analysed["platform"].notna().any():
+        source = analysed["platform"].astype(str)
+        if "simulated" in analysed:  # a rehearsal's participants are named as such
+            from humanlike.analysis.io.export import flag
+
+            source = source.where(~flag(analysed, "simulated"), "simulated on " + source)
         parts.append("The analysed data came from these platforms (participants): "
-                     + _counts(analysed["platform"].astype(str)) + ".")
+                     + _counts(source) + ".")
     return " ".join(parts)
 
 

@@ -28,17 +28,17 @@ _STANDARD = ["experiment", "condition", "observer", "group", "stimulus", "correc
 
 
 def _read_export(
-    path: Path, include_excluded: bool, ties: Ties = "random", models: pd.DataFrame | None = None
+    path: Path, include_excluded: bool, ties: Ties = "random", models: pd.DataFrame | None = None,
+    include_simulated: bool = False,
 ) -> tuple[pd.DataFrame, list[str]]:
     """What error consistency scores in our export (``error_consistency.inputs.ec_trials``, as
     the report and the panel choose it), with the analysed-sample sentence first."""
     try:
         if path.is_dir():
-            export = read_export(path, None, include_excluded)
+            export = read_export(path, None, include_excluded, include_simulated)
         else:
-            export = read_export(path, "classifications", include_excluded)
-            if path.name.split(".")[0] == "decisions":
-                export = read_export(path, "decisions", include_excluded)
+            table = "decisions" if path.name.split(".")[0] == "decisions" else "classifications"
+            export = read_export(path, table, include_excluded, include_simulated)
         sentence = export.sample_sentence()
         frame, notes = ec_trials(export, ties, models)
     except ModelsError as exc:
@@ -59,19 +59,19 @@ def _read_mvh(path: Path) -> tuple[pd.DataFrame, list[str]]:
 
 def load_trials(
     path: Path, include_excluded: bool = False, ties: Ties = "random",
-    models: pd.DataFrame | None = None,
+    models: pd.DataFrame | None = None, include_simulated: bool = False,
 ) -> tuple[pd.DataFrame, str, list[str]]:
     """Return (standard trial frame, source kind, notes) for an export or model-vs-human path."""
     if path.is_dir():
         if any(find_table(path, t) is not None for t in ("classifications", "decisions")):
-            frame, notes = _read_export(path, include_excluded, ties, models)
+            frame, notes = _read_export(path, include_excluded, ties, models, include_simulated)
             return frame, "export", notes
         frame, notes = _read_mvh(path)
         return frame, "model-vs-human", notes
     if not path.is_file():
         raise click.BadParameter(f"no such file or folder: {path}", param_hint="TRIALS")
     if path.suffix == ".parquet" or (path.suffix == ".csv" and not is_trial_file(path)):
-        frame, notes = _read_export(path, include_excluded, ties, models)
+        frame, notes = _read_export(path, include_excluded, ties, models, include_simulated)
         return frame, "export", notes
     if models is not None:
         raise click.BadParameter("--models goes with our export's rating decisions, not with "
@@ -132,6 +132,8 @@ def read_condition_exclusions(path: Path) -> dict[str, list[str]]:
     is_flag=True,
     help="Keep participants flagged excluded in the export's participants.csv.",
 )
+@click.option("--include-simulated", is_flag=True,
+              help="Analyse simulated participants too (a rehearsal: humanlike simulate).")
 @click.option(
     "--exclude-conditions",
     "exclusions_file",
@@ -167,6 +169,7 @@ def command(
     degenerate: Literal["undefined", "mvh", "strict"],
     unbiased: bool,
     include_excluded: bool,
+    include_simulated: bool,
     exclusions_file: Path | None,
     ties: Ties,
     models_path: Path | None,
@@ -188,7 +191,7 @@ def command(
             models = load_model_responses(models_path)
         except ValueError as exc:
             raise click.BadParameter(f"{models_path}: {exc}", param_hint="--models") from None
-    frame, kind, notes = load_trials(trials, include_excluded, ties, models)
+    frame, kind, notes = load_trials(trials, include_excluded, ties, models, include_simulated)
     if exclusions_file is not None:
         frame, dropped = drop_conditions(frame, read_condition_exclusions(exclusions_file))
         notes += dropped

@@ -26,8 +26,11 @@ from humanlike.cli.options import confidence_option, n_resamples_option
 @click.option("--max-panels", default=12, show_default=True, help="Sequences shown in the figure.")
 @click.option("--include-excluded", is_flag=True,
               help="Keep participants flagged excluded in the export's participants table.")
+@click.option("--include-simulated", is_flag=True,
+              help="Analyse simulated participants too (a rehearsal: humanlike simulate).")
 def command(triads: Path, out_dir: Path, design: Literal["triads", "quadruples"], n_resamples: int,
-            confidence: float, seed: int, max_panels: int, include_excluded: bool) -> None:
+            confidence: float, seed: int, max_panels: int, include_excluded: bool,
+            include_simulated: bool) -> None:
     """Fit MLDS scales to TRIADS (the export's triads.csv/.parquet, or R's resp,S1,S2,S3[,S4]).
 
     Practice, catch and repeated trials and the participants the export does not analyse (its
@@ -37,7 +40,7 @@ def command(triads: Path, out_dir: Path, design: Literal["triads", "quadruples"]
     mlds_scales.png.
     """
     try:
-        export = read_export(triads, "triads", include_excluded)
+        export = read_export(triads, "triads", include_excluded, include_simulated)
         frame, notes = mlds_trials(export)
         with tqdm(total=n_resamples, desc="bootstrap", unit="rep", disable=n_resamples == 0) as bar:
             result = analyze_mlds(frame, design=design, n_resamples=n_resamples,

@@ -102,6 +102,8 @@ def _rules(rules_file: Path | None, overrides: tuple[str, ...]) -> ExclusionRule
     is_flag=True,
     help="Re-include participants that participants.csv marks as excluded.",
 )
+@click.option("--include-simulated", is_flag=True,
+              help="Analyse simulated participants too (a rehearsal: humanlike simulate).")
 def command(
     export: Path,
     responses: Path,
@@ -116,11 +118,13 @@ def command(
     n_jobs: int | None,
     bias_correct_bounds: bool,
     ignore_export_exclusions: bool,
+    include_simulated: bool,
 ) -> None:
     """Score models against human ratings in EXPORT with a noise ceiling and bootstrap CIs."""
     rules = _rules(rules_file, rule_overrides)
     try:
-        data = read_export(export, table="ratings", include_excluded=ignore_export_exclusions)
+        data = read_export(export, table="ratings", include_excluded=ignore_export_exclusions,
+                           include_simulated=include_simulated)
         frame = data.ratings()
         models = load_model_responses(responses)
     except ValueError as error:

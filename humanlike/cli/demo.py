@@ -65,7 +65,8 @@ def command(host: str, port: int, prepare_only: bool, rebuild: bool, simulated: 
     click.echo("                       add your own with `humanlike create-admin`)")
     click.echo(f"  export the data:     humanlike export {DEMO_SLUG} --out demo_out")
     if report is not None:
-        click.echo(f"  study report:        {report}  ({simulated} simulated participants)")
+        click.echo(f"  study report:        {report}  ({simulated} simulated participants, "
+                   "analysed: the demo is a rehearsal, [exclusion] analyse_simulated = true)")
     click.echo("")
     if prepare_only:
         return
@@ -78,7 +79,8 @@ def command(host: str, port: int, prepare_only: bool, rebuild: bool, simulated: 
 
 def _simulated_study(app, spec_path: Path, n: int) -> Path | None:
     """Once per demo database: ``n`` simulated participants through the API (2 fail the catch
-    trials), then the export and the study report in the instance folder; returns the report."""
+    trials; a rehearsal, recorded as simulated, which the demo's spec analyses), then the export
+    and the study report in the instance folder; returns the report."""
     import json
     import tomllib
 
@@ -91,6 +93,7 @@ def _simulated_study(app, spec_path: Path, n: int) -> Path | None:
     from humanlike.server.export import write_export
     from humanlike.server.extensions import db
     from humanlike.server.models import Experiment, Participant
+    from humanlike.server.rehearsal import rehearsal_key
     from humanlike.server.simulate import (
         SimulatedStudy,
         SimulationSettings,
@@ -105,16 +108,23 @@ def _simulated_study(app, spec_path: Path, n: int) -> Path | None:
     responses = spec_path.parent / "stimuli" / "model_responses.csv"
     models = load_model_responses(responses) if responses.is_file() else None
     with app.app_context():
+        demo = sa.select(Experiment.id).where(Experiment.slug == DEMO_SLUG).scalar_subquery()
+        db.session.execute(  # a demo database from before migration 0020: its own rehearsal
+            sa.update(Participant).where(Participant.experiment_id == demo,
+                                         Participant.platform_id.like("demo-sim%"))
+            .values(simulated=True))
+        db.session.commit()
         count = db.session.execute(
             sa.select(sa.func.count(Participant.id)).join(Experiment)
-            .where(Experiment.slug == DEMO_SLUG, Participant.platform_id.like("demo-sim%"))
+            .where(Experiment.slug == DEMO_SLUG, Participant.simulated)
         ).scalar_one()
     if count == 0:
         settings = SimulationSettings(n_participants=n, fail_catch=min(2, n), seed=0,
                                       id_prefix="demo-sim")
         study = SimulatedStudy(spec_path, settings, models)
         click.echo(f"sending {n} simulated participants through the demo ...")
-        with api_client(app=app) as client:
+        key = rehearsal_key(app.config["SECRET_KEY"], DEMO_SLUG)
+        with api_client(app=app, rehearsal_key=key) as client:
             simulate_participants(client, study).save(instance / "demo_truth")
     elif report.is_file():
         return report

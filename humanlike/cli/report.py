@@ -78,10 +78,12 @@ def print_pdf(html: Path, pdf: Path) -> Path:
 @alpha_option
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of all resampling.")
 @click.option("--include-excluded", is_flag=True, help="Analyse excluded participants too.")
+@click.option("--include-simulated", is_flag=True,
+              help="Analyse simulated participants too (a rehearsal: humanlike simulate).")
 def command(export: Path, responses: Path | None, spec_path: Path | None,
             model_triads: Path | None, truth_path: Path | None, out: Path, pdf: bool,
             figure_dir: Path | None, figure_format: str, max_panels: int, n_resamples: int, n_sim: int, confidence: float, alpha: float, seed: int,
-            include_excluded: bool) -> None:
+            include_excluded: bool, include_simulated: bool) -> None:
     """Write one HTML report of the study in EXPORT (a `humanlike export` folder)."""
     from humanlike.analysis.io.export import read_export, read_table
     from humanlike.analysis.ratings.scores import load_model_responses
@@ -90,7 +92,8 @@ def command(export: Path, responses: Path | None, spec_path: Path | None,
     settings = ReportSettings(n_resamples=n_resamples, n_sim=n_sim, confidence_level=confidence,
                               alpha=alpha, seed=seed, max_panels=max_panels)
     try:
-        data = read_export(export, include_excluded=include_excluded)
+        data = read_export(export, include_excluded=include_excluded,
+                           include_simulated=include_simulated)
         models = load_model_responses(responses) if responses is not None else None
         triads = read_table(model_triads) if model_triads is not None else None
     except ValueError as exc:

@@ -1,5 +1,7 @@
 """``humanlike simulate EXPERIMENT``: simulated participants with known ground truth take part
-through the real HTTP API (a running server with ``--url``, else the app in-process)."""
+through the real HTTP API (a running server with ``--url``, else the app in-process), as a
+rehearsal: each arrival carries the study's rehearsal key (``server.rehearsal``), so the server
+records it as simulated and the analyses leave it out unless asked for."""
 
 from __future__ import annotations
 
@@ -79,17 +81,25 @@ def resolve_spec(experiment: str, database_url: str | None) -> Path:
 @click.option("--truth", "truth_dir", type=click.Path(file_okay=False, path_type=Path),
               default=Path("simulation_truth"), show_default=True,
               help="Folder for truth.json and truth_participants.csv.")
+@click.option("--rehearsal-key", envvar="HUMANLIKE_REHEARSAL_KEY", default=None,
+              help="The study's rehearsal key, which makes the server record these participants "
+              "as simulated (default: derived from this machine's SECRET_KEY, right for the app "
+              "in-process and for a server with the same SECRET_KEY; print the server's with "
+              "--print-key where it runs). Env: HUMANLIKE_REHEARSAL_KEY.")
+@click.option("--print-key", is_flag=True,
+              help="Print EXPERIMENT's rehearsal key (from this machine's SECRET_KEY) and exit.")
 @database_option
 def command(experiment: str, n_participants: int, observer: str, responses: Path | None,
             noise: float, lapse: float, fail_catch: int, mlds_sigma: float,
             gamma_range: tuple[float, float], rt_median_ms: float, seed: int, url: str | None,
             study_id: str | None, sessions_csv: Path | None, truth_dir: Path,
-            database_url: str | None) -> None:
+            rehearsal_key: str | None, print_key: bool, database_url: str | None) -> None:
     """Send simulated participants through EXPERIMENT (an experiment.toml, or 'demo')."""
     import pandas as pd
 
     from humanlike.analysis.ratings.scores import load_model_responses
     from humanlike.server import database, experiments
+    from humanlike.server.rehearsal import rehearsal_key as key_of
     from humanlike.server.simulate import (
         SimulatedStudy,
         SimulationSettings,
@@ -98,6 +108,18 @@ def command(experiment: str, n_participants: int, observer: str, responses: Path
     )
 
     spec = resolve_spec(experiment, database_url)
+    if print_key or rehearsal_key is None:
+        from humanlike.server.spec import load_spec
+
+        try:
+            slug = load_spec(spec).slug
+        except ValueError as exc:  # SpecError names the file and the field
+            raise click.ClickException(str(exc)) from exc
+        own_key = key_of(make_app(database_url=database_url).config["SECRET_KEY"], slug)
+        if print_key:
+            click.echo(own_key)
+            return
+        rehearsal_key = own_key
     if responses is None and (spec.parent / "stimuli" / "model_responses.csv").is_file():
         responses = spec.parent / "stimuli" / "model_responses.csv"
     sessions = read_sessions(sessions_csv) if sessions_csv is not None else ()
@@ -120,7 +142,7 @@ def command(experiment: str, n_participants: int, observer: str, responses: Path
         database.upgrade(app)
         experiments.sync_all(app)
     try:
-        with api_client(url, app) as client, tqdm(total=n_participants, desc="participants",
+        with api_client(url, app, rehearsal_key) as client, tqdm(total=n_participants, desc="participants",
                                                   unit="participant") as bar:
             truth = simulate_participants(client, study, progress=bar.update)
     except (RuntimeError, OSError) as exc:
@@ -130,7 +152,8 @@ def command(experiment: str, n_participants: int, observer: str, responses: Path
             database.dispose(app)
     written = truth.save(truth_dir)
     failing = [p["participant"] for p in truth.participants if p["fails_catch"]]
-    click.echo(f"{n_participants} simulated participants completed {study.slug}; "
+    click.echo(f"{n_participants} simulated participants completed {study.slug} (recorded as "
+               "simulated: not analysed unless asked for); "
                f"made to fail catch trials: {', '.join(failing) or 'none'}")
     for path in written:
         click.echo(f"wrote {path}")

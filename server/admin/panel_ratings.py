@@ -69,18 +69,18 @@ def exclusions(exp: Experiment, counts: dict[int, int] | None = None) -> pd.Data
     rows = db.session.execute(
         sa.select(Participant.id, Participant.public_id, Participant.status,
                   Participant.analysis_override, Participant.analysis_override_reason,
-                  ParticipantQC.qc_failed, ParticipantQC.qc_reasons)
+                  ParticipantQC.qc_failed, ParticipantQC.qc_reasons, Participant.simulated)
         .outerjoin(ParticipantQC, ParticipantQC.participant_id == Participant.id)
         .where(Participant.experiment_id == exp.id)).all()
     frame = pd.DataFrame(rows, columns=["id", "participant", "status", "override",
-                                        "override_reason", "qc_failed", "qc_reasons"]
+                                        "override_reason", "qc_failed", "qc_reasons", "simulated"]
                          ).set_index("id")
     frame["excluded"], frame["exclusion_reasons"] = overrides.decide(
         frame["override"], frame["override_reason"], frame["qc_failed"], frame["qc_reasons"])
     counts = experiment_stored_counts(exp.id) if counts is None else counts
     frame["n_stored"] = [counts.get(int(i), 0) for i in frame.index]
     rules = ExclusionRules.from_mapping(exp.spec.get("exclusion", {}))
-    return decide_analysed(frame, rules.analyse_partial_data)
+    return decide_analysed(frame, rules.analyse_partial_data, rules.analyse_simulated)
 
 
 def stimulus_metadata(exp: Experiment) -> pd.DataFrame:

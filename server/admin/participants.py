@@ -95,13 +95,12 @@ def participants_select(experiment_id: int, q: TableQuery) -> sa.Select:
 
 
 def simulated_ids(ids: list[int]) -> set[int]:
-    """Which of these participants are simulated (``humanlike simulate`` marks its environment
-    event ``simulated``)."""
+    """Which of these participants are simulated (recorded by the server at arrival with the
+    researcher's rehearsal key, ``server.rehearsal``; what a browser sends marks nothing)."""
     if not ids:
         return set()
-    events = db.session.execute(sa.select(Event.participant_id, Event.value).where(
-        Event.participant_id.in_(ids), Event.type == "environment")).all()
-    return {pid for pid, value in events if isinstance(value, dict) and value.get("simulated")}
+    return set(db.session.execute(sa.select(Participant.id).where(
+        Participant.id.in_(ids), Participant.simulated)).scalars())
 
 
 def reward_of(exp: Any) -> float | None:

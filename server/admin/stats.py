@@ -77,6 +77,8 @@ class ExperimentSummary:
     """An open circuit-breaker trip closes the study link to newcomers (``server/breaker.py``)."""
     withdrawn: int = 0
     """Participants who withdrew (their rows are gone; counted from the audit log)."""
+    simulated: int = 0
+    """Simulated participants (a rehearsal, ``server.rehearsal``), also counted in ``counts``."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able form (the polled endpoint)."""
@@ -85,7 +87,8 @@ class ExperimentSummary:
                 "completion_rate": self.completion_rate,
                 "median_completion_s": self.median_completion_s, "excluded": self.excluded,
                 "last_activity": self.last_activity.isoformat() if self.last_activity else None,
-                "paused_by_breaker": self.paused_by_breaker, "withdrawn": self.withdrawn}
+                "paused_by_breaker": self.paused_by_breaker, "withdrawn": self.withdrawn,
+                "simulated": self.simulated}
 
 
 def _last_trial_time(experiment_id: int) -> dt.datetime | None:
@@ -98,17 +101,20 @@ def _last_trial_time(experiment_id: int) -> dt.datetime | None:
 
 def summaries() -> list[ExperimentSummary]:
     """Every experiment with counts by status, completion rate and time, exclusions, last activity,
-    whether the circuit breaker paused it and how many withdrew (a fixed number of queries)."""
+    whether the circuit breaker paused it, how many withdrew and how many are simulated (a fixed
+    number of queries)."""
     rows = {e.id: ExperimentSummary(e.id, e.slug, e.title, e.status, e.platform)
             for e in db.session.execute(sa.select(Experiment).order_by(Experiment.slug)).scalars()}
-    for exp_id, status, n, last in db.session.execute(
+    for exp_id, status, n, last, simulated in db.session.execute(
             sa.select(Participant.experiment_id, Participant.status, sa.func.count(),
                       sa.func.max(sa.func.coalesce(Participant.completed_at, Participant.started_at,
-                                                   Participant.consented_at, Participant.created_at)))
+                                                   Participant.consented_at, Participant.created_at)),
+                      sa.func.sum(sa.case((Participant.simulated, 1), else_=0)))
             .group_by(Participant.experiment_id, Participant.status)):
         row = rows[exp_id]
         row.counts[status] = n
         row.total += n
+        row.simulated += int(simulated or 0)
         latest = as_utc(last)
         if latest is not None and (row.last_activity is None or latest > row.last_activity):
             row.last_activity = latest

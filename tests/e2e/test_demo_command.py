@@ -24,6 +24,11 @@ def test_demo_prepares_participants_report_and_a_panel_that_scores_the_models(tm
     report = tmp_path / "instance" / "demo_report.html"
     assert f"study report:        {report}" in result.output and report.is_file()
     assert "Model scores" in report.read_text()
+    # a rehearsal: recorded as simulated, analysed on purpose (the demo spec's analyse_simulated)
+    assert "analysed: the demo is a rehearsal, [exclusion] analyse_simulated = true" in result.output
+    assert "4 simulated (a rehearsal: " in report.read_text()
+    assert "of them analysed, as asked for)" in report.read_text()
+    assert "simulated on " in report.read_text().split('id="methods"')[1]
     spec = tmp_path / "instance" / "demo" / "experiment.toml"
     assert "[panel]" in spec.read_text() and "[stopping]" in spec.read_text()
 
@@ -32,7 +37,7 @@ def test_demo_prepares_participants_report_and_a_panel_that_scores_the_models(tm
     with app.app_context():
         exp = db.session.execute(sa.select(Experiment).where(Experiment.slug == "demo")).scalar_one()
         assert db.session.execute(sa.select(sa.func.count(Participant.id)).where(
-            Participant.experiment_id == exp.id)).scalar_one() == 4
+            Participant.experiment_id == exp.id, Participant.simulated)).scalar_one() == 4
         assert panel.refresh(exp, "test")
         result = db.session.get(PanelResult, exp.id).result
     scored = {row["model"] for row in result["scores"] if row["subset"] == "all"}

@@ -1,0 +1,48 @@
+"""Rehearsal participants (``humanlike simulate``): the simulator proves a rehearsal with a key only
+the researcher holds, an HMAC of the study's slug with the server's ``SECRET_KEY``, sent in the
+``X-Humanlike-Rehearsal`` header of the study link; the server records ``Participant.simulated`` at
+arrival only when that key verifies, and says so in the ``X-Humanlike-Simulated`` reply header. A
+flag anyone can send (a query parameter, an event) marks nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from flask import Response, after_this_request, current_app, request
+
+from humanlike.server.extensions import db
+from humanlike.server.models import Participant
+
+REHEARSAL_HEADER = "X-Humanlike-Rehearsal"
+SIMULATED_HEADER = "X-Humanlike-Simulated"
+_PURPOSE = b"humanlike rehearsal key\x00"
+
+
+def rehearsal_key(secret_key: str | bytes, slug: str) -> str:
+    """The study's rehearsal key: HMAC-SHA256(SECRET_KEY, purpose + slug), hex."""
+    secret = secret_key.encode() if isinstance(secret_key, str) else secret_key
+    return hmac.new(secret, _PURPOSE + slug.encode(), hashlib.sha256).hexdigest()
+
+
+def is_rehearsal(slug: str) -> bool:
+    """Whether this request carries the study's rehearsal key (compared in constant time)."""
+    sent = request.headers.get(REHEARSAL_HEADER, "")
+    if not sent:
+        return False
+    expected = rehearsal_key(current_app.config["SECRET_KEY"], slug)
+    return hmac.compare_digest(sent.strip().encode(), expected.encode())
+
+
+def mark_arrival(participant: Participant, slug: str) -> None:
+    """At arrival: record a rehearsal participant as simulated (committed) and say so in the reply;
+    anyone else is left as they are."""
+    if not is_rehearsal(slug):
+        return
+    participant.simulated = True
+    db.session.commit()
+
+    @after_this_request
+    def _say_so(response: Response) -> Response:
+        response.headers[SIMULATED_HEADER] = "1"
+        return response

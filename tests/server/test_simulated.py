@@ -1,0 +1,136 @@
+"""A rehearsal (``humanlike simulate``) is recorded by the server at arrival, only with the
+researcher's rehearsal key; simulated participants are exported with their flag, out of the
+analysed set by default, and counted on their own on the dashboard (issue 45, item 10)."""
+
+from __future__ import annotations
+
+import numpy as np
+import sqlalchemy as sa
+from click.testing import CliRunner
+
+from humanlike.server.extensions import db
+from humanlike.server.models import Participant
+from tests.server.conftest import auth, enter
+from tests.server.test_export import run_participant
+
+ENTRY = "PROLIFIC_PID={pid}&STUDY_ID=s1&SESSION_ID={pid}-x"
+
+
+def _rehearse(app, spec, n: int, key: str | None):
+    from humanlike.server.simulate import (
+        SimulatedStudy,
+        SimulationSettings,
+        api_client,
+        simulate_participants,
+    )
+
+    study = SimulatedStudy(spec, SimulationSettings(n_participants=n, fail_catch=0, seed=1))
+    with api_client(app=app, rehearsal_key=key) as client:
+        return simulate_participants(client, study)
+
+
+def _flags(app) -> dict[str, bool]:
+    with app.app_context():
+        return dict(db.session.execute(
+            sa.select(Participant.platform_id, Participant.simulated)).all())
+
+
+def test_a_rehearsal_with_the_researchers_key_is_exported_simulated_and_not_analysed(
+        app, client, small_experiment):
+    from humanlike.analysis.sample import Sample
+    from humanlike.server.codebook import codebook
+    from humanlike.server.export import export_frames
+    from humanlike.server.rehearsal import rehearsal_key
+
+    _rehearse(app, small_experiment, 2, rehearsal_key(app.config["SECRET_KEY"], "small"))
+    pid, token = enter(client, ENTRY.format(pid="REAL1"))
+    run_participant(client, pid, token, np.random.default_rng(0))
+    assert _flags(app) == {"sim1-0000": True, "sim1-0001": True, "REAL1": False}
+    with app.app_context():
+        people = export_frames("small")["participants"].set_index("platform_id")
+    assert people["simulated"].to_dict() == {"sim1-0000": True, "sim1-0001": True, "REAL1": False}
+    assert people["analysed"].to_dict() == {"sim1-0000": False, "sim1-0001": False, "REAL1": True}
+    assert people.loc["sim1-0000", "analysed_reason"] == "simulated"
+    from humanlike.server.admin.panel_ratings import exclusions
+    from humanlike.server.models import Experiment
+
+    with app.app_context():  # the live panel decides the same
+        panel = exclusions(db.session.execute(sa.select(Experiment)).scalar_one())
+        assert panel.set_index("participant")["analysed"].to_dict() == people.set_index(
+            "participant")["analysed"].to_dict()
+    assert "simulated" in codebook()["participants"]
+    assert "simulated" in codebook()["participants"]["analysed_reason"]
+    assert Sample.of(people.reset_index()).sentence() == (
+        "1 analysed of 3 who arrived: 3 completed, 0 returned, 0 excluded by QC, "
+        "2 simulated (a rehearsal: not analysed).")
+
+
+def test_a_forged_rehearsal_flag_is_ignored(app, client):
+    from humanlike.server.rehearsal import REHEARSAL_HEADER, SIMULATED_HEADER, rehearsal_key
+
+    forged = {
+        "F1": {REHEARSAL_HEADER: "0" * 64},  # a made-up key
+        "F2": {REHEARSAL_HEADER: rehearsal_key("test-secret", "other")},  # another study's key
+        "F3": {REHEARSAL_HEADER: rehearsal_key("guessed-secret", "small")},  # another server's
+        "F4": {},  # and a query parameter / an environment event that claim it
+    }
+    for name, headers in forged.items():
+        resp = client.get(f"/start/small?{ENTRY.format(pid=name)}&simulated=1", headers=headers)
+        assert resp.status_code == 302 and SIMULATED_HEADER not in resp.headers, name
+    pid, token = enter(client, ENTRY.format(pid="F5"))
+    assert client.post(f"/api/v1/participants/{pid}/events", headers=auth(token), json={
+        "type": "environment", "value": {"refresh_hz": 60, "simulated": True}}).status_code < 300
+    genuine = client.get(f"/start/small?{ENTRY.format(pid='G1')}",
+                         headers={REHEARSAL_HEADER: rehearsal_key("test-secret", "small")})
+    assert genuine.status_code == 302 and genuine.headers[SIMULATED_HEADER] == "1"
+    assert _flags(app) == {"F1": False, "F2": False, "F3": False, "F4": False, "F5": False,
+                           "G1": True}
+    from humanlike.server.admin.participants import simulated_ids
+
+    with app.app_context():
+        ids = dict(db.session.execute(sa.select(Participant.platform_id, Participant.id)).all())
+        assert simulated_ids(list(ids.values())) == {ids["G1"]}
+
+
+def test_the_simulator_stops_when_the_server_does_not_recognise_its_key(app, small_experiment):
+    import pytest
+
+    with pytest.raises(RuntimeError, match="did not recognise the rehearsal key"):
+        _rehearse(app, small_experiment, 2, "not-the-key")
+    assert _flags(app) == {"sim1-0000": False}  # one arrival, never consented: in progress
+
+
+def test_the_dashboard_counts_simulated_participants_apart(app, client, small_experiment):
+    from humanlike.server.rehearsal import rehearsal_key
+    from tests.server.admin.dashboard_helpers import login
+
+    _rehearse(app, small_experiment, 2, rehearsal_key(app.config["SECRET_KEY"], "small"))
+    enter(client, ENTRY.format(pid="REAL1"))
+    login(app, client)
+    [row] = client.get("/admin/experiments.json").get_json()
+    assert (row["total"], row["simulated"]) == (3, 2)
+    page = client.get("/admin/").get_data(as_text=True)
+    assert '<span class="hint nowrap" data-col="simulated">2 simulated</span>' in page
+
+
+def test_the_cli_rehearsal_is_marked_and_prints_its_key(database_url, small_experiment, tmp_path):
+    from humanlike.cli import main
+    from humanlike.cli.app_context import make_app
+    from humanlike.server.rehearsal import rehearsal_key
+
+    runner = CliRunner()
+    out = runner.invoke(main, ["simulate", str(small_experiment), "--print-key",
+                               "--database-url", database_url])
+    assert out.exit_code == 0, out.output
+    secret = make_app(database_url=database_url).config["SECRET_KEY"]
+    assert out.output.strip() == rehearsal_key(secret, "small")
+    out = runner.invoke(main, ["simulate", str(small_experiment), "--participants", "1",
+                               "--fail-catch", "0", "--truth", str(tmp_path / "truth"),
+                               "--database-url", database_url])
+    assert out.exit_code == 0, out.output
+    app = make_app([str(small_experiment)], database_url)
+    assert _flags(app) == {"sim0-0000": True}
+    out = runner.invoke(main, ["simulate", str(small_experiment), "--participants", "1",
+                               "--fail-catch", "0", "--rehearsal-key", "wrong", "--seed", "5", "--truth",
+                               str(tmp_path / "truth"), "--database-url", database_url])
+    assert out.exit_code != 0 and "did not recognise the rehearsal key" in out.output
