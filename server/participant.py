@@ -22,7 +22,6 @@ from humanlike.server import (
     allocation,
     breaker,
     experiments,
-    rehearsal,
     resume,
     resume_policy,
     retention,
@@ -137,7 +136,6 @@ def admit(loaded, exp: Experiment, entry: Entry):
         participant, token = allocation.allocate(exp, loaded, entry, user_agent)
     except IntegrityError:
         return _lost_race(exp, entry, owned)
-    rehearsal.mark_arrival(participant, exp.slug)  # humanlike simulate with the researcher's key
     return _hand_over(participant, token, owned)
 
 
@@ -161,8 +159,9 @@ def _hand_over(participant: Participant, token: str, owned: dict[str, str]):
 
 
 def _resume(participant: Participant, owned: dict[str, str], via: str):
-    """The same person again (platform identity or resume code): a fresh token; the old one is revoked."""
-    refused = _returning(participant, via)
+    """The same person again (platform identity or resume code): a fresh token; the old one is
+    revoked. A participant allocated a moment ago is the same arrival, not a return (no policy)."""
+    refused = None if resume.just_allocated(participant) else _returning(participant, via)
     if refused is not None:
         return refused
     token = resume.reissue_token(participant)

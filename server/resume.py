@@ -3,6 +3,7 @@ a fresh write token (the old one revoked), and an admin's lock reset."""
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 
@@ -18,6 +19,8 @@ from humanlike.server.tokens import hash_token, new_token
 
 LOCK_RESET = "lock_reset"
 """The event ``reset_lock`` records: the next session / assignment id may claim the participant."""
+SIMULTANEOUS = dt.timedelta(seconds=60)
+"""How long after its allocation a second request of the same link counts as the same arrival."""
 RESUMABLE = PRE_TRIAL | {ParticipantStatus.STARTED}
 """Statuses a participant may resume from: arrived, consented or mid-task (not finished, returned
 or timed out)."""
@@ -26,6 +29,17 @@ or timed out)."""
 def resumable(participant: Participant) -> bool:
     """True while the participant has not finished, returned or timed out."""
     return participant.status in RESUMABLE
+
+
+def just_allocated(participant: Participant) -> bool:
+    """True for a participant allocated less than ``SIMULTANEOUS`` ago who has not consented: a
+    second request of its link is the same arrival (a reload while ``/start`` ran), not a return."""
+    if participant.status != ParticipantStatus.ALLOCATED or participant.created_at is None:
+        return False
+    created = participant.created_at
+    if created.tzinfo is None:  # SQLite returns naive UTC
+        created = created.replace(tzinfo=dt.UTC)
+    return utcnow() - created < SIMULTANEOUS
 
 
 def same_identity(participant: Participant, entry: Entry) -> bool:

@@ -165,7 +165,14 @@ def test_a_panel_without_a_fixed_code_sends_the_participants_hmac_code(
 LINK = "PROLIFIC_PID=R1&STUDY_ID=S1&SESSION_ID=X1"
 
 
-def test_the_request_losing_the_insert_race_resumes_the_winners_participant(app, monkeypatch):
+@pytest.mark.parametrize("policy", [None, "refuse"])
+def test_the_request_losing_the_insert_race_resumes_the_winners_participant(
+        small_experiment, tmp_path, source_app, monkeypatch, policy):
+    spec = small_experiment
+    if policy is not None:  # a policy for participants who come back: the loser never left
+        spec = spec_with(small_experiment, tmp_path / "policy", f'[resume]\npolicy = "{policy}"\n')
+        spec.write_text('platform = "prolific"\n' + spec.read_text())
+    app = source_app(spec)
     winner, _ = enter(app.test_client(), LINK)
     real = allocation.existing_participant
     calls = []
