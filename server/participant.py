@@ -22,6 +22,7 @@ from humanlike.server import (
     allocation,
     breaker,
     experiments,
+    rehearsal,
     resume,
     resume_policy,
     retention,
@@ -136,6 +137,7 @@ def admit(loaded, exp: Experiment, entry: Entry):
         participant, token = allocation.allocate(exp, loaded, entry, user_agent)
     except IntegrityError:
         return _lost_race(exp, entry, owned)
+    rehearsal.mark_arrival(participant, exp.slug)  # humanlike simulate with the researcher's key
     return _hand_over(participant, token, owned)
 
 
