@@ -297,4 +297,5 @@ from humanlike.server import breaker_models as _breaker_models  # noqa: E402,F40
 from humanlike.server import display as _display  # noqa: E402,F401
 from humanlike.server import platform_events as _platform_events  # noqa: E402,F401
 from humanlike.server import sona_models as _sona_models  # noqa: E402,F401
+from humanlike.server import withdrawal_models as _withdrawal_models  # noqa: E402,F401
 from humanlike.server.psiturk import models as _psiturk_models  # noqa: E402,F401
