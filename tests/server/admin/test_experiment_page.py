@@ -13,18 +13,21 @@ from humanlike.server import actions, audit
 from humanlike.server.extensions import db
 from humanlike.server.models import AuditEntry, Participant
 from tests.server.admin.dashboard_helpers import csrf_from, login
-from tests.server.conftest import auth, enter
 
 GOOD_MESSAGE = ("Your submission could not be approved because the attention checks embedded in "
                 "the task were answered incorrectly on most occasions.")
 
 
 def completed(app, client, who: str, simulated: bool = False) -> str:
-    pid, token = enter(client, f"PROLIFIC_PID={who}&STUDY_ID=s&SESSION_ID=x-{who}")
-    if simulated:  # what `humanlike simulate` sends
-        assert client.post(f"/api/v1/participants/{pid}/events", headers=auth(token), json={
-            "type": "environment", "value": {"screen_width": 1920, "simulated": True}}
-        ).status_code in (200, 201)
+    from humanlike.server.rehearsal import REHEARSAL_HEADER, rehearsal_key
+
+    # a simulated participant arrives as `humanlike simulate` does: with the study's rehearsal key
+    headers = {REHEARSAL_HEADER: rehearsal_key(app.config["SECRET_KEY"], "small")} if simulated \
+        else {}
+    resp = client.get(f"/start/small?PROLIFIC_PID={who}&STUDY_ID=s&SESSION_ID=x-{who}",
+                      headers=headers)
+    assert resp.status_code == 302, resp.get_data(as_text=True)
+    pid = resp.headers["Location"].split("#")[0].rstrip("/").split("/")[-1]
     with app.app_context():
         row = db.session.execute(sa.select(Participant).where(Participant.public_id == pid)
                                  ).scalar_one()
