@@ -76,7 +76,7 @@ def start(slug: str):
         entry = parse_entry(request, exp.spec.get("platform"))
     except EntryError as exc:
         return _message("Invalid study link", str(exc), 400)
-    if not admits(exp.spec.get("platform"), entry) and not _researcher_preview(entry):
+    if not admits(exp.spec.get("platform"), entry) and not _researchers_own(entry, slug):
         return _message("Not for this study", refusal(exp.spec.get("platform")), 403)
     if entry.preview:
         return render_template("preview.html", spec=loaded.spec,
@@ -84,9 +84,11 @@ def start(slug: str):
     return admit(loaded, exp, entry)
 
 
-def _researcher_preview(entry: Entry) -> bool:
-    """A logged-in researcher trying the study with a plain link (any declared source)."""
-    return entry.platform == Platform.LOCAL and current_user.is_authenticated
+def _researchers_own(entry: Entry, slug: str) -> bool:
+    """Admitted whatever the declared source: a logged-in researcher trying the study with a plain
+    link, and a rehearsal (``humanlike simulate``) with the study's rehearsal key."""
+    preview = entry.platform == Platform.LOCAL and current_user.is_authenticated
+    return preview or rehearsal.is_rehearsal(slug)
 
 
 def admit(loaded, exp: Experiment, entry: Entry):

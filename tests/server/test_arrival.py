@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from humanlike.server import allocation, export, resume
 from humanlike.server.extensions import db
 from humanlike.server.models import Experiment, Participant
+from humanlike.server.rehearsal import REHEARSAL_HEADER, rehearsal_key
 from tests.server.admin.dashboard_helpers import login
 from tests.server.conftest import auth, enter
 from tests.server.sources import answer, app_factory, spec_with
@@ -122,6 +123,20 @@ def test_the_researcher_logged_in_may_preview_a_sona_study_with_a_plain_link(
     with served.app_context():
         row = db.session.execute(sa.select(Participant)).scalar_one()
         assert row.platform == "local"
+
+
+def test_a_rehearsal_with_the_researchers_key_may_arrive_on_a_sona_study(
+        small_experiment, tmp_path, source_app):
+    served = source_app(spec_with(small_experiment, tmp_path / "sona", SONA))
+    link = "/start/small?PROLIFIC_PID=SIM1&STUDY_ID=S&SESSION_ID=X"  # as humanlike simulate sends
+    forged = served.test_client().get(link, headers={REHEARSAL_HEADER: "0" * 64})
+    assert forged.status_code == 403
+    key = rehearsal_key("test-secret", "small")
+    rehearsed = served.test_client().get(link, headers={REHEARSAL_HEADER: key})
+    assert rehearsed.status_code == 302, rehearsed.get_data(as_text=True)
+    with served.app_context():
+        row = db.session.execute(sa.select(Participant)).scalar_one()
+        assert (row.platform_id, row.simulated) == ("SIM1", True)
 
 
 # --- 9: completion codes are unguessable and shown only once every trial is stored ----------
