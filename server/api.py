@@ -191,7 +191,7 @@ def timeline(pid: str):
         calibration=display.stored_calibration(auth.id) if spec.display and spec.display.calibration
         else None,
         estimated_minutes=estimated_minutes(auth.designs, presentation, spec.break_every),
-    )
+    ), {"Cache-Control": "no-store"}  # a token-bound answer: no cache, shared or local, keeps it
 
 
 @bp.post("/participants/<pid>/consent")
@@ -360,9 +360,8 @@ def openapi():
     return jsonify(openapi_document())
 
 
-@bp.route("/<path:_unknown>", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
-def unknown(_unknown: str):
-    """Any other URL under the prefix: 405 when the path exists for another method, else 404."""
+def _route_methods() -> list[str]:
+    """The methods the URL's own route answers (the catch-all below left out)."""
     adapter = current_app.url_map.bind_to_environ(request.environ)
     allowed = []
     for method in ("GET", "POST"):
@@ -372,6 +371,29 @@ def unknown(_unknown: str):
             continue
         if endpoint != "api.unknown":
             allowed.append(method)
+    return allowed
+
+
+@bp.after_request
+def _allow_own_methods(response):
+    """OPTIONS lists the route's own methods: Flask's answer adds the catch-all's (schemathesis
+    ST205); a URL no route answers is a 404."""
+    if request.method != "OPTIONS" or "Allow" not in response.headers:
+        return response
+    methods = _route_methods()
+    if not methods:
+        missing = jsonify(error="not_found", detail=NotFound.description)
+        missing.status_code = 404
+        return missing
+    response.headers["Allow"] = ", ".join([*methods, *(["HEAD"] if "GET" in methods else []),
+                                           "OPTIONS"])
+    return response
+
+
+@bp.route("/<path:_unknown>", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+def unknown(_unknown: str):
+    """Any other URL under the prefix: 405 when the path exists for another method, else 404."""
+    allowed = _route_methods()
     if allowed:
         raise MethodNotAllowed(valid_methods=allowed)
     raise NotFound()

@@ -138,7 +138,11 @@ def _document() -> dict[str, Any]:
         "paths": {
             f"{base}/timeline": {"parameters": [pid], "get": _operation(
                 "the participant's timeline and which trials are stored",
-                {"200": {"description": "the timeline", "content": _json("Timeline")}},
+                {"200": {"description": "the timeline", "content": _json("Timeline"),
+                         "headers": {"Cache-Control": {
+                             "description": "the answer is the participant's alone: never stored "
+                                            "by a cache", "required": True,
+                             "schema": {"type": "string", "pattern": "no-store"}}}}},
                 errors=(401, 403, 410))},
             f"{base}/consent": {"parameters": [pid], "post": _operation(
                 "record consent or its refusal",

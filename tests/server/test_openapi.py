@@ -6,10 +6,20 @@ rule the operation's ``x-refusals`` publishes."""
 
 from __future__ import annotations
 
+import re
+import tomllib
+from pathlib import Path
+
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
-from schemathesis.checks import negative_data_rejection, not_a_server_error
+from schemathesis.checks import (
+    negative_data_rejection,
+    not_a_server_error,
+    positive_data_acceptance,
+    response_headers_conformance,
+)
+from schemathesis.config import SchemathesisConfig
 
 from humanlike.server.openapi import openapi_document
 from tests.server.conftest import auth, enter
@@ -50,7 +60,11 @@ def participant(client):
 
 # the document the app serves (checked above); loaded eagerly, as schemathesis' lazy fixture loader
 # does not run under pytest 9 (it sets Function._nodeid); schema-valid and schema-invalid data
-schema = schemathesis.openapi.from_dict(openapi_document())
+CONFIG = Path(__file__).resolve().parents[2] / "schemathesis.toml"
+"""The repository's schemathesis configuration (``st run`` reads it from the root): which statuses
+refuse schema-valid data for each operation (its published ``x-refusals``)."""
+schema = schemathesis.openapi.from_dict(openapi_document(),
+                                        config=SchemathesisConfig.from_path(str(CONFIG)))
 schema.config.generation.update(modes=[schemathesis.GenerationMode.POSITIVE,
                                        schemathesis.GenerationMode.NEGATIVE])
 
@@ -84,7 +98,9 @@ def test_fuzzed_requests_never_get_a_server_error(case, app, participant):
     pid, token = participant
     case.path_parameters = {"pid": pid}
     response = case.call(app=app, headers=auth(token))
-    case.validate_response(response, checks=[not_a_server_error, negative_data_rejection])
+    case.validate_response(response, checks=[not_a_server_error, negative_data_rejection,
+                                              positive_data_acceptance,
+                                              response_headers_conformance])
     documented_acceptance(None, response, case)
 
 
@@ -103,3 +119,42 @@ def test_the_published_refusals_are_the_servers(app, client):
     published = {(code, r["status"]) for item in doc["paths"].values() for op in item.values()
                  if isinstance(op, dict) for code, r in op.get("x-refusals", {}).items()}
     assert len(published) >= 8 and published <= raised, published - raised
+
+
+def test_the_schemathesis_config_allows_exactly_the_published_refusals_of_each_operation():
+    """schemathesis' own ST202 check (schema-valid data accepted) knows, per operation, the statuses
+    of the rules JSON Schema cannot say (``x-refusals``) besides the token's and the state's."""
+    doc = openapi_document()
+    tuned = {op["include-path"]: set(op["checks"]["positive_data_acceptance"]["expected-statuses"])
+             for op in tomllib.loads(CONFIG.read_text())["operations"]}
+    assert set(tuned) <= set(doc["paths"])
+    for path, item in doc["paths"].items():
+        (op,) = (o for m, o in item.items() if m != "parameters")  # one method a path: filters by
+        statuses = {str(r["status"]) for r in op.get("x-refusals", {}).values()}  # path suffice
+        if statuses:
+            assert tuned[path] == {"2xx", "401", "403", "409"} | statuses, path
+        else:
+            assert path not in tuned, path
+    assert tuned["/api/v1/participants/{pid}/trials"] == {"2xx", "400", "401", "403", "409", "422"}
+
+
+def test_options_allows_exactly_the_documented_methods(client, participant):
+    """schemathesis ST205: an OPTIONS answer's Allow lists the path's documented methods (and
+    HEAD, OPTIONS), not those of the catch-all that answers unknown URLs."""
+    pid, _ = participant
+    for path, item in openapi_document()["paths"].items():
+        documented = {m.upper() for m in item if m != "parameters"}
+        resp = client.open(path.replace("{pid}", pid), method="OPTIONS")
+        allow = {m.strip() for m in resp.headers["Allow"].split(",")}
+        assert allow - {"HEAD", "OPTIONS"} == documented, (path, resp.headers["Allow"])
+    resp = client.open(f"/api/v1/participants/{pid}/nothing", method="OPTIONS")
+    assert resp.status_code == 404 and resp.get_json()["error"] == "not_found"
+
+
+def test_the_timeline_is_never_cached_and_the_document_says_so(client, participant):
+    pid, token = participant
+    resp = client.get(f"/api/v1/participants/{pid}/timeline", headers=auth(token))
+    assert resp.status_code == 200 and resp.headers["Cache-Control"] == "no-store"
+    ok = openapi_document()["paths"]["/api/v1/participants/{pid}/timeline"]["get"]["responses"]["200"]
+    header = ok["headers"]["Cache-Control"]
+    assert header["required"] is True and re.fullmatch(header["schema"]["pattern"], "no-store")
