@@ -1,6 +1,8 @@
 """Webhook events from a recruitment platform (Prolific's), one row each, kept once by the event id
-the platform sends (``X-Event-ID``: the same on every retry of one event), so a redelivery changes
-nothing; ``happened_at`` (``X-Timestamp``) orders the events of one resource."""
+the platform sends (``X-Event-ID``: the same on every retry of one event) and once by the delivery's
+signature (a replayed delivery under a new, unsigned event id), so a redelivery changes nothing;
+``happened_at`` is the signed request time (``X-Prolific-Request-Timestamp``); the unsigned
+``X-Timestamp`` is kept in ``detail`` and trusted for nothing."""
 
 from __future__ import annotations
 
@@ -35,6 +37,10 @@ class PlatformEvent(db.Model):  # type: ignore[name-defined]  # dynamic base
     id: Mapped[int] = mapped_column(primary_key=True)
     platform: Mapped[str] = mapped_column(sa.String(16))
     event_id: Mapped[str] = mapped_column(sa.String(128), unique=True)
+    delivery: Mapped[str | None] = mapped_column(sa.String(64), nullable=True, unique=True,
+                                                 index=True)
+    """SHA-256 of the delivery's signature: a captured delivery replayed under another X-Event-ID
+    is the same delivery (migration 0023)."""
     event_type: Mapped[str] = mapped_column(sa.String(64))
     resource_id: Mapped[str] = mapped_column(sa.String(128), index=True)
     status: Mapped[str | None] = mapped_column(sa.String(32), nullable=True)

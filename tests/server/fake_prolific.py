@@ -50,8 +50,10 @@ Rules and where they are documented:
   /api/v1/hooks/subscriptions/?workspace_id= lists them; GET
   /api/v1/hooks/subscriptions/{id}/events/?status= lists deliveries. A delivery is a POST of
   {"resource_id", "event_type", "status"} with X-Prolific-Request-Signature = base64(HMAC-SHA256(
-  secret, X-Prolific-Request-Timestamp + body)) (".../webhooks/verifying"), X-Event-ID (the same on
-  every retry of one event) and X-Timestamp (when the event happened).
+  secret, X-Prolific-Request-Timestamp + body)) (".../webhooks/verifying"; the timestamp is a UNIX
+  time of when the request was sent, so each retry is signed anew), X-Event-ID (the same on every
+  retry of one event, ".../idempotency-and-the-x-event-id-header") and X-Timestamp (when the event
+  was sent, ".../handling-event-order-with-x-timestamp"); neither of the last two is signed.
 - participant groups (https://docs.prolific.com/api-reference/participant-groups and the pages
   beside it): POST /api/v1/participant-groups/ {"name" (required), "workspace_id" |
   "organisation_id" | the deprecated "project_id" (one required), "description"?,
@@ -446,13 +448,16 @@ class FakeProlific:
         raise Refused(404, f"no such endpoint: {method} {path}")
 
     def event(self, event_type: str, resource_id: str, status: str | None, when: str,
-              event_id: str | None = None, workspace: str = "ws1") -> tuple[bytes, dict[str, str]]:
-        """A delivery as Prolific sends it: body and headers, signed with the workspace's secret."""
+              event_id: str | None = None, workspace: str = "ws1",
+              stamp: int | None = None) -> tuple[bytes, dict[str, str]]:
+        """A delivery as Prolific sends it: body and headers, signed with the workspace's secret
+        over X-Prolific-Request-Timestamp (when the request is sent: now, unless ``stamp``) and
+        the body; X-Event-ID and X-Timestamp (``when``) are not signed."""
         payload: dict[str, Any] = {"resource_id": resource_id, "event_type": event_type}
         if status is not None:
             payload["status"] = status
         body = json.dumps(payload)
-        stamp = str(int(time.time()))
+        stamp = str(int(time.time()) if stamp is None else stamp)
         digest = hmac.new(self.secrets[workspace].encode(), (stamp + body).encode(),
                           hashlib.sha256).digest()
         return body.encode(), {"Content-Type": "application/json",

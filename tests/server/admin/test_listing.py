@@ -6,6 +6,7 @@ confirmed first and audited, fewer places refused before anything is sent."""
 from __future__ import annotations
 
 import re
+import time
 
 import sqlalchemy as sa
 
@@ -112,9 +113,11 @@ def test_failed_webhook_deliveries_and_a_high_return_rate_show_after_sync(
     token = csrf_from(admin.get("/admin/experiments/small").get_data(as_text=True))
     assert admin.post("/admin/experiments/small/listing/sync",
                       data={"csrf_token": token}).status_code == 302
+    sent = int(time.time()) - 30  # the signed request time is shown, not the unsigned X-Timestamp
     body, headers = fake.event("study.has_high_return_rate", study["id"], None,
-                               "2026-11-25T12:00:00Z")
+                               "2026-11-25T12:00:00Z", stamp=sent)
     assert rapp.test_client().post("/hooks/prolific", data=body, headers=headers).status_code == 200
     page = text(admin.get("/admin/experiments/small").get_data(as_text=True))
     assert "1 webhook deliveries failed" in page
-    assert "Prolific reports a high return rate (2026-11-25T12:00:00Z)" in page
+    shown = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(sent))
+    assert f"Prolific reports a high return rate ({shown})" in page
