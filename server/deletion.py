@@ -136,5 +136,9 @@ def erase(participant: Participant, actor: str, action: str,
 
 
 def delete_participant(participant: Participant, actor: str, reason: str = "") -> Deletion:
-    """An admin's deletion (``humanlike delete-participant``): everything about the participant."""
+    """An admin's deletion (``humanlike delete-participant``): everything about the participant,
+    kept in the withdrawal ledger so a restored backup deletes them again."""
+    from humanlike.server import withdrawal_ledger
+
+    withdrawal_ledger.record(participant, actor, "delete_participant")
     return erase(participant, actor, "delete_participant", {"reason": reason})

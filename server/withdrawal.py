@@ -1,5 +1,6 @@
 """A participant's own withdrawal: every row about them deleted (``deletion.erase``), an audit entry
-with the keyed hash of their platform id, and the count of withdrawals per experiment."""
+with the keyed hash of their platform id, the withdrawal ledger's entry (``withdrawal_ledger``),
+and the count of withdrawals per experiment."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import datetime as dt
 import sqlalchemy as sa
 from flask import current_app
 
+from humanlike.server import withdrawal_ledger
 from humanlike.server.deletion import Deletion, erase
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import DONE
@@ -37,8 +39,11 @@ def phase(participant: Participant) -> str:
 
 
 def withdraw(participant: Participant) -> Deletion:
-    """Delete everything stored about the participant at their own request, audited."""
-    return erase(participant, "participant", ACTION, {"phase": phase(participant)})
+    """Delete everything stored about the participant at their own request, audited and kept in
+    the withdrawal ledger (re-applied after a restore; a finished submission's pay stays owed)."""
+    when = phase(participant)
+    withdrawal_ledger.record(participant, "participant", ACTION, when)
+    return erase(participant, "participant", ACTION, {"phase": when})
 
 
 def withdrawn_count(slug: str) -> int:
@@ -64,9 +69,12 @@ def platform_advice(platform: str, finished: bool, withdrawn: bool = False) -> s
 
 
 def withdrew(slug: str, platform_id: str | None) -> bool:
-    """True when the holder of ``platform_id`` withdrew from ``slug`` (the audit entry's hash)."""
+    """True when the holder of ``platform_id`` withdrew from ``slug`` (the withdrawal ledger, or
+    the audit entry's hash of a withdrawal made before the ledger)."""
     if not platform_id:
         return False
+    if withdrawal_ledger.matches(slug, None, platform_id, ACTION):
+        return True
     key = key_from_secret(current_app.config["SECRET_KEY"])
     digest = keyed_hash(key, slug, platform_id)
     details = db.session.execute(sa.select(AuditEntry.detail).where(

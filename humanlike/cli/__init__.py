@@ -60,6 +60,7 @@ def _is_missing_table(exc: BaseException) -> bool:
         "delete-participant": "humanlike.cli.delete_participant:command",
         "sweep-timeouts": "humanlike.cli.sweep_timeouts:command",
         "retention": "humanlike.cli.retention:command",
+        "withdrawals": "humanlike.cli.withdrawals:command",
         "recruit": "humanlike.cli.recruit:command",
         "simulate": "humanlike.cli.simulate:command",
         "report": "humanlike.cli.report:command",
