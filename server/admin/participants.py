@@ -21,7 +21,7 @@ from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.admin.qc import qc_in_words
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import ParticipantStatus
-from humanlike.server.models import Event, Participant, ParticipantQC, Payment, Stimulus
+from humanlike.server.models import Event, Participant, ParticipantQC, Payment, Stimulus, Trial
 from humanlike.server.pseudonyms import key_from_secret, pseudonym
 from humanlike.server.trial_types import internal_types, rated_types
 
@@ -103,6 +103,24 @@ def simulated_ids(ids: list[int]) -> set[int]:
         Participant.id.in_(ids), Participant.simulated)).scalars())
 
 
+def task_total(p: Participant) -> int:
+    """A participant's task trials as their progress bar counts them: the timeline less its
+    internal entries (the closing debrief form); ``n_trials`` for a timeline not stored."""
+    internal = set(internal_types())
+    return sum(str(e.get("type")) not in internal
+               for e in (p.timeline or {}).get("trials", [])) or p.n_trials
+
+
+def internal_stored(ids: list[int]) -> dict[int, int]:
+    """Stored trials of internal types (the debrief) per participant, to leave out of progress."""
+    if not ids:
+        return {}
+    return dict(db.session.execute(  # type: ignore[arg-type]
+        sa.select(Trial.participant_id, sa.func.count())
+        .where(Trial.participant_id.in_(ids), Trial.trial_type.in_(list(internal_types())))
+        .group_by(Trial.participant_id)).all())
+
+
 def reward_of(exp: Any) -> float | None:
     """The listing's reward per participant in the study currency (Prolific's minor units / 100)."""
     from humanlike.server.admin.listing import _spec_listing
@@ -123,6 +141,7 @@ def _page(exp: Any, q: TableQuery) -> tuple[list[dict[str, Any]], int]:
         .limit(PAGE_SIZE).offset((q.page - 1) * PAGE_SIZE)).all()
     ids = [p.id for p, _ in rows]
     stored = stats.stored_counts(ids)
+    internal = internal_stored(ids)
     # a QC row computed on as many trials as are stored now has their newest time; only the others
     # (participants still sending trials) are looked up
     seen = {p.id: stats.as_utc(qc.last_trial_at) for p, qc in rows
@@ -137,8 +156,10 @@ def _page(exp: Any, q: TableQuery) -> tuple[list[dict[str, Any]], int]:
         started = stats.as_utc(p.started_at or p.created_at)
         end = stats.as_utc(p.completed_at) or seen.get(p.id)
         out.append({
-            "p": p, "qc": qc, "stored": stored.get(p.id, 0),
-            "progress": min(1.0, stored.get(p.id, 0) / p.n_trials) if p.n_trials else 1.0,
+            "p": p, "qc": qc, "stored": stored.get(p.id, 0) - internal.get(p.id, 0),
+            "n_task": task_total(p),
+            "progress": min(1.0, (stored.get(p.id, 0) - internal.get(p.id, 0)) / task_total(p))
+            if task_total(p) else 1.0,
             "simulated": p.id in simulated,
             "cost": None if earned is None and bonus is None else (earned or 0.0) + (bonus or 0.0),
             "started_at": started, "last_seen": seen.get(p.id),
@@ -297,6 +318,20 @@ def _trial_rows(participant_id: int) -> list[TrialRow]:
     return [TrialRow._make(row) for row in frame.itertuples(index=False, name=None)]
 
 
+@bp.app_template_filter("duration")
+def duration(seconds: float | None) -> str:
+    """Seconds in words a reader takes in: '42 s' under a minute, '12.5 min' under an hour,
+    '2 h 05 min' beyond; '–' when unknown."""
+    if seconds is None or not math.isfinite(seconds):
+        return "–"
+    if seconds < 59.5:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    hours, minutes = divmod(round(seconds / 60), 60)
+    return f"{hours} h {minutes:02d} min"
+
+
 @bp.app_template_filter("response_summary")
 def response_summary(response: Any) -> str:
     """A trial's response in a few words: the categories rated above 0 (highest first), the
@@ -339,9 +374,7 @@ def participant(public_id: str):
     internal = set(internal_types())
     rts = np.array([t.rt_ms for t in trials if t.rt_ms is not None
                     and t.trial_type not in internal and not t.practice], dtype=float)
-    # progress as the participant saw it: task trials only (the closing debrief form is no trial)
-    n_task = sum(str(e.get("type")) not in internal for e in (p.timeline or {}).get("trials", [])) \
-        or p.n_trials
+    n_task = task_total(p)  # progress as the participant saw it (the debrief form is no trial)
     n_done = sum(t.trial_type not in internal for t in trials)
     key = key_from_secret(current_app.config["SECRET_KEY"])
     reveal = revealed(exp.slug) or revealed(f"p:{p.public_id}")

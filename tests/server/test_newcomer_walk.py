@@ -88,3 +88,28 @@ def test_reject_categories_are_offered_in_prolifics_words(app, client):
     assert '<option value="FAILED_CHECK" >Failed attention check</option>' in html
     assert '<option value="UNSUPP_DEVICE" >Unsupported device</option>' in html
     assert ">unsupp device<" not in html
+
+
+def test_durations_are_said_in_units_a_reader_takes_in():
+    from humanlike.server.admin.participants import duration
+
+    assert [duration(s) for s in (None, 0.4, 42, 59.4, 59.6, 750, 3600, 7530)] == [
+        "–", "0 s", "42 s", "59 s", "1.0 min", "12.5 min", "1 h 00 min", "2 h 06 min"]
+
+
+def test_the_participant_rows_count_task_trials_too(app, client, built_study):
+    from tests.server.admin.dashboard_helpers import login
+    from tests.server.admin.test_dashboard_pages import three_participants
+
+    good, _, _ = built_study("three_participants", three_participants)
+    login(app, client)
+    with app.app_context():
+        from humanlike.server.extensions import db
+        from humanlike.server.models import Participant
+
+        n_task = db.session.query(Participant).filter_by(public_id=good).one().n_trials - 1
+    html = client.get("/admin/experiments/small").get_data(as_text=True)
+    row = html[html.index(f'<tr data-participant="{good}"'):]
+    assert f'data-stored="{n_task}" data-total="{n_task}"' in row[:row.index("</tr>")]
+    assert re.search(r'<td class="num">\d+ s</td>', row[:row.index("</tr>")])  # not "0.0 min"
+    assert "0.0 min" not in html
