@@ -103,13 +103,13 @@ def _check_counts(spec_path: Path, i: int, block: Block, records: tuple[Stimulus
     n_catch = sum(r.kind == StimulusKind.CATCH for r in records)
     if block.catch_trials > n_catch:
         raise SpecError(
-            f"{spec_path}: blocks.{i}.catch_trials: asks for {block.catch_trials} catch trials but "
+            f"{spec_path}: blocks.{i} ({block.name}).catch_trials: asks for {block.catch_trials} catch trials but "
             f"the manifest holds {n_catch} catch stimuli (set cap = true to use what there is)"
         )
     available = TRIAL_TYPES[block.trial_type].practice_supply(block, records)
     if block.practice > available:
         raise SpecError(
-            f"{spec_path}: blocks.{i}.practice: asks for {block.practice} practice trials but the "
+            f"{spec_path}: blocks.{i} ({block.name}).practice: asks for {block.practice} practice trials but the "
             f"manifest supplies {available} (set cap = true to use what there is)"
         )
 
@@ -156,11 +156,12 @@ def load_experiment(spec_path: str | Path) -> LoadedExperiment:
         missing = [str(k) for k in block.kinds if k not in kinds]
         if missing:
             raise SpecError(
-                f"{spec_path}: blocks.{i}.kinds: the manifest {spec.manifest} has no stimuli of "
+                f"{spec_path}: blocks.{i} ({block.name}).kinds: the manifest {spec.manifest} has no stimuli of "
                 f"kind {missing}"
             )
         if block.catch_trials and StimulusKind.CATCH not in kinds:
-            raise SpecError(f"{spec_path}: blocks.{i}.catch_trials: the manifest has no catch stimuli")
+            raise SpecError(f"{spec_path}: blocks.{i} ({block.name}).catch_trials: the manifest has "
+                            "no catch stimuli")
         _check_counts(spec_path, i, block, records)
         check = TRIAL_TYPES[block.trial_type].check_manifest
         problem = check(block, records) if check is not None else None

@@ -527,11 +527,27 @@ def version_hash(spec: ExperimentSpec, texts: Mapping[str, str],
     ).hexdigest()
 
 
-def _format_errors(path: Path, exc: ValidationError) -> str:
+def describe_loc(loc: tuple[Any, ...], raw: Any) -> str:
+    """A validation error's location as the spec's author knows it: ``blocks.0 (ratings).repeats``
+    (a block by its position and, where it has one, its name); ``(top level)`` when empty."""
+    parts: list[str] = []
+    node = raw
+    for key in loc:
+        item = node[key] if isinstance(node, dict) and key in node else (
+            node[key] if isinstance(node, list) and isinstance(key, int) and key < len(node)
+            else None)
+        if isinstance(key, int) and isinstance(item, dict) and isinstance(item.get("name"), str):
+            parts.append(f"{key} ({item['name']})")
+        else:
+            parts.append(str(key))
+        node = item
+    return ".".join(parts) or "(top level)"
+
+
+def _format_errors(path: Path, exc: ValidationError, raw: Any = None) -> str:
     lines = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        lines.append(f"{path}: {loc}: {err['msg']}")
+        lines.append(f"{path}: {describe_loc(tuple(err['loc']), raw)}: {err['msg']}")
     return "\n".join(lines)
 
 
@@ -547,7 +563,7 @@ def load_spec(path: str | Path) -> ExperimentSpec:
     try:
         spec = ExperimentSpec.model_validate(raw)
     except ValidationError as exc:
-        raise SpecError(_format_errors(path, exc)) from exc
+        raise SpecError(_format_errors(path, exc, raw)) from exc
     root = path.parent
     for field in ("consent", "instructions", "manifest"):
         target = (root / getattr(spec, field)).resolve()

@@ -39,7 +39,7 @@ def field_names() -> list[str]:
 
 
 def _spec_problems(path: Path, raw: dict[str, Any]) -> list[str]:
-    from humanlike.server.spec import ExperimentSpec
+    from humanlike.server.spec import ExperimentSpec, describe_loc
 
     try:
         ExperimentSpec.model_validate(raw)
@@ -47,7 +47,7 @@ def _spec_problems(path: Path, raw: dict[str, Any]) -> list[str]:
         names = field_names()
         problems = []
         for err in exc.errors():
-            loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            loc = describe_loc(tuple(err["loc"]), raw)
             text = f"{path}: {loc}: {err['msg']}"
             key = str(err["loc"][-1]) if err["loc"] else ""
             if err["type"] == "extra_forbidden" and (close := difflib.get_close_matches(

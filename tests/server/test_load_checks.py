@@ -88,7 +88,7 @@ def _with_block_settings(spec: Path, **settings: object) -> Path:
 def test_catch_trials_beyond_the_manifest_are_an_error(tmp_path):
     spec = write_small_experiment(tmp_path)  # 10 catch stimuli
     spec.write_text(spec.read_text().replace("catch_trials = 2", "catch_trials = 11"))
-    with pytest.raises(SpecError, match=r"blocks\.0\.catch_trials: .*11.*10"):
+    with pytest.raises(SpecError, match=r"blocks\.0 \(ratings\)\.catch_trials: .*11.*10"):
         load_experiment(spec)
 
 
@@ -102,7 +102,7 @@ def test_cap_true_allows_asking_for_more_catch_trials_than_the_manifest_holds(tm
 def test_practice_beyond_the_manifest_is_an_error(tmp_path):
     spec = write_small_experiment(tmp_path)  # 10 catch - 2 used = 8 spare for practice
     spec.write_text(spec.read_text().replace("practice = 1", "practice = 9"))
-    with pytest.raises(SpecError, match=r"blocks\.0\.practice: .*9.*8"):
+    with pytest.raises(SpecError, match=r"blocks\.0 \(ratings\)\.practice: .*9.*8"):
         load_experiment(spec)
 
 

@@ -260,7 +260,7 @@ def test_a_types_manifest_check_and_practice_supply_are_its_entrys(small_experim
         load_experiment(small_experiment)
     monkeypatch.setitem(TRIAL_TYPES, "rating", replace(
         TRIAL_TYPES["rating"], practice_supply=lambda block, records: 0))
-    with pytest.raises(SpecError, match=r"blocks\.0\.practice: asks for 1 practice trials but the "
+    with pytest.raises(SpecError, match=r"blocks\.0 \(ratings\)\.practice: asks for 1 practice trials but the "
                                         r"manifest supplies 0"):
         load_experiment(small_experiment)
 

@@ -20,11 +20,11 @@ def _rewrite(src, dest, old, new):
 
 
 @pytest.mark.parametrize("old,new,field", [
-    ('trial_type = "rating"', 'trial_type = "ratings"', "blocks.0.trial_type"),
-    ('repeats = 2', 'repeats = -2', "blocks.0.repeats"),
+    ('trial_type = "rating"', 'trial_type = "ratings"', "blocks.0 (ratings).trial_type"),
+    ('repeats = 2', 'repeats = -2', "blocks.0 (ratings).repeats"),
     ('mode = "until_response"', 'mode = "duration"', "presentation"),
     ('prolific_code = "CODE1234"', 'prolific_code = "no spaces allowed"', "completion.prolific_code"),
-    ('kinds = ["natural"]', 'kinds = ["natural"]\nshufle = true', "blocks.0.shufle"),
+    ('kinds = ["natural"]', 'kinds = ["natural"]\nshufle = true', "blocks.0 (ratings).shufle"),
     ('key = "3"', 'key = "4"', "categories"),
 ])
 def test_a_wrong_spec_names_the_file_and_the_field(small_experiment, tmp_path, old, new, field):

@@ -41,7 +41,7 @@ def test_a_classification_block_is_refused_naming_the_file_the_field_and_the_cho
     finally:
         bad.unlink()
     message = str(info.value)
-    assert str(bad) in message and "blocks.0.trial_type" in message, message
+    assert str(bad) in message and "blocks.0 (ratings).trial_type" in message, message
     assert "trial type 'classification' has no browser trial yet; available: rating, triad" in message
 
 
