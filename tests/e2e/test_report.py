@@ -136,20 +136,24 @@ def test_the_report_opens_offline_without_console_errors(simulated_report, chrom
 
 
 def test_simulate_speaks_http_to_a_running_server(demo_server, demo_spec, tmp_path):
-    """The same simulator over a real socket: two participants complete, their trials stored."""
+    """The same simulator over a real socket: two participants complete, their trials stored,
+    recorded as simulated with the server's rehearsal key (this machine's own key is another)."""
     import sqlalchemy as sa
 
     from humanlike.server.extensions import db
     from humanlike.server.models import Participant, Trial
+    from humanlike.server.rehearsal import rehearsal_key
 
     result = CliRunner().invoke(main, ["simulate", str(demo_spec), "--participants", "2",
                                        "--fail-catch", "0", "--url", demo_server.url,
-                                       "--truth", str(tmp_path / "truth")])
+                                       "--truth", str(tmp_path / "truth"), "--rehearsal-key",
+                                       rehearsal_key(demo_server.app.config["SECRET_KEY"], "demo")])
     assert result.exit_code == 0, result.output
     truth = pd.read_csv(tmp_path / "truth" / "truth_participants.csv")
     with demo_server.app.app_context():
         people = db.session.execute(sa.select(Participant)).scalars().all()
         assert sorted(p.status for p in people) == ["completed", "completed"]
+        assert [p.simulated for p in people] == [True, True]
         assert {p.refresh_hz for p in people} <= {60.0, 75.0, 120.0, 144.0}
         stored = db.session.execute(sa.select(sa.func.count(Trial.id))).scalar_one()
     assert stored == truth["n_trials"].sum()  # every timeline entry, the debrief page too
