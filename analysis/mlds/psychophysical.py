@@ -24,7 +24,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from humanlike.analysis._resampling import ConfidenceInterval
+from humanlike.analysis._resampling import (
+    ConfidenceInterval,
+    as_rng,
+    batch_size,
+    check_n_resamples,
+    confidence_interval,
+    iter_batches,
+    resample_indices,
+)
 from humanlike.analysis.mlds.batch import ScaleFits, fit_many
 
 
@@ -32,7 +40,9 @@ from humanlike.analysis.mlds.batch import ScaleFits, fit_many
 class PsychophysicalScore:
     """Spearman ``rho`` between model and human skewnesses over ``n_sequences`` sequences, its
     bootstrap confidence interval ``ci`` (sequences resampled with replacement),
-    the ``bootstrap_distribution`` and scipy's asymptotic ``p_value`` for rho = 0."""
+    the ``bootstrap_distribution`` and scipy's asymptotic ``p_value`` for rho = 0.
+    ``n_undefined``: resamples whose rho is undefined (every resampled sequence tied on one side,
+    likely with few sequences), left out of the percentile interval."""
 
     rho: float
     ci: ConfidenceInterval[float]
@@ -40,6 +50,7 @@ class PsychophysicalScore:
     n_sequences: int
     confidence_level: float
     bootstrap_distribution: np.ndarray = field(repr=False)
+    n_undefined: int = 0
 
     def summary(self) -> str:
         """rho with its CI, the number of sequences and the p-value, on one line."""
@@ -106,8 +117,9 @@ def psychophysical_score(
     method: str = "percentile",
     random_state: int | np.random.Generator | None = None,
 ) -> PsychophysicalScore:
-    """Spearman rho of model vs human skewness over sequences with a bootstrap CI
-    (``scipy.stats.bootstrap``, paired resampling of sequences, vectorised statistic).
+    """Spearman rho of model vs human skewness over sequences with a bootstrap CI (paired
+    resampling of sequences, vectorised statistic; ``percentile``: resamples whose rho is
+    undefined are counted and left out; another ``method``: ``scipy.stats.bootstrap``).
 
     Series are aligned on their index (sequence ids); arrays must be paired. Sequences where
     either skewness is not finite are dropped."""
@@ -122,28 +134,41 @@ def psychophysical_score(
     if x.size < 3:
         raise ValueError(f"need at least 3 sequences with finite skewness, got {x.size}")
     rho, p_value = stats.spearmanr(x, y)
-    res = stats.bootstrap(
-        (x, y),
-        _spearman,
-        paired=True,
-        vectorized=True,
-        n_resamples=n_resamples,
-        confidence_level=confidence_level,
-        method=method,
-        rng=np.random.default_rng(random_state),
-        batch=max(1, 4_000_000 // x.size),
-    )
+    if method == "percentile":
+        # sequences resampled in batches (never a loop per resample); a resample whose rho is
+        # undefined is left out of the interval and counted, instead of turning it into NaN
+        rng = as_rng(random_state)
+        n_resamples = check_n_resamples(n_resamples)
+        distribution = np.empty(n_resamples)
+        for part in iter_batches(n_resamples, batch_size(x.size, n_resamples)):
+            idx = resample_indices(x.size, part.stop - part.start, rng)
+            distribution[part] = _spearman(x[idx], y[idx])
+        ci = confidence_interval(distribution, confidence_level)
+        undefined = int(np.isnan(distribution).sum())
+    else:
+        res = stats.bootstrap(
+            (x, y),
+            _spearman,
+            paired=True,
+            vectorized=True,
+            n_resamples=n_resamples,
+            confidence_level=confidence_level,
+            method=method,
+            rng=np.random.default_rng(random_state),
+            batch=max(1, 4_000_000 // x.size),
+        )
+        distribution = res.bootstrap_distribution
+        ci = ConfidenceInterval(float(res.confidence_interval.low),
+                                float(res.confidence_interval.high), float(confidence_level))
+        undefined = int(np.isnan(distribution).sum())
     return PsychophysicalScore(
         rho=float(rho),
-        ci=ConfidenceInterval(
-            float(res.confidence_interval.low),
-            float(res.confidence_interval.high),
-            float(confidence_level),
-        ),
+        ci=ci,
         p_value=float(p_value),
         n_sequences=int(x.size),
         confidence_level=confidence_level,
-        bootstrap_distribution=res.bootstrap_distribution,
+        bootstrap_distribution=distribution,
+        n_undefined=undefined,
     )
 
 

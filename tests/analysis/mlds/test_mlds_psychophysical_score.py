@@ -63,6 +63,22 @@ def test_identical_skewness_orders_score_one_and_series_are_aligned_by_sequence(
     assert score.n_sequences == 4
 
 
+def test_resamples_with_undefined_rho_are_counted_not_turned_into_a_nan_interval():
+    """With 4 sequences, 4 (1/4)^4 of resamples draw one sequence 4 times: rho is undefined there.
+    scipy 1.17's percentile bootstrap then returns NaN limits (and a BCa warning): the demo's."""
+    import warnings
+
+    human = np.array([0.3, -0.2, 0.1, 0.5])
+    model = np.array([2.0, -1.0, 0.5, 3.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        score = psychophysical_score(model, human, n_resamples=4000, random_state=0)
+    assert (score.ci.low, score.ci.high) == (1.0, 1.0)
+    # resamples of one distinct sequence: 4 (1/4)^4 = 1/64 of them (binomial SE 0.002)
+    assert score.n_undefined / 4000 == pytest.approx(1 / 64, abs=4 * np.sqrt(1 / 64 / 4000))
+    assert np.isnan(score.bootstrap_distribution).sum() == score.n_undefined
+
+
 def test_too_few_sequences_are_refused():
     with pytest.raises(ValueError, match="at least 3"):
         psychophysical_score(np.array([1.0, 2.0]), np.array([2.0, 1.0]))
