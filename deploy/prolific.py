@@ -316,9 +316,19 @@ class ProlificClient:
                             json={"workspace_id": workspace_id}) or {}
 
     def hook_subscriptions(self, workspace_id: str) -> list[dict[str, Any]]:
+        """The workspace's enabled subscriptions (the listing's ``is_enabled`` filter defaults to
+        true). Whether one was confirmed is not shown: an unconfirmed one is listed all the same."""
         data = self.request("GET", "/api/v1/hooks/subscriptions/",
                             params={"workspace_id": workspace_id}) or {}
         return list(data.get("results", []))
+
+    def hook_subscription(self, subscription_id: str) -> dict[str, Any]:
+        """One subscription as Prolific holds it now (".../webhooks/get-subscription")."""
+        return self.request("GET", f"/api/v1/hooks/subscriptions/{subscription_id}/") or {}
+
+    def delete_subscription(self, subscription_id: str) -> None:
+        """Delete a subscription (".../webhooks/delete-subscription")."""
+        self.request("DELETE", f"/api/v1/hooks/subscriptions/{subscription_id}/")
 
     def subscribe(self, workspace_id: str, event_type: str, target_url: str) -> dict[str, Any]:
         """Create a subscription and confirm it with the ``X-Hook-Secret`` its creation answered

@@ -63,6 +63,27 @@ def store_secret(instance_path: str, value: str) -> Path:
     return path
 
 
+CONFIRMED_FILE = "prolific_webhook_subscriptions.json"
+"""The subscriptions ``recruit prolific hooks`` confirmed (Prolific's API does not show it)."""
+
+
+def confirmed_subscriptions(instance_path: str) -> dict[str, str]:
+    """Subscription id -> event type of every subscription this server confirmed."""
+    path = Path(instance_path) / CONFIRMED_FILE
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def store_confirmed(instance_path: str, confirmed: dict[str, str]) -> None:
+    """Keep the ids of the subscriptions this server confirmed, in the instance folder."""
+    path = Path(instance_path) / CONFIRMED_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(confirmed, indent=1, sort_keys=True))
+
+
 def webhook_secret() -> str | None:
     """``PROLIFIC_WEBHOOK_SECRET``, else the secret ``recruit prolific hooks`` stored."""
     if os.environ.get("PROLIFIC_WEBHOOK_SECRET"):

@@ -648,12 +648,15 @@ def _hooks_command(group: click.Group, make: Callable[..., Context]) -> None:
         """Subscribe this server to Prolific's webhooks (submission and study status changes, a
         high return rate): creates the workspace's secret when this server has none (kept in the
         instance folder, never printed) and confirms one subscription per event type. Safe to
-        re-run; `sync` stays the fallback."""
+        re-run: a subscription this server confirmed is kept, one it cannot know to be confirmed
+        (a lost reply) is deleted and made anew, and each is read back from Prolific before it is
+        reported; `sync` stays the fallback."""
         ctx = make(slug, spec_path, database_url, dry_run)
 
         def body() -> None:
             import os
 
+            from humanlike.deploy.prolific import ProlificError
             from humanlike.server import prolific_hooks
 
             exp = ctx.experiment()
@@ -671,18 +674,49 @@ def _hooks_command(group: click.Group, make: Callable[..., Context]) -> None:
                 if not dry_run:
                     path = prolific_hooks.store_secret(ctx.app.instance_path, str(made["value"]))
                     click.echo(f"webhook secret created for workspace {workspace}; kept in {path}")
-            existing = [] if dry_run else client.hook_subscriptions(workspace)
-            enabled = {(s.get("event_type"), s.get("target_url")): s for s in existing
-                       if s.get("is_enabled")}
-            subscriptions = [enabled.get((kind, target)) or client.subscribe(workspace, kind,
-                                                                              target)
-                             for kind in prolific_hooks.EVENT_TYPES]
-            if not dry_run:
-                _store(exp, hooks={"workspace": workspace, "target_url": target,
-                                   "subscriptions": {s["event_type"]: s["id"]
-                                                     for s in subscriptions}})
-                for sub in subscriptions:
-                    click.echo(f"{sub['event_type']} -> {target} (subscription {sub['id']})")
+            if dry_run:
+                for kind in prolific_hooks.EVENT_TYPES:
+                    client.subscribe(workspace, kind, target)
+                return
+            confirmed = prolific_hooks.confirmed_subscriptions(ctx.app.instance_path)
+            kept: dict[str, str] = {}
+            for sub in client.hook_subscriptions(workspace):
+                kind = sub.get("event_type")
+                if sub.get("target_url") != target or kind not in prolific_hooks.EVENT_TYPES:
+                    continue
+                if sub.get("id") in confirmed and sub.get("is_enabled") and kind not in kept:
+                    kept[kind] = sub["id"]
+                else:  # never confirmed here (its reply was lost), or a second one: replace it
+                    client.delete_subscription(sub["id"])
+                    confirmed.pop(sub["id"], None)
+            for kind in prolific_hooks.EVENT_TYPES:
+                if kind in kept:
+                    continue
+                try:
+                    made = client.subscribe(workspace, kind, target)
+                except ProlificError as exc:
+                    if exc.unknown:
+                        raise click.ClickException(
+                            f"subscribing {kind}: {exc}. Prolific may or may not have created "
+                            "(or confirmed) the subscription, so it is not counted as working. "
+                            "Run this command again: it replaces a subscription it did not "
+                            "see confirmed.") from exc
+                    raise
+                kept[kind] = made["id"]
+                confirmed[made["id"]] = kind
+                prolific_hooks.store_confirmed(ctx.app.instance_path, confirmed)
+            held = {kind: client.hook_subscription(sid) for kind, sid in kept.items()}
+            wrong = [f"{kind} (subscription {kept[kind]})" for kind, sub in held.items()
+                     if not sub.get("is_enabled") or sub.get("event_type") != kind
+                     or sub.get("target_url") != target]
+            if wrong:
+                raise click.ClickException(
+                    "Prolific does not show these subscriptions enabled for " + target + ": "
+                    + ", ".join(wrong) + ". Enable them on Prolific (or run this command again).")
+            _store(exp, hooks={"workspace": workspace, "target_url": target,
+                               "subscriptions": kept})
+            for kind in prolific_hooks.EVENT_TYPES:
+                click.echo(f"{kind} -> {target} (subscription {kept[kind]})")
 
         _run(ctx, body)
 

@@ -45,9 +45,13 @@ Rules and where they are documented:
   POST /api/v1/hooks/secrets/ {"workspace_id"} -> {"id", "value", "workspace_id"} (one secret per
   workspace, replaced on each call); POST /api/v1/hooks/subscriptions/ {"event_type", "target_url",
   "workspace_id"} (a secret must exist; target_url https:// and publicly reachable, not localhost)
-  -> the subscription with an ``id`` and an ``X-Hook-Secret`` header; POST
-  /api/v1/hooks/subscriptions/{id}/ {"secret": <X-Hook-Secret>} confirms it; GET
-  /api/v1/hooks/subscriptions/?workspace_id= lists them; GET
+  and the optional "is_enabled" (default true) -> 201 {"results": [the subscription with an
+  ``id``]} and an ``X-Hook-Secret`` header (".../create-subscription"); POST
+  /api/v1/hooks/subscriptions/{id}/ {"secret": <X-Hook-Secret>} confirms it (only a confirmed
+  subscription is delivered to; nothing in the API shows whether one is); GET
+  /api/v1/hooks/subscriptions/?workspace_id=&is_enabled= lists them (``is_enabled`` defaults to
+  true: only enabled ones, ".../get-subscriptions"); GET and DELETE
+  /api/v1/hooks/subscriptions/{id}/ retrieve and delete one; GET
   /api/v1/hooks/subscriptions/{id}/events/?status= lists deliveries. A delivery is a POST of
   {"resource_id", "event_type", "status"} with X-Prolific-Request-Signature = base64(HMAC-SHA256(
   secret, X-Prolific-Request-Timestamp + body)) (".../webhooks/verifying"; the timestamp is a UNIX
@@ -147,6 +151,10 @@ class FakeProlific:
         self.secrets: dict[str, str] = {}
         self.subscriptions: dict[str, dict[str, Any]] = {}
         self.hook_secrets: dict[str, str] = {}
+        self.confirmed: set[str] = set()
+        """Subscriptions confirmed with their X-Hook-Secret: only these are delivered to (the API
+        shows no such flag: an unconfirmed subscription is listed ``is_enabled`` all the same)."""
+        self.lose_hook_reply = 0
         self.deliveries: list[dict[str, Any]] = []
         self.messages: list[dict[str, Any]] = []
         self.test_participants: dict[str, str] = {}
@@ -411,7 +419,8 @@ class FakeProlific:
         if (method, path) == ("POST", "/api/v1/hooks/subscriptions/"):
             body = body or {}
             if set(body) - {"event_type", "target_url", "workspace_id", "is_enabled"}:
-                raise _field_error(sorted(set(body))[0], "Unknown field.")
+                raise _field_error(sorted(set(body) - {"event_type", "target_url", "workspace_id",
+                                                       "is_enabled"})[0], "Unknown field.")
             for field in ("event_type", "target_url", "workspace_id"):
                 if not body.get(field):
                     raise _field_error(field, "This field is required.")
@@ -423,29 +432,50 @@ class FakeProlific:
             if body["workspace_id"] not in self.secrets:
                 raise _field_error("workspace_id", "Create a secret for the workspace first.")
             sub = {"id": self.new_id("8"), "event_type": body["event_type"], "target_url": url,
-                   "workspace_id": body["workspace_id"], "is_enabled": False}
+                   "workspace_id": body["workspace_id"],
+                   "is_enabled": bool(body.get("is_enabled", True))}
             self.subscriptions[sub["id"]] = sub
             self.hook_secrets[sub["id"]] = self.new_id("h")
+            if self.lose_hook_reply:  # created, but the answer (and its X-Hook-Secret) is lost
+                self.lose_hook_reply -= 1
+                raise Refused(504, "upstream timed out")
             self.reply_headers = {"X-Hook-Secret": self.hook_secrets[sub["id"]]}
-            return sub, 201
-        if (m := re.fullmatch(r"/api/v1/hooks/subscriptions/(\w+)/", path)) and method == "POST":
+            return {"results": [sub]}, 201
+        if m := re.fullmatch(r"/api/v1/hooks/subscriptions/(\w+)/", path):
             sub = self.subscriptions.get(m[1])
             if sub is None:
                 raise Refused(404, "subscription not found")
+            if method == "GET":
+                return sub, 200
+            if method == "DELETE":
+                del self.subscriptions[m[1]]
+                self.confirmed.discard(m[1])
+                return None, 204
+            if method != "POST":
+                raise Refused(405, f"{method} not allowed")
             if (body or {}).get("secret") != self.hook_secrets[m[1]]:
                 raise _field_error("secret", "Does not match the X-Hook-Secret of the subscription.")
-            sub["is_enabled"] = True
+            self.confirmed.add(m[1])
             return sub, 200
         if (method, path) == ("GET", "/api/v1/hooks/subscriptions/"):
             ws = request.args.get("workspace_id")
+            enabled = request.args.get("is_enabled", "true").lower() != "false"
             return {"results": [s for s in self.subscriptions.values()
-                                if ws is None or s["workspace_id"] == ws]}, 200
+                                if (ws is None or s["workspace_id"] == ws)
+                                and s["is_enabled"] == enabled]}, 200
         if (m := re.fullmatch(r"/api/v1/hooks/subscriptions/(\w+)/events/", path)) \
                 and method == "GET":
             status = request.args.get("status")
             return {"results": [d for d in self.deliveries if d["subscription_id"] == m[1]
                                 and (status is None or d["status"] == status)]}, 200
         raise Refused(404, f"no such endpoint: {method} {path}")
+
+    def delivering(self, event_type: str, target_url: str) -> list[str]:
+        """The subscriptions that would deliver ``event_type`` to ``target_url``: enabled and
+        confirmed."""
+        return [sid for sid, s in self.subscriptions.items()
+                if (s["event_type"], s["target_url"]) == (event_type, target_url)
+                and s["is_enabled"] and sid in self.confirmed]
 
     def event(self, event_type: str, resource_id: str, status: str | None, when: str,
               event_id: str | None = None, workspace: str = "ws1",

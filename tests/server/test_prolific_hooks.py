@@ -59,6 +59,50 @@ def test_hooks_creates_the_secret_and_confirms_a_subscription_per_event_type(
     assert fake.secrets["ws1"] not in out.output  # the secret is never printed
     again = recruit(database_url, recruit_spec, "hooks", "--workspace", "ws1")
     assert again.exit_code == 0 and len(fake.subscriptions) == 3  # existing ones are kept
+    assert all(fake.delivering(s["event_type"], s["target_url"]) == [s["id"]] for s in subs)
+
+
+TARGET = "https://study.example.org/hooks/prolific"
+
+
+def test_a_subscription_whose_reply_was_lost_is_replaced_not_reported_as_done(
+        rapp, fake, database_url, recruit_spec):
+    """The reply to creating a subscription is lost: Prolific holds it (listed as enabled, as
+    every subscription is) but it was never confirmed, so nothing is delivered. The run says so;
+    the next run does not take it for a working one: it deletes it, subscribes and confirms
+    anew, and reports only what Prolific shows afterwards."""
+    assert recruit(database_url, recruit_spec, "create").exit_code == 0
+    fake.lose_hook_reply = 1
+    out = recruit(database_url, recruit_spec, "hooks", "--workspace", "ws1")
+    assert out.exit_code == 1 and "may or may not" in out.output, out.output
+    [orphan] = fake.subscriptions  # created at Prolific, unconfirmed
+    assert fake.delivering("submission.status.change", TARGET) == []
+    again = recruit(database_url, recruit_spec, "hooks", "--workspace", "ws1")
+    assert again.exit_code == 0, again.output
+    assert orphan not in fake.subscriptions
+    for kind in ("submission.status.change", "study.status.change",
+                 "study.has_high_return_rate"):
+        [sid] = fake.delivering(kind, TARGET)
+        assert f"{kind} -> {TARGET} (subscription {sid})" in again.output
+    assert len(fake.subscriptions) == 3 and set(fake.subscriptions) == fake.confirmed
+    assert ("GET", f"/api/v1/hooks/subscriptions/{sid}/", None) in fake.log  # read back
+
+
+def test_a_subscription_prolific_does_not_show_enabled_after_confirming_is_an_error(
+        rapp, fake, database_url, recruit_spec, monkeypatch):
+    assert recruit(database_url, recruit_spec, "create").exit_code == 0
+    confirm = fake.hooks
+
+    def disabled_after_confirming(request, method, path, body):
+        data, status = confirm(request, method, path, body)
+        if method == "POST" and (body or {}).get("secret"):
+            data["is_enabled"] = False  # Prolific turned it off
+        return data, status
+
+    monkeypatch.setattr(fake, "hooks", disabled_after_confirming)
+    out = recruit(database_url, recruit_spec, "hooks", "--workspace", "ws1")
+    assert out.exit_code == 1 and "does not show these subscriptions enabled" in out.output
+    assert " -> https://" not in out.output  # nothing reported as subscribed
 
 
 def test_a_signed_event_delivered_twice_and_out_of_order_moves_a_participant_once(
