@@ -94,7 +94,8 @@ EVENT_COLUMNS = {
     "type": "blur | focus | visibility | resize | fullscreen_enter | fullscreen_exit | error | "
             "environment | resume | resume_policy (a return under the spec's resume policy) | "
             "stale_trial (a trial answered before its block restarted, sent afterwards: kept "
-            "here, not as an answer)",
+            "here, not as an answer) | lock_reset (humanlike reset-lock: the next session id "
+            "may resume this participant)",
     "value": "event details (JSON)",
     "client_time": "browser clock, ms since the Unix epoch",
     "server_time": "server time (UTC, ISO 8601)",
