@@ -111,8 +111,8 @@ def _origins(frames: Mapping[str, pd.DataFrame]) -> tuple[pd.Series, pd.Series]:
     """Each participant's arrival (server clock, from ``participants``) and first browser time
     (``client_time`` of ``trials``), the origins of ``offsets``."""
     people = frames.get("participants", pd.DataFrame(columns=["participant", "created_at"]))
-    arrival = pd.to_datetime(people.set_index("participant")["created_at"], utc=True,
-                             format="ISO8601")
+    people = people.drop_duplicates("participant").set_index("participant")
+    arrival = pd.to_datetime(people["created_at"], utc=True, format="ISO8601")
     trials = frames.get("trials", pd.DataFrame(columns=["participant", "client_time"]))
     first = pd.to_numeric(trials["client_time"], errors="coerce").groupby(
         trials["participant"]).min()
@@ -125,7 +125,8 @@ def coarsen_times(frames: Mapping[str, pd.DataFrame], policy: str,
     """The tables with their times published under ``policy`` (:data:`TIME_POLICIES`) and, per
     changed column, a note for its description. ``day``: dates and times as the UTC date
     (YYYY-MM-DD), durations in whole minutes (:func:`coarse_durations`); ``offsets``: seconds since
-    the participant's arrival (server times) or first trial (browser times); ``exact``: unchanged."""
+    the participant's arrival (server times) or first trial (browser times), the day in a table
+    without a participant column; ``exact``: unchanged."""
     if policy not in TIME_POLICIES:
         raise ValueError(f"times must be one of {', '.join(TIME_POLICIES)}, not {policy!r}")
     if policy == "exact":
@@ -133,26 +134,28 @@ def coarsen_times(frames: Mapping[str, pd.DataFrame], policy: str,
     notes: dict[str, str] = {}
     arrival, first = _origins(frames) if policy == "offsets" else (None, None)
     out = {}
+    day = "published as its UTC date (YYYY-MM-DD) only"
     for name, frame in frames.items():
         frame = frame.copy()
+        offsets = policy == "offsets" and "participant" in frame.columns  # else: the day
         for column in iso_time_columns(frame):
             stamps = pd.to_datetime(frame[column], utc=True, format="ISO8601")
-            if policy == "day":
-                frame[column] = stamps.dt.strftime("%Y-%m-%d")
-                notes[column] = "published as its UTC date (YYYY-MM-DD) only"
-            elif "participant" in frame.columns:
+            if offsets:
                 origin = frame["participant"].map(arrival)
                 frame[column] = ((stamps - origin).dt.total_seconds()).round(3)
                 notes[column] = "published as seconds since the participant's arrival"
+            else:
+                frame[column] = stamps.dt.strftime("%Y-%m-%d")
+                notes[column] = day
         for column in (c for c in EPOCH_MS_COLUMNS if c in frame.columns):
             millis = pd.to_numeric(frame[column], errors="coerce")
-            if policy == "day":
-                frame[column] = pd.to_datetime(millis, unit="ms", utc=True).dt.strftime("%Y-%m-%d")
-                notes[column] = "published as its UTC date (YYYY-MM-DD) only"
-            elif "participant" in frame.columns:
+            if offsets:
                 frame[column] = ((millis - frame["participant"].map(first)) / 1000.0).round(3)
                 notes[column] = "published as seconds since the participant's first trial " \
                                 "(browser clock)"
+            else:
+                frame[column] = pd.to_datetime(millis, unit="ms", utc=True).dt.strftime("%Y-%m-%d")
+                notes[column] = day
         if policy == "day":
             for column in (c for c in DURATION_COLUMNS if c in frame.columns):
                 frame[column] = coarse_durations(frame[column], rules)

@@ -98,3 +98,25 @@ def test_every_spec_field_is_either_published_or_withheld_by_name():
         published = {prefix + name for name in allowed}
         assert fields == (published | WITHHELD_SPEC) & fields, fields - published - WITHHELD_SPEC
         assert not published & WITHHELD_SPEC and published <= fields
+
+
+def test_times_as_offsets_start_at_each_participants_arrival(published, database_url, tmp_path):
+    export, _ = published
+    out = tmp_path / "offsets"
+    result = CliRunner().invoke(main, ["publish", "small", "--out", str(out), "--license",
+                                       "CC0-1.0", "--times", "offsets",
+                                       "--database-url", database_url])
+    assert result.exit_code == 0, result.output
+    people = pd.read_csv(out / "data" / "study-small_description-participants_data.csv")
+    assert people["created_at"].tolist() == [0.0, 0.0]
+    trials = pd.read_csv(out / "data" / "study-small_description-trials_data.csv")
+    assert trials["client_time"].eq(0.0).all()  # the helper sends one browser time, 1.7e12 ms
+    exported = pd.read_csv(export / "trials.csv", dtype={"participant": str})
+    arrival = pd.read_csv(export / "participants.csv", dtype={"participant": str}).set_index(
+        "participant")["created_at"]
+    expected = (pd.to_datetime(exported["server_time"], format="ISO8601")
+                - pd.to_datetime(exported["participant"].map(arrival), format="ISO8601"))
+    assert trials["server_time"].tolist() == expected.dt.total_seconds().round(3).tolist()
+    assert (trials["server_time"] >= 0).all()
+    assert not ISO_TIME.search((out / "data" / "study-small_description-trials_data.csv")
+                               .read_bytes())

@@ -175,6 +175,8 @@ def test_times_are_published_as_days_by_default():
     assert frames["trials"]["server_time"].tolist() == [5.5, 8.0, 8.0]
     assert frames["trials"]["client_time"].tolist()[:2] == [0.0, 2.5]
     assert frames["participants"]["duration_s"].tolist()[0] == 882.0
+    frames, _ = coarsen_times({"log": trials.drop(columns="participant")}, "offsets")
+    assert frames["log"]["server_time"].tolist() == ["2026-03-02"] * 3  # no origin: the day
     frames, notes = coarsen_times({"trials": trials}, "exact")
     assert frames["trials"] is trials and notes == {}
     with pytest.raises(ValueError, match="day, offsets, exact"):
