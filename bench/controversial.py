@@ -16,11 +16,16 @@ optimiser step's forward and backward passes on all ``--n`` images at once for f
 bfloat16, each eager and replayed from CUDA graphs (median of 10 after 3 warm-ups, device events;
 ``host_ms``: the time to enqueue the step, which bounds it when it exceeds ``gpu_ms``), with the
 peak GPU memory and the relative error of the image gradient against the eager pass at the same
-precision and in float32, one JSON line each.
+precision and in float32, one JSON line each. ``--objective golan2020`` runs the paper's eq. 4
+(smooth minimum of calibrated logits, uniform-noise start) instead of the default ``logsigmoid``
+variant; ``--compare-objectives`` runs both on the same class pairs and seeds and prints one line
+per objective (share >= .85, mean and median c, steps, time) and a last line comparing them pair
+by pair (mean difference in c, pairs where each is higher, Wilcoxon signed-rank p).
 
     .venv/bin/python bench/controversial.py [--pair cnn:kde] [--device auto] [--threads 1]
         [--precision float32] [--parameterisation pixel] [--n 90] [--seed 0]
         [--max-steps 1000] [--max-attempts 5] [--step-profile]
+        [--objective logsigmoid|golan2020] [--compare-objectives]
 """
 
 from __future__ import annotations
@@ -32,8 +37,10 @@ import time
 
 import numpy as np
 import torch
+from scipy import stats
 
 from humanlike.stimuli.controversial import (
+    OBJECTIVES,
     SynthesisSettings,
     all_class_pairs,
     log_controversiality_terms,
@@ -58,6 +65,9 @@ def main() -> None:
     parser.add_argument("--max-attempts", type=int, default=SynthesisSettings.max_attempts)
     parser.add_argument("--step-profile", action="store_true", help="time one step per variant")
     parser.add_argument("--progress", action="store_true", help="progress bar on stderr")
+    parser.add_argument("--objective", default="logsigmoid", choices=OBJECTIVES)
+    parser.add_argument("--compare-objectives", action="store_true",
+                        help="run both objectives on the same pairs and compare them")
     args = parser.parse_args()
     device = resolve_device(args.device)
     torch.manual_seed(args.seed)  # the initial weights of declared models without a weights file
@@ -70,11 +80,38 @@ def main() -> None:
     if args.step_profile:
         step_profile(model_1, model_2, pairs, device)
         return
+    objectives = OBJECTIVES if args.compare_objectives else (args.objective,)
+    results = {}
+    for objective in objectives:
+        results[objective] = run_one(args, device, model_1, model_2, pairs, objective)
+    if args.compare_objectives:
+        c = {name: r.controversiality for name, r in results.items()}
+        diff = c["golan2020"] - c["logsigmoid"]
+        print(
+            json.dumps(
+                {
+                    "pair": args.pair,
+                    "n": len(diff),
+                    "mean_c_golan2020_minus_logsigmoid": round(float(diff.mean()), 4),
+                    "golan2020_higher": int(np.sum(diff > 1e-6)),
+                    "logsigmoid_higher": int(np.sum(diff < -1e-6)),
+                    "wilcoxon_p": round(float(stats.wilcoxon(diff).pvalue), 4)
+                    if np.any(diff != 0)
+                    else 1.0,
+                }
+            )
+        )
+
+
+def run_one(args: argparse.Namespace, device: torch.device, model_1: CandidateModel,
+            model_2: CandidateModel, pairs: np.ndarray, objective: str):
+    """Time one synthesis with ``objective`` and print its JSON line; return the result."""
     settings = SynthesisSettings(
         precision=args.precision,
         parameterisation=args.parameterisation,
         max_steps=args.max_steps,
         max_attempts=args.max_attempts,
+        objective=objective,
     )
     with torch_threads(args.threads):
         start, cpu_start = time.perf_counter(), time.process_time()
@@ -94,6 +131,7 @@ def main() -> None:
         json.dumps(
             {
                 "pair": args.pair,
+                "objective": objective,
                 "device": str(device),
                 "threads": args.threads,
                 "precision": args.precision,
@@ -109,9 +147,12 @@ def main() -> None:
                 "image_steps": result.image_steps,
                 "ms_per_step": round(1000 * seconds / max(1, result.optimiser_steps), 2),
                 "median_c": round(float(np.median(result.controversiality)), 4),
+                "mean_c": round(float(np.mean(result.controversiality)), 4),
+                "mean_attempts": round(float(np.mean(result.attempts)), 2),
             }
         )
     )
+    return result
 
 
 def step_profile(

@@ -5,15 +5,21 @@ models (i, j) and classes (a, b) as
 
     c(x) = min{ p_i(a|x), 1 - p_i(b|x), p_j(b|x), 1 - p_j(a|x) },
 
-and eq. 4 optimises its smooth minimum in log space,
+and eq. 4 maximises a smooth minimum. Two objectives are offered (``SynthesisSettings.objective``):
 
-    c_beta(x) = -(1/beta) log sum_t exp(-beta log v_t(x)),   v = the four terms above,
+* ``"golan2020"``, the paper's eq. 4 (and its authors' tutorial code): the smooth minimum of the four
+  calibrated logits ``[l_i(a), -l_i(b), l_j(b), -l_j(a)]`` (c(x) is the sigmoid of their hard
+  minimum), starting from an image of uniform noise, x0 ~ U(0, 1) per pixel (z0 = logit(x0));
+* ``"logsigmoid"`` (the default, humanlike's variant, not eq. 4): the smooth minimum of the log
+  terms, ``c_beta(x) = -(1/beta) log sum_t exp(-beta log v_t(x))``, which approaches log c(x) from
+  below as beta grows (0 <= log c - c_beta <= log(4) / beta) and stops pushing a term once its
+  probability saturates; starting from z0 ~ U(-2, 2) (``init_range``).
 
-which approaches log c(x) from below as beta grows (0 <= log c - c_beta <= log(4) / beta). The image
-is parametrised as x = sigmoid(z) with z drawn from uniform noise (or in the decorrelated Fourier
-space for colour networks, see ``image_parameterisation``) and optimised with Adam for beta = 1,
-10, 100 in turn; a stimulus still below the threshold (0.85) is restarted from new noise. Any
-channel count and resolution; on the models' device, optionally under mixed precision.
+The image is x = sigmoid(z) (or lives in the decorrelated Fourier space for colour networks, see
+``image_parameterisation``) and is optimised with Adam for beta = 1, 10, 100 in turn; a stimulus
+still below the threshold (0.85) is restarted from new noise. Any channel count and resolution; on
+the models' device, optionally under mixed precision. ``bench/controversial.py --compare-objectives``
+compares the two on the demo models (docs/controversial-stimuli.md).
 """
 
 from __future__ import annotations
@@ -77,8 +83,61 @@ def log_controversiality_terms(
     )
 
 
+def logit_controversiality_terms(
+    logits_1: torch.Tensor, logits_2: torch.Tensor, class_1: torch.Tensor, class_2: torch.Tensor
+) -> torch.Tensor:
+    """(N, 4) calibrated logit terms [l_1(a), -l_1(b), l_2(b), -l_2(a)] (Golan et al. 2020, eq. 4);
+    c = sigmoid(their minimum), as 1 - sigmoid(l) = sigmoid(-l)."""
+    rows = torch.arange(len(logits_1), device=logits_1.device)
+    return torch.stack(
+        [
+            logits_1[rows, class_1],
+            -logits_1[rows, class_2],
+            logits_2[rows, class_2],
+            -logits_2[rows, class_1],
+        ],
+        dim=-1,
+    )
+
+
+#: ``golan2020``: eq. 4 of the paper over calibrated logits, uniform-noise start; ``logsigmoid``:
+#: humanlike's variant over log probabilities, z0 ~ U(-init_range, init_range).
+OBJECTIVES = ("logsigmoid", "golan2020")
+
+
+def objective_terms(
+    objective: str,
+    logits_1: torch.Tensor,
+    logits_2: torch.Tensor,
+    class_1: torch.Tensor,
+    class_2: torch.Tensor,
+) -> torch.Tensor:
+    """The (N, 4) terms whose smooth minimum ``objective`` maximises (see ``OBJECTIVES``)."""
+    if objective == "golan2020":
+        return logit_controversiality_terms(logits_1, logits_2, class_1, class_2)
+    return log_controversiality_terms(logits_1, logits_2, class_1, class_2)
+
+
+def terms_to_probability(objective: str, value: torch.Tensor) -> torch.Tensor:
+    """A term (or a smooth minimum of terms) of ``objective`` as a probability: sigmoid of a logit,
+    exp of a log probability; the hard minimum maps to c(x) (eq. 2)."""
+    return torch.sigmoid(value) if objective == "golan2020" else value.exp()
+
+
+def uniform_noise_start(
+    seeds: np.ndarray, shape: tuple[int, ...], device: torch.device
+) -> torch.Tensor:
+    """z0 = logit(x0) with x0 ~ U(0, 1) per pixel, one image per seed (the paper's start: an image of
+    uniform noise, as in Golan et al.'s tutorial), clipped to x0 in [1e-6, 1 - 1e-6]."""
+    draws = [torch.rand(shape, generator=torch.Generator().manual_seed(int(seed))) for seed in seeds]
+    if not draws:
+        return torch.zeros((0, *shape), device=device)
+    return torch.logit(torch.stack(draws), eps=1e-6).to(device)
+
+
 def smooth_minimum(log_terms: torch.Tensor, beta: float) -> torch.Tensor:
-    """-(1/beta) logsumexp(-beta * log_terms) over the last axis (Golan et al. 2020, eq. 4)."""
+    """-(1/beta) logsumexp(-beta * terms) over the last axis (the smooth minimum of Golan et al.
+    2020, eq. 4; their terms are calibrated logits, the ``logsigmoid`` variant's log probabilities)."""
     if beta <= 0:
         raise ValueError("beta must be positive")
     return -torch.logsumexp(-beta * log_terms, dim=-1) / beta
@@ -88,12 +147,16 @@ def smooth_minimum(log_terms: torch.Tensor, beta: float) -> torch.Tensor:
 class SynthesisSettings:
     """Optimiser settings: Adam on the image parameters (``parameterisation``: ``pixel``, x =
     sigmoid(z), or ``fourier``, see ``image_parameterisation``), one run per beta until the best
-    smooth score (in probability space, exp(c_beta)) improves by less than ``tolerance`` (relative)
-    over the last ``window`` steps, or ``max_steps``; restart from new noise while c <
+    smooth score (in probability space: exp(c_beta), or its sigmoid for ``golan2020``) improves by
+    less than ``tolerance`` (relative) over the last ``window`` steps, or ``max_steps``; restart
+    from new noise while c <
     ``threshold``. ``learning_rate`` None takes the parametrisation's default (pixel 0.3, Fourier
     0.05); ``batch_size`` None sizes batches to the device (one batch on the CPU); ``precision``
     ``bfloat16`` / ``float16`` runs the optimiser's forward passes under autocast (the reported c
-    is always recomputed in float32)."""
+    is always recomputed in float32). ``objective`` (``OBJECTIVES``): ``logsigmoid``, humanlike's
+    variant (smooth minimum of log probabilities, z0 ~ U(-init_range, init_range)), or
+    ``golan2020``, the paper's eq. 4 (smooth minimum of calibrated logits, x0 ~ U(0, 1) noise; with
+    the ``fourier`` parametrisation only the objective changes)."""
 
     betas: tuple[float, ...] = (1.0, 10.0, 100.0)
     learning_rate: float | None = None
@@ -106,8 +169,11 @@ class SynthesisSettings:
     parameterisation: str = "pixel"
     precision: str = "float32"
     batch_size: int | None = None
+    objective: str = "logsigmoid"
 
     def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
         if not self.betas or any(b <= 0 for b in self.betas):
             raise ValueError("betas must be a non-empty sequence of positive numbers")
         if self.window < 1 or self.max_steps < 1 or self.max_attempts < 1:
@@ -246,8 +312,8 @@ def _optimise(
     batched optimiser steps taken.
 
     Within a beta phase a stimulus stops (its z is frozen and its records no longer change) once
-    its best smooth score exp(c_beta) has improved by less than ``tolerance`` (relative) over the
-    last ``window`` steps; the phase ends when every stimulus has converged or after ``max_steps``.
+    its best smooth score in probability space has improved by less than ``tolerance``
+    (relative) over the last ``window`` steps; the phase ends when every stimulus has converged or after ``max_steps``.
     The forward pass holds the stimuli active at the last gathering (``GPU_GATHER_EVERY``); the
     loss, the records and the Adam update are masked to those still active, so the result does not
     depend on how often the set is gathered, and no step waits for the device in between.
@@ -278,12 +344,14 @@ def _optimise(
             live = active[idx]
             x = param.image(z.index_select(0, idx))
             logits_1, logits_2 = forward_1(x), forward_2(x)
-            terms = log_controversiality_terms(logits_1.float(), logits_2.float(), a[idx], b[idx])
+            terms = objective_terms(
+                settings.objective, logits_1.float(), logits_2.float(), a[idx], b[idx]
+            )
             smooth = smooth_minimum(terms, beta)
             optimiser.zero_grad(set_to_none=False)
             (-(smooth * live).sum()).backward()
             with torch.no_grad():
-                hard = terms.min(dim=-1).values.exp()
+                hard = terms_to_probability(settings.objective, terms.min(dim=-1).values)
                 seen = best_c[idx]
                 best = torch.where(live, torch.maximum(seen, hard), seen)
                 best_c[idx] = best
@@ -294,7 +362,11 @@ def _optimise(
                     keep.view(-1, *([1] * (x.ndim - 1))), x.to(best_x.dtype), best_x[idx]
                 )
                 best_smooth[idx] = torch.where(
-                    live, torch.maximum(best_smooth[idx], smooth.exp()), best_smooth[idx]
+                    live,
+                    torch.maximum(
+                        best_smooth[idx], terms_to_probability(settings.objective, smooth)
+                    ),
+                    best_smooth[idx],
                 )
                 history[step % (window + 1)] = best_smooth
                 before = z.detach().clone()
@@ -377,7 +449,10 @@ def synthesize_controversial(
             for start in range(0, len(todo), batch):
                 chunk = todo[start : start + batch]
                 seeds = np.array([image_seed(random_state, i, attempt) for i in chunk])
-                z0 = param.initial(seeds, settings.init_range)
+                if settings.objective == "golan2020" and settings.parameterisation == "pixel":
+                    z0 = uniform_noise_start(seeds, shape, target)
+                else:
+                    z0 = param.initial(seeds, settings.init_range)
                 idx = torch.from_numpy(chunk).to(target)
                 x_opt, used, steps = _optimise(
                     forward_1, forward_2, a_all[idx], b_all[idx], z0, param, settings, bar

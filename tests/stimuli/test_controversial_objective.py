@@ -18,8 +18,11 @@ from humanlike.stimuli.controversial import (
     SynthesisSettings,
     controversiality,
     log_controversiality_terms,
+    objective_terms,
     smooth_minimum,
     synthesize_controversial,
+    terms_to_probability,
+    uniform_noise_start,
 )
 from humanlike.stimuli.models import CandidateModel
 
@@ -167,3 +170,51 @@ def test_class_pairs_with_equal_classes_are_rejected():
     m1, m2 = toy_pair(8.0, 12.0)
     with pytest.raises(ValueError, match="class_pairs"):
         synthesize_controversial(m1, m2, class_pairs=[(1, 1)], progress=False)
+
+
+def test_golan2020_terms_are_the_four_calibrated_logits_and_their_min_maps_to_c():
+    # eq. 4 of Golan et al. 2020 takes the smooth minimum over logits, not log probabilities
+    logits_1 = torch.tensor([[2.0, -1.0, 0.5]])
+    logits_2 = torch.tensor([[-3.0, 1.5, 0.0]])
+    a, b = torch.tensor([0]), torch.tensor([1])
+    terms = objective_terms("golan2020", logits_1, logits_2, a, b)
+    np.testing.assert_allclose(terms.numpy()[0], [2.0, 1.0, 1.5, 3.0])
+    c = controversiality(expit(logits_1.numpy()), expit(logits_2.numpy()), np.array([0]),
+                         np.array([1]))
+    hard = terms_to_probability("golan2020", terms.min(dim=-1).values)
+    assert float(hard[0]) == pytest.approx(c[0], rel=1e-6)  # sigma(1) = 1 - p_1(b)
+    # the default stays the log-probability variant
+    variant = objective_terms("logsigmoid", logits_1, logits_2, a, b)
+    torch.testing.assert_close(variant, log_controversiality_terms(logits_1, logits_2, a, b))
+    assert SynthesisSettings().objective == "logsigmoid"
+
+
+def test_golan2020_starts_from_an_image_of_uniform_noise():
+    z0 = uniform_noise_start(np.arange(200), (1, 8, 8), torch.device("cpu"))
+    x0 = torch.sigmoid(z0).numpy().ravel()
+    # U(0, 1) pixels: mean 1/2, variance 1/12, a flat histogram (the variant's sigmoid(U(-2, 2))
+    # has variance 0.067 and no pixel beyond 0.881)
+    assert x0.mean() == pytest.approx(0.5, abs=0.01)
+    assert x0.var() == pytest.approx(1 / 12, abs=0.003)
+    assert np.mean(x0 > 0.95) == pytest.approx(0.05, abs=0.01)
+    again = uniform_noise_start(np.array([7]), (1, 8, 8), torch.device("cpu"))
+    torch.testing.assert_close(again[0], z0[7])  # one generator per seed: batch-independent
+
+
+def test_golan2020_objective_finds_the_known_optimum_of_a_toy_linear_pair():
+    # the logit terms k1 (x0 - 1/4), k1 (3/4 - x0), k2 (x1 - 1/10), k2 (1/2 - x1) are mirror pairs
+    # about (1/2, 3/10) as well, so the paper's objective has the same optimum, c* = sigma(k1 / 4)
+    m1, m2 = toy_pair(k1=8.0, k2=12.0)
+    result = synthesize_controversial(
+        m1, m2, class_pairs=[(0, 1)], random_state=3, progress=False,
+        settings=SynthesisSettings(objective="golan2020"),
+    )
+    x0, x1 = result.images[0].ravel()
+    assert x0 == pytest.approx(0.5, abs=3 / 255)
+    assert x1 == pytest.approx(0.3, abs=3 / 255)
+    assert result.controversiality[0] == pytest.approx(expit(2.0), abs=0.01)
+
+
+def test_unknown_objective_is_rejected():
+    with pytest.raises(ValueError, match="objective"):
+        SynthesisSettings(objective="logits")
