@@ -34,6 +34,9 @@ from humanlike.analysis.error_consistency.copy_model import (
     CopyModelParams as CopyModelParams,
 )
 from humanlike.analysis.error_consistency.copy_model import (
+    SimulatedKappa as SimulatedKappa,
+)
+from humanlike.analysis.error_consistency.copy_model import (
     copy_model_params as copy_model_params,
 )
 from humanlike.analysis.error_consistency.copy_model import (
@@ -47,6 +50,9 @@ from humanlike.analysis.error_consistency.copy_model import (
 )
 from humanlike.analysis.error_consistency.copy_model import (
     simulated_ci_halfwidth as simulated_ci_halfwidth,
+)
+from humanlike.analysis.error_consistency.copy_model import (
+    simulated_kappa as simulated_kappa,
 )
 from humanlike.analysis.error_consistency.copy_model import (
     trials_needed as trials_needed,

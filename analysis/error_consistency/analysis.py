@@ -65,6 +65,13 @@ class ErrorConsistencyAnalysis:
                                          if self.degenerate == "undefined" else
                                          f"kappa set by the {self.degenerate!r} convention")
                          + "; see pairs.csv's reason column")
+        defined = self.pairs["kappa"].notna()
+        if "ci_dropped" in self.pairs and (lost := defined & (self.pairs["ci_dropped"] > 0)).any():
+            lines.append(f"  {int(lost.sum())} pair(s) with a kappa lost bootstrap resamples to an "
+                         f"observer at 0% or 100% (up to "
+                         f"{int(self.pairs.loc[lost, 'ci_dropped'].max())} of "
+                         f"{self.kappa.n_resamples}): their CI describes only the resamples with "
+                         "errors to compare (pairs.csv's ci_dropped)")
         if "ci_note" in self.pairs and (wide := self.pairs["ci_note"] != "").any():
             lines.append(f"  {int(wide.sum())} informative pair(s) have too few errors to compare: "
                          f"CI wider than +-{PRECISE_HALFWIDTH:g} (pairs.csv's ci_note and "

@@ -23,7 +23,7 @@ marginals, ``b``: observer 2's).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -34,9 +34,16 @@ from humanlike.analysis._resampling import (
     check_confidence_level,
     check_n_resamples,
     percentile_interval,
+    quiet_nan_warnings,
 )
 from humanlike.analysis.error_consistency.bounds import kappa_max, kappa_min
-from humanlike.analysis.error_consistency.kappa import expected_consistency, kappa_from_rates
+from humanlike.analysis.error_consistency.kappa import (
+    DEFAULT_DEGENERATE,
+    Degenerate,
+    check_degenerate,
+    expected_consistency,
+    kappa_from_rates,
+)
 
 _TOL = 1e-9
 
@@ -175,27 +182,50 @@ def planned_trials(c_obs: ArrayLike, acc1: ArrayLike, acc2: ArrayLike, ci_halfwi
     return np.ceil((z * kappa_se_per_trial(c_obs, acc1, acc2) / ci_halfwidth) ** 2)
 
 
-def simulated_ci_halfwidth(
+@dataclass(frozen=True)
+class SimulatedKappa:
+    """Kappa of ``n_sim`` copy-model experiments per trial count ``n_trials``.
+
+    ``distribution``: (len(n_trials), n_sim) kappas, NaN where undefined under ``degenerate``;
+    ``dropped``: per trial count, the experiments left out as undefined (near ceiling most of them
+    under ``"undefined"``: a constant observer); ``median``, ``mean``: over the rest.
+    """
+
+    n_trials: np.ndarray
+    distribution: np.ndarray = field(repr=False)
+    dropped: np.ndarray
+    median: np.ndarray
+    mean: np.ndarray
+    n_sim: int
+    degenerate: str
+
+    def ci_halfwidth(self, confidence_level: float = 0.95) -> np.ndarray:
+        """Half the central ``confidence_level`` range of the defined kappas, per trial count."""
+        low, high = percentile_interval(self.distribution, confidence_level, axis=1)
+        return (high - low) / 2.0
+
+
+def simulated_kappa(
     kappa: float,
     acc1: float,
     acc2: float,
     n_trials: ArrayLike,
     *,
     n_sim: int = 2000,
-    confidence_level: float = 0.95,
+    degenerate: Degenerate = DEFAULT_DEGENERATE,
     random_state: int | np.random.Generator | None = None,
     copies: str = "random",
-) -> np.ndarray:
-    """Return half the central ``confidence_level`` range of kappa over simulated experiments.
+) -> SimulatedKappa:
+    """Simulate ``n_sim`` copy-model experiments per ``n`` in ``n_trials`` and score them.
 
     ``copies="random"`` (ours, Prop. 2 as stated): each trial is copied with probability
     ``|p_copy|``, so the trials are i.i.d. and the 2x2 table is multinomial with
     :func:`joint_table` probabilities. ``copies="fixed"`` (Klein et al.'s released simulator):
-    exactly ``round(|p_copy| n)`` trials are copied and the rest drawn independently, which
-    removes the binomial spread of the number copied and gives narrower intervals. All
-    ``n_sim`` experiments per ``n`` are drawn at once.
+    exactly ``round(|p_copy| n)`` trials are copied and the rest drawn independently. All
+    experiments per ``n`` are drawn at once; ``dropped`` counts those undefined under
+    ``degenerate`` (``"klein2025"`` scores a constant observer 0 and drops only c_exp = 1).
     """
-    check_confidence_level(confidence_level)
+    check_degenerate(degenerate)
     n_sim = check_n_resamples(n_sim, "n_sim")
     if copies not in ("random", "fixed"):
         raise ValueError(f"copies must be 'random' or 'fixed', got {copies!r}")
@@ -214,9 +244,53 @@ def simulated_ci_halfwidth(
         (table[..., 0] + table[..., 1]) / nf,
         (table[..., 0] + table[..., 2]) / nf,
         nf,
+        degenerate=degenerate,
     )
-    low, high = percentile_interval(kap, confidence_level, axis=1)
-    return (high - low) / 2.0
+    dropped = np.isnan(kap).sum(axis=1)
+    with quiet_nan_warnings():
+        median, mean = np.nanmedian(kap, axis=1), np.nanmean(kap, axis=1)
+    return SimulatedKappa(
+        n_trials=n,
+        distribution=kap,
+        dropped=dropped,
+        median=median,
+        mean=mean,
+        n_sim=n_sim,
+        degenerate=degenerate,
+    )
+
+
+def simulated_ci_halfwidth(
+    kappa: float,
+    acc1: float,
+    acc2: float,
+    n_trials: ArrayLike,
+    *,
+    n_sim: int = 2000,
+    confidence_level: float = 0.95,
+    random_state: int | np.random.Generator | None = None,
+    copies: str = "random",
+    degenerate: Degenerate = DEFAULT_DEGENERATE,
+) -> np.ndarray:
+    """Return half the central ``confidence_level`` range of kappa over simulated experiments.
+
+    The experiments of :func:`simulated_kappa` (``copies``: ``"random"``, each trial copied with
+    probability ``|p_copy|``, or ``"fixed"``, Klein et al.'s ``round(|p_copy| n)`` copied trials,
+    which removes the binomial spread of the number copied and gives narrower intervals); the
+    undefined ones are left out (their count: ``simulated_kappa(...).dropped``).
+    """
+    check_confidence_level(confidence_level)
+    sim = simulated_kappa(
+        kappa,
+        acc1,
+        acc2,
+        n_trials,
+        n_sim=n_sim,
+        degenerate=degenerate,
+        random_state=random_state,
+        copies=copies,
+    )
+    return sim.ci_halfwidth(confidence_level)
 
 
 def _fixed_copy_tables(kappa: float, acc1: float, acc2: float, n: np.ndarray, n_sim: int,

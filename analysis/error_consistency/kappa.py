@@ -16,12 +16,14 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-Degenerate = Literal["undefined", "mvh", "strict"]
-DEGENERATE_POLICIES: tuple[str, ...] = ("undefined", "mvh", "strict")
+Degenerate = Literal["undefined", "mvh", "strict", "klein2025"]
+DEGENERATE_POLICIES: tuple[str, ...] = ("undefined", "mvh", "strict", "klein2025")
 DEFAULT_DEGENERATE: Degenerate = "undefined"
 """Kappa is undefined (NaN) where either observer is at 0% or 100% accuracy: one observer's
 correctness is then constant, ``c_obs = c_exp`` whatever the other does, and the kappa (0, or 1
-by model-vs-human's convention where both are) measures the ceiling, not shared errors."""
+by model-vs-human's convention where both are) measures the ceiling, not shared errors.
+``"klein2025"`` is the convention of Klein et al.'s released code (``calculate_kappa``): NaN only
+where ``c_exp = 1``, so one constant observer scores 0; its values equal ``"strict"``'s."""
 
 
 def uninformative(p_a: ArrayLike, p_b: ArrayLike) -> np.ndarray:
@@ -84,7 +86,9 @@ def kappa_from_rates(
     ``degenerate="undefined"`` (the default): NaN where either accuracy is 0 or 1
     (:data:`DEFAULT_DEGENERATE`). ``degenerate="mvh"`` (model-vs-human, Brain-Score): kappa = 1
     wherever ``c_obs = 1``. ``degenerate="strict"``: NaN where ``c_exp = 1`` (both observers
-    constant and equal); the formula gives 0 when exactly one observer is constant. ``unbiased=True`` applies
+    constant and equal); the formula gives 0 when exactly one observer is constant.
+    ``degenerate="klein2025"``: the same values as ``"strict"``, named for Klein et al. (2025),
+    whose code scores a constant observer 0. ``unbiased=True`` applies
     ``n kappa / ((n - 1) + kappa)`` (needs ``n``, the number of trials). Where ``n = 0`` the
     result is NaN.
     """

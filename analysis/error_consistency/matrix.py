@@ -111,7 +111,8 @@ class KappaMatrix:
 
     ``pairs``: one row per (experiment, condition, observer_a, observer_b) with ``n`` shared
     stimuli, accuracies ``acc_a, acc_b`` on them, ``c_obs, c_exp, kappa`` (and ``ci_low, ci_high``
-    after a bootstrap). ``summary``: one row per (level, experiment, condition, statistic, model)
+    after a bootstrap, with ``ci_dropped``: the resamples where the kappa was undefined and left out
+    of the CI). ``summary``: one row per (level, experiment, condition, statistic, model)
     with ``kappa`` and ``n_pairs``; ``level`` is ``condition``, ``experiment`` or ``overall``;
     ``statistic`` is ``human-human`` (the ceiling), ``model-human`` (one row per model: its mean
     kappa to the humans) or ``model-model``. ``observers``: observer, group in display order.
@@ -522,6 +523,9 @@ def kappa_matrix(
         summary_dist[sl] = summarise(kaps)
     pairs["ci_low"], pairs["ci_high"] = percentile_interval(pair_dist, confidence_level)
     summary["ci_low"], summary["ci_high"] = percentile_interval(summary_dist, confidence_level)
+    # resamples left out of each CI: the pair's (or every pair of the row's) kappa undefined
+    pairs["ci_dropped"] = np.isnan(pair_dist).sum(axis=0)
+    summary["ci_dropped"] = np.isnan(summary_dist).sum(axis=0)
     return KappaMatrix(
         pairs=pairs,
         summary=summary,

@@ -42,7 +42,9 @@ class ErrorConsistencyResult:
     ``kappa = (c_obs - c_exp) / (1 - c_exp)``; ``c_obs``: share of trials both got right or
     both got wrong; ``c_exp = p_a p_b + (1 - p_a)(1 - p_b)``; ``n``: trials; ``ci``: percentile
     bootstrap interval of kappa over resampled trials; ``p_value``: two-sided test against
-    independent observers with the same accuracies (:func:`independence_test`).
+    independent observers with the same accuracies (:func:`independence_test`);
+    ``n_resamples_dropped``: resamples whose kappa is undefined under ``degenerate`` (a constant
+    observer), left out of the CI, which then describes only the resamples with errors to compare.
     """
 
     kappa: float
@@ -54,6 +56,7 @@ class ErrorConsistencyResult:
     accuracy_a: float
     accuracy_b: float
     confidence_level: float
+    n_resamples_dropped: int = 0
 
 
 def error_consistency(
@@ -117,5 +120,6 @@ def error_consistency(
         accuracy_a=p_a,
         accuracy_b=p_b,
         confidence_level=confidence_level,
+        n_resamples_dropped=int(np.isnan(dist).sum()),
     )
 

@@ -119,12 +119,13 @@ def read_condition_exclusions(path: Path) -> dict[str, list[str]]:
 @alpha_option
 @click.option(
     "--degenerate",
-    type=click.Choice(["undefined", "mvh", "strict"]),
+    type=click.Choice(["undefined", "mvh", "strict", "klein2025"]),
     default="undefined",
     show_default=True,
     help="Kappa where an observer is at 0%% or 100%% accuracy (undefined: NaN with the reason, "
     "left out of means and rankings; mvh: model-vs-human / Brain-Score's convention, 1 where "
-    "c_obs = 1, as their published figures; strict: NaN only where c_exp = 1).",
+    "c_obs = 1, as their published figures; strict: NaN only where c_exp = 1; klein2025: the "
+    "same values, Klein et al. 2025's convention, a constant observer scores 0).",
 )
 @click.option("--unbiased", is_flag=True, help="Small-sample correction n k / ((n - 1) + k).")
 @click.option(
@@ -166,7 +167,7 @@ def command(
     n_sim: int,
     confidence: float,
     alpha: float,
-    degenerate: Literal["undefined", "mvh", "strict"],
+    degenerate: Literal["undefined", "mvh", "strict", "klein2025"],
     unbiased: bool,
     include_excluded: bool,
     include_simulated: bool,
