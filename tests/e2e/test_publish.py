@@ -1,8 +1,9 @@
 """`humanlike publish` on the simulated demo study, then `humanlike score` on the published folder
-alone: the dataset passes the Psych-DS check and holds no platform id, user agent, completion code or
-free-text answer; the demo's four models get exactly the report's scores and ceilings; a model added
-after publication (from a responses file, or declared in a model TOML and run on the published
-stimuli) is scored with CIs, and neither the package nor the original export changes."""
+alone: the dataset passes the Psych-DS check and holds no platform id, user agent, completion code,
+free-text answer or arrival second; the demo's four models get exactly the report's scores and
+ceilings; a model added after publication (from a responses file, or declared in a model TOML and
+run on the published stimuli) is scored with CIs, and neither the package nor the original export
+changes."""
 
 from __future__ import annotations
 
@@ -88,6 +89,8 @@ def test_no_file_holds_a_platform_id_user_agent_completion_code_or_free_text(pub
     secrets |= {a for a in answers if len(a) > 6}  # free-text answers ("simulated participant")
     assert people["platform_id"].nunique() == 12
     assert len(secrets) == 12 * 2 + 3  # ids and sessions, the study id, the code, one answer
+    secrets |= {t[:19] for t in people["created_at"].dropna()}  # arrival seconds (by default
+    assert len(secrets) > 12 * 2 + 3  # only their days are published: issue 45 item 17)
     for path in (p for p in out.rglob("*") if p.is_file()):
         content = path.read_bytes()
         found = [s for s in secrets if s.encode() in content]
