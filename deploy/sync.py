@@ -3,13 +3,16 @@ and the dashboard's "Sync now", one implementation: ``sync_listing``).
 
 Idempotent: a participant already where the platform says is left alone, a change the lifecycle
 does not allow is reported (never forced), and each change is audited; safe to run on a schedule.
+A submission of a participant who finished and then withdrew (their rows are gone; the withdrawal
+ledger knows them by keyed hash) is approved once Prolific has it, as a finished study is; a
+submission nobody here knows is reported and kept for the dashboard's list.
 A Prolific sync also reads the study (status, places, reward) and counts the webhook deliveries
 Prolific reports as failed, for the dashboard's listing panel."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,15 +44,41 @@ class SyncReport:
     unchanged: int = 0
     unknown: list[str] = field(default_factory=list)
     conflicts: list[dict[str, str]] = field(default_factory=list)
+    unknown_submissions: list[dict[str, Any]] = field(default_factory=list)
+    """Each unknown record as the platform reports it (participant, submission, status)."""
+    withdrawn: list[dict[str, Any]] = field(default_factory=list)
+    """Records of participants deleted here (the withdrawal ledger), by ledger row, never by id:
+    what settling their pay did (``withdrawal_ledger.settle``)."""
+
+    @property
+    def withdrawn_approved(self) -> int:
+        """Withdrawn participants' submissions this sync approved."""
+        return sum(1 for w in self.withdrawn if w.get("now") and w.get("settled") == "approved")
 
     def as_dict(self) -> dict[str, Any]:
         return {"seen": self.seen, "by_status": dict(self.by_status), "changed": self.changed,
-                "unchanged": self.unchanged, "unknown": self.unknown, "conflicts": self.conflicts}
+                "unchanged": self.unchanged, "unknown": self.unknown, "conflicts": self.conflicts,
+                "unknown_submissions": self.unknown_submissions, "withdrawn": self.withdrawn}
 
 
-def apply(experiment: Experiment, records: Iterable[PlatformRecord],
-          actor: str = "sync") -> SyncReport:
-    """Move each known participant along the transition its platform status implies."""
+def _withdrawn(experiment: Experiment, record: PlatformRecord,
+               approve: Callable[[PlatformRecord], Any] | None, actor: str) -> dict[str, Any] | None:
+    """Settle the pay of a participant deleted here whose submission this is (None: not one)."""
+    from humanlike.server import withdrawal_ledger
+
+    row = withdrawal_ledger.withdrawn_submission(experiment.slug, record.platform_id, record.ref)
+    if row is None:
+        return None
+    before = row.settled_at
+    done = withdrawal_ledger.settle(
+        row, record.status, (lambda: approve(record)) if approve is not None else None, actor)
+    return {**done, "now": before is None and row.settled_at is not None}
+
+
+def apply(experiment: Experiment, records: Iterable[PlatformRecord], actor: str = "sync",
+          approve: Callable[[PlatformRecord], Any] | None = None) -> SyncReport:
+    """Move each known participant along the transition its platform status implies; settle the
+    submissions of participants who finished and withdrew (``approve`` is the platform's call)."""
     report = SyncReport()
     now = utcnow()
     for record in records:
@@ -60,7 +89,13 @@ def apply(experiment: Experiment, records: Iterable[PlatformRecord],
             Participant.platform == experiment.platform,
             Participant.platform_id == record.platform_id)).scalar_one_or_none()
         if participant is None:
+            withdrawn = _withdrawn(experiment, record, approve, actor)
+            if withdrawn is not None:
+                report.withdrawn.append(withdrawn)
+                continue
             report.unknown.append(record.platform_id)
+            report.unknown_submissions.append({"participant": record.platform_id,
+                                               "submission": record.ref, "status": record.status})
             continue
         transition = record.transition
         if transition is None or participant.status == transition.target:
@@ -81,7 +116,10 @@ def apply(experiment: Experiment, records: Iterable[PlatformRecord],
     meta = dict(experiment.recruitment_meta or {})
     meta["synced_at"] = now.isoformat()
     meta["last_sync"] = {"seen": report.seen, "changed": len(report.changed),
-                         "conflicts": len(report.conflicts), "unknown": len(report.unknown)}
+                         "conflicts": len(report.conflicts), "unknown": len(report.unknown),
+                         "withdrawn": len(report.withdrawn),
+                         "withdrawn_approved": report.withdrawn_approved}
+    meta["unknown_submissions"] = report.unknown_submissions  # listed on the dashboard
     experiment.recruitment_meta = meta
     db.session.commit()
     return report
@@ -116,7 +154,9 @@ def sync_listing(experiment: Experiment, client: Any, actor: str = "sync") -> Sy
     ref = experiment.recruitment_ref
     if not ref:
         raise ValueError(f"{experiment.slug} has no listing on {experiment.platform} yet")
-    report = apply(experiment, platform_records(experiment.platform, client, ref), actor)
+    approve = ((lambda record: client.approve_submission(record.ref))
+               if experiment.platform == "prolific" else None)
+    report = apply(experiment, platform_records(experiment.platform, client, ref), actor, approve)
     if experiment.platform == "prolific":
         study = client.get_study(ref) or {}
         meta = dict(experiment.recruitment_meta or {})

@@ -58,8 +58,9 @@ def platform_advice(platform: str, finished: bool, withdrawn: bool = False) -> s
     a local link has no platform: nothing before, "close this window" after."""
     if platform == Platform.PROLIFIC:
         if finished:
-            return ("On Prolific, your submission stays as it is; if it has not been reviewed yet "
-                    "you can also return it there.")
+            return ("On Prolific, please keep your submission and do not return it: withdrawing "
+                    "deletes your answers, not your pay. You finished the study, so your "
+                    "submission is approved and paid as it would have been.")
         return ("Please also return the study on Prolific (open the study in Prolific and choose "
                 "\u201cReturn\u201d): that is how Prolific is told that you withdrew, and your "
                 "place goes to someone else.")

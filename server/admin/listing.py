@@ -1,7 +1,8 @@
 """The experiment's listing on Prolific, on its dashboard page: study id and link, status, places
 taken / total, reward, the listing's estimated minutes beside the measured median, last sync or
 event, webhook warnings, and the money so far (rewards of approved participants, bonuses paid and
-the fees Prolific reported for them). "Sync now" runs ``recruit prolific sync``'s code; publish /
+the fees Prolific reported for them), the submissions nobody here knows and the withdrawn
+participants still to be paid. "Sync now" runs ``recruit prolific sync``'s code; publish /
 pause / resume / stop / add places are confirmed first and audited, and fewer places are refused
 here (Prolific only allows more)."""
 
@@ -17,7 +18,7 @@ import sqlalchemy as sa
 from flask import flash, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 
-from humanlike.server import audit
+from humanlike.server import audit, withdrawal_ledger
 from humanlike.server.actions import PlatformError
 from humanlike.server.admin import bp
 from humanlike.server.admin.auth import actor
@@ -59,6 +60,10 @@ class ListingView:
     bonuses: Decimal
     fees: Decimal
     unknown_bonuses: int
+    unknown_submissions: tuple[dict[str, Any], ...] = ()
+    """Submissions the last sync found that nobody here knows (participant, submission, status)."""
+    withdrawn_owed: int = 0
+    """Participants who finished, withdrew, and whose submission is not settled yet."""
 
     @property
     def slow(self) -> bool:
@@ -127,7 +132,10 @@ def listing_view(exp: Experiment) -> ListingView | None:
         median_minutes=median, n_finished=finished, last_sync=meta.get("synced_at"),
         last_event=meta.get("last_event_at"), high_return_rate_at=meta.get("high_return_rate_at"),
         failed_deliveries=int(meta.get("failed_deliveries") or 0), hooks=bool(meta.get("hooks")),
-        rewards=rewards, bonuses=bonuses, fees=fees, unknown_bonuses=unknown)
+        rewards=rewards, bonuses=bonuses, fees=fees, unknown_bonuses=unknown,
+        unknown_submissions=tuple(s for s in meta.get("unknown_submissions") or []
+                                  if isinstance(s, dict)),
+        withdrawn_owed=len(withdrawal_ledger.owed(exp.slug)))
 
 
 def _client() -> Any:
@@ -158,11 +166,27 @@ def listing_sync(slug: str):
         return _back(exp)
     audit.record(actor(), "listing_sync", experiment=exp.slug, target=exp.recruitment_ref,
                  detail={"changed": len(report.changed), "conflicts": len(report.conflicts),
-                         "unknown": len(report.unknown), "seen": report.seen})
+                         "unknown": len(report.unknown), "seen": report.seen,
+                         "withdrawn_approved": report.withdrawn_approved})
     db.session.commit()
-    flash(f"Synced with Prolific: {report.seen} submission(s), {len(report.changed)} changed, "
-          f"{len(report.conflicts)} conflict(s)", LISTING)
+    flash(sync_summary(report), LISTING)
     return _back(exp)
+
+
+def sync_summary(report: Any) -> str:
+    """What Sync now did, in one sentence: changes, conflicts, unknown submissions (listed in the
+    panel) and withdrawn participants' submissions approved."""
+    text = (f"Synced with Prolific: {report.seen} submission(s), {len(report.changed)} changed, "
+            f"{len(report.conflicts)} conflict(s), {len(report.unknown)} unknown")
+    approved = report.withdrawn_approved
+    if approved:
+        text += (", 1 withdrawn participant's submission approved" if approved == 1 else
+                 f", {approved} withdrawn participants' submissions approved")
+    failed = [w for w in report.withdrawn if w.get("error")]
+    if failed:
+        text += (f"; approving {len(failed)} withdrawn participant(s)' submission(s) failed: "
+                 f"{failed[0]['error']}")
+    return text
 
 
 def _places(exp: Experiment, view: ListingView | None) -> tuple[int | None, str | None]:
