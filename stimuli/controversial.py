@@ -7,8 +7,8 @@ models (i, j) and classes (a, b) as
 
 and eq. 4 maximises a smooth minimum. Two objectives are offered (``SynthesisSettings.objective``):
 
-* ``"golan2020"``, the paper's eq. 4 (and its authors' tutorial code): the smooth minimum of the four
-  calibrated logits ``[l_i(a), -l_i(b), l_j(b), -l_j(a)]`` (c(x) is the sigmoid of their hard
+* ``"golan2020"``, the paper's eq. 4 (and its authors' tutorial code): the smooth minimum of the
+  four calibrated logits ``[l_i(a), -l_i(b), l_j(b), -l_j(a)]`` (c(x) is the sigmoid of their hard
   minimum), starting from an image of uniform noise, x0 ~ U(0, 1) per pixel (z0 = logit(x0));
 * ``"logsigmoid"`` (the default, humanlike's variant, not eq. 4): the smooth minimum of the log
   terms, ``c_beta(x) = -(1/beta) log sum_t exp(-beta log v_t(x))``, which approaches log c(x) from
@@ -18,8 +18,8 @@ and eq. 4 maximises a smooth minimum. Two objectives are offered (``SynthesisSet
 The image is x = sigmoid(z) (or lives in the decorrelated Fourier space for colour networks, see
 ``image_parameterisation``) and is optimised with Adam for beta = 1, 10, 100 in turn; a stimulus
 still below the threshold (0.85) is restarted from new noise. Any channel count and resolution; on
-the models' device, optionally under mixed precision. ``bench/controversial.py --compare-objectives``
-compares the two on the demo models (docs/controversial-stimuli.md).
+the models' device, optionally under mixed precision. ``bench/controversial.py
+--compare-objectives`` compares the two on the demo models (docs/controversial-stimuli.md).
 """
 
 from __future__ import annotations
@@ -127,9 +127,11 @@ def terms_to_probability(objective: str, value: torch.Tensor) -> torch.Tensor:
 def uniform_noise_start(
     seeds: np.ndarray, shape: tuple[int, ...], device: torch.device
 ) -> torch.Tensor:
-    """z0 = logit(x0) with x0 ~ U(0, 1) per pixel, one image per seed (the paper's start: an image of
-    uniform noise, as in Golan et al.'s tutorial), clipped to x0 in [1e-6, 1 - 1e-6]."""
-    draws = [torch.rand(shape, generator=torch.Generator().manual_seed(int(seed))) for seed in seeds]
+    """z0 = logit(x0) with x0 ~ U(0, 1) per pixel, one image per seed (the paper's start: an image
+    of uniform noise, as in Golan et al.'s tutorial), clipped to x0 in [1e-6, 1 - 1e-6]."""
+    draws = [
+        torch.rand(shape, generator=torch.Generator().manual_seed(int(seed))) for seed in seeds
+    ]
     if not draws:
         return torch.zeros((0, *shape), device=device)
     return torch.logit(torch.stack(draws), eps=1e-6).to(device)
@@ -137,7 +139,8 @@ def uniform_noise_start(
 
 def smooth_minimum(log_terms: torch.Tensor, beta: float) -> torch.Tensor:
     """-(1/beta) logsumexp(-beta * terms) over the last axis (the smooth minimum of Golan et al.
-    2020, eq. 4; their terms are calibrated logits, the ``logsigmoid`` variant's log probabilities)."""
+    2020, eq. 4; their terms are calibrated logits, the ``logsigmoid`` variant's log
+    probabilities)."""
     if beta <= 0:
         raise ValueError("beta must be positive")
     return -torch.logsumexp(-beta * log_terms, dim=-1) / beta
@@ -313,7 +316,8 @@ def _optimise(
 
     Within a beta phase a stimulus stops (its z is frozen and its records no longer change) once
     its best smooth score in probability space has improved by less than ``tolerance``
-    (relative) over the last ``window`` steps; the phase ends when every stimulus has converged or after ``max_steps``.
+    (relative) over the last ``window`` steps; the phase ends when every stimulus has converged
+    or after ``max_steps``.
     The forward pass holds the stimuli active at the last gathering (``GPU_GATHER_EVERY``); the
     loss, the records and the Adam update are masked to those still active, so the result does not
     depend on how often the set is gathered, and no step waits for the device in between.

@@ -147,7 +147,8 @@ def _simulated_band_table(
     """Per c_exp bin: (mean recomputed c_exp, low, high quantile of c_obs) of simulated pairs."""
     rng = np.random.default_rng(seed)
     # correct trials of each observer: Binomial(n, p) with p uniform on a random segment, drawn
-    # from its closed-form marginal, int_a^b Bin(k; n, p) dp = [I_b - I_a](k + 1, n - k + 1) / (n + 1)
+    # from its closed-form marginal,
+    # int_a^b Bin(k; n, p) dp = [I_b - I_a](k + 1, n - k + 1) / (n + 1)
     k_all = np.arange(n + 1)
     weights = sum(
         (stats.beta.cdf(b, k_all + 1, n - k_all + 1) - stats.beta.cdf(a, k_all + 1, n - k_all + 1))
@@ -187,7 +188,7 @@ def null_band(
     n_sim: int = 400_000,
     random_state: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Return the central ``confidence_level`` range of ``c_obs`` for independent observers at ``c_exp``.
+    """Return the central ``confidence_level`` range of ``c_obs`` of independent observers at c_exp.
 
     ``method="simulated"`` (Geirhos et al. 2020, appendix S.3 and Fig. SF.1): ``n_sim`` pairs of
     independent observers with accuracies from the paper's grid, ``c_exp`` recomputed from each
@@ -217,7 +218,7 @@ def null_band(
 def pair_null_band(
     k_a: ArrayLike, k_b: ArrayLike, n: ArrayLike, *, confidence_level: float = 0.95
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Return the exact central range of ``c_obs`` of independent observers given both correct counts.
+    """Return the exact central range of ``c_obs`` of independent observers given both counts.
 
     Conditional on ``k_a`` and ``k_b`` correct of ``n`` trials, the trials both got right are
     Hypergeometric(n, k_a, k_b) under independence (Fisher's exact test), so

@@ -5,8 +5,8 @@ skewness S(Psi) = -2 ((sum_i Psi_i - 1) / (N - 2) - 1/2): the mean of the N - 2 
 compared with a straight line, scaled so that S = 0 for a linear scale, S -> 1 when the interior
 values approach 0 (perception changes late in the blend) and S -> -1 when they approach 1. A model
 observer's score is the Spearman rank correlation between its skewnesses and the humans' across
-sequences, with a bootstrap confidence interval over sequences. The spread of an observer's skewnesses
-(their interquartile range) and a random observer put the score in context. The random observer
+sequences, with a bootstrap confidence interval over sequences. The spread of an observer's
+skewnesses (their interquartile range) and a random observer put the score in context. The random observer
 is our own baseline: fair coin flips on the humans' trials, fitted through the same pipeline. The
 paper does not define its random baseline, and no published number of it has been reproduced here.
 Its standard scales divide noise by a near-zero psi_N, so its skewness is heavy-tailed: the
@@ -175,7 +175,7 @@ def psychophysical_score(
 def skewness_variance(skew: pd.DataFrame) -> pd.DataFrame:
     """Per observer, the variance (ddof = 1) of the skewness over sequences and the number of
     sequences, from a long frame with ``observer`` and ``skewness`` columns. Unstable for the
-    random observer (heavy-tailed skewness): :func:`skewness_spread` is what the score table uses."""
+    random observer (heavy-tailed skewness): the score table uses :func:`skewness_spread`."""
     for col in ("observer", "skewness"):
         if col not in skew.columns:
             raise ValueError(f"skewness frame needs a {col!r} column; got {list(skew.columns)}")

@@ -103,8 +103,8 @@ def test_null_band_covers_independent_observers_at_the_nominal_rate():
 
 
 def _paper_simulation(n: int, pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Geirhos et al. 2020 S.3 by brute force: every trial of independent observers drawn, accuracies
-    from their grid's three segments, c_exp recomputed from the simulated trials."""
+    """Geirhos et al. 2020 S.3 by brute force: every trial of independent observers drawn,
+    accuracies from their grid's three segments, c_exp recomputed from the simulated trials."""
     rng = np.random.default_rng(seed)
     seg = np.array([[0.0, 0.15], [0.15, 0.85], [0.85, 1.0]])[rng.integers(0, 3, (2, pairs))]
     p = seg[..., 0] + (seg[..., 1] - seg[..., 0]) * rng.random((2, pairs))
