@@ -1,6 +1,7 @@
 """The researcher dashboard in headless Chromium: log in, watch a participant's progress rise while
 they do the demo in a second browser context (no reload), open the participant page, bulk-approve
-the QC-passing participants (one audit row each) and double-click a bonus (paid once). Screenshots of
+the QC-passing participants (a background job whose page follows its progress; one audit row
+each) and double-click a bonus (paid once). Screenshots of
 each page are written to test-artifacts/dashboard/ (git-ignored)."""
 
 from __future__ import annotations
@@ -106,9 +107,19 @@ def test_researcher_watches_judges_and_pays_without_reloads(dashboard_server, ch
     page.click("button.preset")
     page.wait_for_selector("button.confirm-button")
     shoot(page, "confirm-bulk-approve")
-    page.click("button.confirm-button")
-    page.wait_for_selector("table.results")
+    app.config["ACTION_INLINE_SECONDS"] = 0  # as a long bulk action: all of it in the background
+    try:
+        page.click("button.confirm-button")
+        page.wait_for_selector("#job[data-job-status]")
+        assert "/admin/jobs/" in page.url  # the job's page, following its progress
+        page.wait_for_selector("#job[data-job-status=done] table.results")
+    finally:
+        app.config.pop("ACTION_INLINE_SECONDS")
+        app.extensions["job_runner"].stop()
     shoot(page, "bulk-approve-results")
+    page.goto(f"{url}/admin/experiments/small")
+    page.wait_for_selector('#jobs li[data-job-status="done"]')  # listed on the experiment page
+    shoot(page, "experiment-small-with-job")
     with app.app_context():
         rows = db.session.execute(sa.select(AuditEntry).where(AuditEntry.action == "approve")
                                   ).scalars().all()
@@ -177,9 +188,9 @@ def small_server(database_url, tmp_path):
 
 
 def three_hundred(app) -> None:
-    """300 participants of the small study in a spread of statuses and durations, each marked as
-    `humanlike simulate` marks its own (an environment event with ``simulated``): one enters
-    through the study link, the others are copies of its row with their own ids."""
+    """300 participants of the small study in a spread of statuses and durations: one enters
+    through the study link, the others are copies of its row with their own ids, recorded as
+    simulated (``participant.simulated``, as the server records `humanlike simulate`'s)."""
     import datetime as dt
     import secrets
 
@@ -205,7 +216,7 @@ def three_hundred(app) -> None:
                 "n_trials": seed.n_trials, "status": status, "created_at": started,
                 "consented_at": started, "started_at": started,
                 "completed_at": started + dt.timedelta(minutes=8 + (i * 7) % 15) if finished else None,
-                "bonus": 0.25 * (i % 3) if status == "approved" else None})
+                "bonus": 0.25 * (i % 3) if status == "approved" else None, "simulated": True})
         db.session.execute(sa.insert(Participant), rows)
         ids = db.session.execute(sa.select(Participant.id)).scalars().all()
         db.session.execute(sa.insert(Event), [
