@@ -120,6 +120,9 @@ def apply(experiment: Experiment, records: Iterable[PlatformRecord], actor: str 
                          "withdrawn": len(report.withdrawn),
                          "withdrawn_approved": report.withdrawn_approved}
     meta["unknown_submissions"] = report.unknown_submissions  # listed on the dashboard
+    from humanlike.server.withdrawal_ledger import forget_late_events
+
+    forget_late_events()  # webhooks about a withdrawn participant's submission, since
     experiment.recruitment_meta = meta
     db.session.commit()
     return report

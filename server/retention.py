@@ -207,8 +207,12 @@ def run(slug: str, actor: str, now: dt.datetime | None = None) -> RetentionRun:
     exp = db.session.execute(sa.select(Experiment).where(Experiment.slug == slug)).scalar_one_or_none()
     if exp is None:
         raise LookupError(f"no experiment {slug!r} in the database")
+    from humanlike.server.withdrawal_ledger import forget_late_events
+
+    forget_late_events()  # webhooks about a withdrawn participant's submission, since
     days = privacy(slug).retention_days
     if days is None:
+        db.session.commit()
         return RetentionRun(slug, None, None, [])
     now = now or utcnow()
     cutoff = now - dt.timedelta(days=days)

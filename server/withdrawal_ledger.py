@@ -254,6 +254,26 @@ def settle(row: Withdrawal, platform_status: str, approve: Callable[[], Any] | N
     return {**seen, "owed": False, "settled": outcome}
 
 
+def forget_late_events() -> int:
+    """Delete the webhook events that arrived after a withdrawal about the deleted participant's
+    submission (stored as ``unknown``, the id in clear), matched by keyed hash; how many."""
+    from humanlike.server.platform_events import EventOutcome, PlatformEvent
+
+    ledger = db.session.execute(sa.select(
+        Withdrawal.experiment, Withdrawal.session_id_hmac, Withdrawal.platform_id_hmac)).all()
+    wanted = {(slug, h) for slug, *hashes in ledger for h in hashes if h}
+    if not wanted:
+        return 0
+    slugs = sorted({slug for slug, _ in wanted})
+    events = db.session.execute(sa.select(PlatformEvent.id, PlatformEvent.resource_id).where(
+        PlatformEvent.outcome == EventOutcome.UNKNOWN.value)).all()
+    late = [ident for ident, resource in events
+            if any((slug, _hash(slug, resource)) in wanted for slug in slugs)]
+    if late:
+        db.session.execute(sa.delete(PlatformEvent).where(PlatformEvent.id.in_(late)))
+    return len(late)
+
+
 def owed(slug: str) -> list[Withdrawal]:
     """The experiment's deleted participants whose submission is still to be paid."""
     return list(db.session.execute(sa.select(Withdrawal).where(

@@ -99,12 +99,12 @@ def holds(text: str, value: str) -> bool:
     return re.search(rf"(?<![0-9A-Za-z]){re.escape(value)}(?![0-9A-Za-z])", text) is not None
 
 
-def webhook_event(app, resource_id: str, event_id: str) -> None:
+def webhook_event(app, resource_id: str, event_id: str, outcome: str = "applied") -> None:
     """A Prolific webhook event about this submission, as ``/hooks/prolific`` keeps it."""
     with app.app_context():
         db.session.add(PlatformEvent(
             platform="prolific", event_id=event_id, event_type="submission.status.change",
-            resource_id=resource_id, status="AWAITING REVIEW", outcome="applied",
+            resource_id=resource_id, status="AWAITING REVIEW", outcome=outcome,
             received_at=dt.datetime.now(dt.UTC), detail={"resource_id": resource_id}))
         db.session.commit()
 

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from humanlike.server import audit, create_app, database, experiments, withdrawal
 from humanlike.server.export import write_export
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Participant, ParticipantQC, Payment
+from humanlike.server.models import AuditEntry, Experiment, Participant, ParticipantQC, Payment
 from humanlike.server.pseudonyms import key_from_secret, keyed_hash
 from humanlike.server.psiturk.models import PsiturkAssignment, PsiturkTrial
 from tests.server.conftest import auth, enter, write_small_experiment
@@ -244,3 +244,22 @@ def test_withdrawal_leaves_no_platform_or_session_id_in_any_table(app):
             AuditEntry.action == "message")).scalars()
         hashed = keyed_hash(key_from_secret(SECRET), "small", PID)
         assert entry.detail["reply"]["participant_id"] == "pn-" + hashed[:16]
+
+
+def test_a_webhook_event_arriving_after_the_withdrawal_is_forgotten_by_the_next_sync(
+        app, monkeypatch, tmp_path):
+    client, pid, token = mid_study(app)
+    text = client.get(f"/withdraw/{pid}").get_data(as_text=True)
+    assert client.post(f"/withdraw/{pid}", data={"csrf_token": csrf_of(text), "token": token,
+                                                  "confirm": "yes"}).status_code == 200
+    session = f"SESS-{PID}"
+    # Prolific tells us about the submission later: nobody here has it any more (unknown)
+    webhook_event(app, session, "evt-late-1", outcome="unknown")
+    webhook_event(app, "SESS-SOMEONE-ELSE", "evt-other-1", outcome="unknown")
+    assert holds(every_text(app), session)  # the check below can fail
+    from humanlike.deploy.sync import apply
+    with app.app_context():
+        exp = db.session.execute(sa.select(Experiment)).scalar_one()
+        apply(exp, [])  # any sync (Sync now, recruit prolific sync, on a schedule)
+    held = every_text(app)
+    assert not holds(held, session) and holds(held, "SESS-SOMEONE-ELSE")
