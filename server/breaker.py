@@ -1,12 +1,20 @@
 """The quality circuit breaker (spec ``[breaker]``): rules over a rolling window of participants
 that pause recruitment when a study goes wrong (a link posted in the wrong place, a bot wave, a
-broken stimulus), and never on fewer than ``min_participants`` finished ones.
+broken stimulus), and never on fewer than ``min_participants`` sources.
 
-Rules, over participants who arrived in the last ``window_minutes`` (and since the last resume):
-share of finished participants failing QC (the dashboard's QC, ``admin.qc``); share returning
-(returned / finished + returned); server error rate (5xx answers of the participant API in this
-process over the window); the median ratio of time on task (sum of a participant's reaction times)
-to the timeline's estimate for the same trials (``trial_types.seconds_per_trial``).
+What counts (issue 45: a stranger must not stop a study cheaply): participants who arrived in the
+last ``window_minutes`` (and since the last resume) and either finished the task or returned it as
+the platform confirms (a Prolific ``RETURNED`` webhook, a ``recruit sync`` or "Sync now" that moved
+them, or a return after the first trial, which only the platform can record). Declining consent
+before any stimulus weighs nothing. Each finished participant's network (``source_of``: the IPv4
+address or IPv6 /64 the completion came from, as a keyed hash) counts once: a source's participants
+share one participant's weight, so forged ids from one address are one source.
+
+Rules: share failing QC (the dashboard's QC, ``admin.qc``); share returning (confirmed returns over
+counted participants); server error rate (5xx answers of the participant API, one tally in the
+database shared by every app process, ``ErrorTally``); the median, over sources, of the ratio of time
+on task (sum of reaction times) to the timeline's estimate for the same trials
+(``trial_types.seconds_per_trial``).
 
 A trip is one ``breaker_trip`` row (taken under the experiment's lock, so two processes never trip
 twice), then Prolific's PAUSE transition where the experiment has a Prolific listing
@@ -16,72 +24,210 @@ from any source until a researcher resumes (one confirmed, audited action that s
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 import logging
 import os
 import threading
 import time
-from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import sqlalchemy as sa
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response, current_app, request
+from sqlalchemy.dialects import postgresql, sqlite
 
 from humanlike.server import audit, experiments
-from humanlike.server.breaker_models import BreakerTrip
+from humanlike.server.breaker_models import BreakerCount, BreakerSource, BreakerTrip
 from humanlike.server.database import write_lock
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import DONE, ParticipantStatus
-from humanlike.server.models import Experiment, Participant, ParticipantQC, Trial, utcnow
+from humanlike.server.models import (
+    AuditEntry,
+    Experiment,
+    Participant,
+    ParticipantQC,
+    Trial,
+    utcnow,
+)
+from humanlike.server.platform_events import EventOutcome, PlatformEvent
+from humanlike.server.pseudonyms import key_from_secret, keyed_hash
 from humanlike.server.spec import BreakerRules
 from humanlike.server.trial_types import TRIAL_TYPES
 
 log = logging.getLogger(__name__)
 bp = Blueprint("breaker", __name__)
 
+HORIZON_MINUTES = 24 * 60
+"""Shared counts and sources are kept this long, or the longest served window if longer."""
+CONFIRMED_RETURN_ACTIONS = ("sync_return", "hook_return")
+"""Audit actions of a return the platform reported (``deploy.sync.apply``, ``prolific_hooks``)."""
+_DONE = sorted(s.value for s in DONE)
+
+
+def _insert(dialect: str) -> Any:
+    """The dialect's INSERT with ON CONFLICT (SQLite and PostgreSQL)."""
+    return postgresql.insert if dialect == "postgresql" else sqlite.insert
+
+
+def horizon_minutes() -> int:
+    """How far back any served breaker window reaches (at least ``HORIZON_MINUTES``)."""
+    windows = [loaded.spec.breaker.window_minutes for loaded in experiments.registry().values()
+               if loaded.spec.breaker is not None]
+    return max([HORIZON_MINUTES, *windows])
+
 
 class ErrorTally:
-    """This process's participant-API answers in time order: (monotonic time, was it a 5xx)."""
+    """The participant API's answers and 5xx answers per minute in ``breaker_count``, one table
+    that every app process adds to: a process keeps its own counts for at most ``flush_s`` seconds
+    and then adds them in one upsert (a process that dies loses at most that much)."""
 
-    def __init__(self, horizon_s: float = 24 * 3600, limit: int = 200_000) -> None:
-        self.horizon_s = horizon_s
-        self._events: deque[tuple[float, bool]] = deque(maxlen=limit)
+    def __init__(self, flush_s: float = 5.0) -> None:
+        self.flush_s = flush_s
+        self._pending: dict[int, list[int]] = {}
+        self._flushed = -float("inf")
+        self._pruned = -float("inf")
         self._lock = threading.Lock()
 
     def add(self, error: bool, now: float | None = None) -> None:
+        """Count one answer at ``now`` (UNIX seconds) in this process."""
+        minute = int((time.time() if now is None else now) // 60)
         with self._lock:
-            self._events.append((time.monotonic() if now is None else now, error))
+            counts = self._pending.setdefault(minute, [0, 0])
+            counts[0] += 1
+            counts[1] += int(error)
+
+    def due(self) -> bool:
+        """True when counts have waited ``flush_s`` seconds since the last flush."""
+        return bool(self._pending) and time.monotonic() - self._flushed >= self.flush_s
+
+    def flush(self) -> None:
+        """Add this process's counts to the app's database (they stay here if that fails); at most
+        hourly, drop minutes and sources older than ``horizon_minutes``."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+            self._flushed = now = time.monotonic()
+            prune_now = now - self._pruned >= 3600
+            if prune_now:
+                self._pruned = now
+        if not pending and not prune_now:
+            return
+        try:
+            with write_lock(), db.engine.begin() as conn:
+                if pending:
+                    table = BreakerCount.__table__
+                    stmt = _insert(conn.dialect.name)(table).values(
+                        [{"minute": m, "answers": a, "errors": e} for m, (a, e) in sorted(pending.items())])
+                    conn.execute(stmt.on_conflict_do_update(index_elements=[table.c.minute], set_={
+                        "answers": table.c.answers + stmt.excluded.answers,
+                        "errors": table.c.errors + stmt.excluded.errors}))
+                if prune_now:
+                    keep = horizon_minutes()
+                    conn.execute(sa.delete(BreakerCount).where(
+                        BreakerCount.minute < int(time.time() // 60) - keep))
+                    conn.execute(sa.delete(BreakerSource).where(
+                        BreakerSource.seen_at < utcnow() - dt.timedelta(minutes=keep)))
+        except BaseException:
+            with self._lock:
+                for minute, (answers, errors) in pending.items():
+                    counts = self._pending.setdefault(minute, [0, 0])
+                    counts[0] += answers
+                    counts[1] += errors
+            raise
 
     def rate(self, window_s: float, now: float | None = None) -> tuple[int, int]:
-        """(answers, 5xx answers) in the last ``window_s`` seconds."""
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            recent = [e for t, e in self._events if now - t <= window_s]
-        return len(recent), sum(recent)
+        """(answers, 5xx answers) of every process in the minutes that overlap the last
+        ``window_s`` seconds (this process's own counts added first)."""
+        self.flush()
+        now = time.time() if now is None else now
+        stmt = sa.select(sa.func.coalesce(sa.func.sum(BreakerCount.answers), 0),
+                         sa.func.coalesce(sa.func.sum(BreakerCount.errors), 0)).where(
+            BreakerCount.minute >= int((now - window_s) // 60), BreakerCount.minute <= int(now // 60))
+        with db.engine.connect() as conn:  # not the session's snapshot: the counts as of now
+            answers, errors = conn.execute(stmt).one()
+        return int(answers), int(errors)
 
 
 TALLY = ErrorTally()
 
 
+def source_of(address: str | None) -> str:
+    """A keyed hash (``pseudonyms.keyed_hash``, keyed from the app's secret) of a client's network:
+    its IPv4 address, or the /64 of an IPv6 one (what one household or host is given)."""
+    network = address or "unknown"
+    try:
+        ip = ipaddress.ip_address(network)
+    except ValueError:
+        pass
+    else:
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        network = str(ipaddress.ip_network(f"{ip}/64", strict=False) if ip.version == 6 else ip)
+    return keyed_hash(key_from_secret(current_app.config["SECRET_KEY"]), "breaker-source", network)
+
+
+def note_source(public_id: str) -> None:
+    """Keep the network participant ``public_id`` completed from (the first completion's)."""
+    participant_id = db.session.execute(sa.select(Participant.id).where(
+        Participant.public_id == public_id)).scalar_one_or_none()
+    if participant_id is None:
+        return
+    with write_lock():
+        try:
+            dialect = db.session.get_bind().dialect.name
+            db.session.execute(_insert(dialect)(BreakerSource.__table__).values(
+                participant_id=participant_id, source=source_of(request.remote_addr),
+                seen_at=utcnow()).on_conflict_do_nothing(index_elements=["participant_id"]))
+            db.session.commit()
+        except BaseException:
+            db.session.rollback()
+            raise
+
+
+def _breakers_served() -> bool:
+    return any(loaded.spec.breaker for loaded in experiments.registry().values())
+
+
+def check_all() -> list[BreakerTrip]:
+    """``check`` every served experiment that has breaker rules; the new trips."""
+    slugs = [slug for slug, loaded in experiments.registry().items() if loaded.spec.breaker]
+    exps = db.session.execute(sa.select(Experiment).where(Experiment.slug.in_(slugs))).scalars().all()
+    return [trip for exp in exps if (trip := check(exp)) is not None]
+
+
+def _check_after_request(response: Response) -> None:
+    """Check the breaker where the window may have changed: a completion (whose network is kept
+    first), a Prolific webhook delivered, a "Sync now" on the dashboard."""
+    view_args = request.view_args or {}
+    if request.endpoint == "api.complete" and response.status_code == 200:
+        note_source(str(view_args["pid"]))
+        check_participant(str(view_args["pid"]))
+    elif request.endpoint == "prolific_hooks.receive" and response.status_code == 200:
+        check_all()
+    elif request.endpoint == "admin.listing_sync" and response.status_code < 400:
+        exp = db.session.execute(sa.select(Experiment).where(
+            Experiment.slug == view_args.get("slug"))).scalar_one_or_none()
+        if exp is not None:
+            check(exp)
+
+
 @bp.after_app_request
 def _count(response: Response) -> Response:
-    """Count the participant API's answers; check the breaker after a completion or a decline."""
-    if request.blueprint == "api" and request.view_args and "pid" in request.view_args:
-        TALLY.add(response.status_code >= 500)
-        returned = f'"{ParticipantStatus.RETURNED.value}"'.encode()  # the consent answer's status
-        declined = request.endpoint == "api.consent" and returned in response.get_data()
-        if response.status_code == 200 and (request.endpoint == "api.complete" or declined):
-            try:
-                if any(loaded.spec.breaker for loaded in experiments.registry().values()):
-                    check_participant(str(request.view_args["pid"]))
-            except Exception:  # the breaker must never fail a participant's request
-                log.exception("circuit breaker check failed")
-                try:
-                    db.session.rollback()
-                except Exception:
-                    log.exception("rollback after the breaker check failed")
+    """Count the participant API's answers; check the breaker after what may change its window."""
+    try:
+        if request.blueprint == "api" and request.view_args and "pid" in request.view_args:
+            TALLY.add(response.status_code >= 500)
+            if TALLY.due():
+                TALLY.flush()
+        if _breakers_served():
+            _check_after_request(response)
+    except Exception:  # the breaker must never fail a participant's request
+        log.exception("circuit breaker count or check failed")
+        try:
+            db.session.rollback()
+        except Exception:
+            log.exception("rollback after the breaker check failed")
     return response
 
 
@@ -93,6 +239,11 @@ class Reading:
     n_arrived: int
     n_finished: int
     n_returned: int
+    """Returns the platform confirmed (counted)."""
+    n_declined: int
+    """Returned without a stimulus and without the platform's word (declined consent): not counted."""
+    n_sources: int
+    """Distinct sources among the counted participants: the count the minimum applies to."""
     n_qc_failed: int
     qc_fail_share: float | None
     return_share: float | None
@@ -104,8 +255,8 @@ class Reading:
 
     @property
     def counted(self) -> int:
-        """Finished plus returned: the count the minimum applies to."""
-        return self.n_finished + self.n_returned
+        """Distinct sources of finished or confirmed-returned participants: the minimum's count."""
+        return self.n_sources
 
 
 def rules_for(slug: str) -> BreakerRules | None:
@@ -144,32 +295,65 @@ def time_shares(ids: list[int]) -> pd.Series:
     return sums["rt_ms"] / sums["expected_ms"].where(sums["expected_ms"] > 0)
 
 
+def confirmed_returns(exp: Experiment, ids: list[int]) -> set[int]:
+    """Of the returned participants ``ids``, those whose return the platform reported: a Prolific
+    webhook ``RETURNED`` for their submission (applied, or finding them returned already), or a
+    sync / webhook that moved them (audited)."""
+    if not ids:
+        return set()
+    hooked = sa.select(Participant.id).join(PlatformEvent, sa.and_(
+        PlatformEvent.resource_id == Participant.session_id,
+        PlatformEvent.experiment_id == exp.id)).where(
+        Participant.id.in_(ids), PlatformEvent.status == "RETURNED",
+        PlatformEvent.outcome.in_([EventOutcome.APPLIED.value, EventOutcome.UNCHANGED.value]))
+    moved = sa.select(Participant.id).join(AuditEntry, AuditEntry.target == Participant.public_id).where(
+        Participant.id.in_(ids), AuditEntry.experiment == exp.slug,
+        AuditEntry.action.in_(CONFIRMED_RETURN_ACTIONS))
+    return set(db.session.execute(sa.union(hooked, moved)).scalars())
+
+
 def read(exp: Experiment, rules: BreakerRules, now: dt.datetime) -> Reading:
-    """The window's numbers and the rules they break (none below the minimum count, where the QC
-    count is not computed either)."""
+    """The window's numbers and the rules they break (none below the minimum count of sources,
+    where the QC count is not computed either). Each source weighs as one participant: shares are
+    means over sources of each source's share, the time share a median over sources."""
     from humanlike.server.admin.qc import refresh_qc
 
+    answers, errors = TALLY.rate(rules.window_minutes * 60.0)  # before QC's writes
     start = _since(exp, rules, now)
-    rows = db.session.execute(sa.select(Participant.id, Participant.status).where(
-        Participant.experiment_id == exp.id, Participant.created_at >= start)).all()
-    finished = [pid for pid, status in rows if status in DONE]
-    returned = [pid for pid, status in rows if status == ParticipantStatus.RETURNED]
-    n_counted = len(finished) + len(returned)
-    failed = 0
-    if finished and n_counted >= rules.min_participants:  # QC only once it can matter
+    frame = pd.DataFrame(db.session.execute(
+        sa.select(Participant.id, Participant.status, Participant.started_at, BreakerSource.source)
+        .outerjoin(BreakerSource, BreakerSource.participant_id == Participant.id)
+        .where(Participant.experiment_id == exp.id, Participant.created_at >= start)).all(),
+        columns=["id", "status", "started_at", "source"])
+    finished = frame["status"].isin(_DONE)
+    returned = frame["status"] == ParticipantStatus.RETURNED.value
+    confirmed = returned & (frame["started_at"].notna() | frame["id"].isin(
+        confirmed_returns(exp, frame.loc[returned, "id"].tolist())))
+    counted = frame[finished | confirmed].copy()
+    counted["source"] = counted["source"].fillna("participant:" + counted["id"].astype(str))
+    counted["returned"] = confirmed[finished | confirmed]
+    n_sources = int(counted["source"].nunique())
+    weight = 1.0 / counted.groupby("source")["id"].transform("size")
+    done = counted[~counted["returned"]]
+    failed: set[int] = set()
+    if len(done) and n_sources >= rules.min_participants:  # QC only once it can matter
         refresh_qc(exp)
-        failed = int(db.session.execute(sa.select(sa.func.count()).select_from(ParticipantQC).where(
-            ParticipantQC.participant_id.in_(finished), ParticipantQC.qc_failed.is_(True))).scalar_one())
-    answers, errors = TALLY.rate(rules.window_minutes * 60.0)
-    shares = time_shares(finished).dropna()
+        failed = set(db.session.execute(sa.select(ParticipantQC.participant_id).where(
+            ParticipantQC.participant_id.in_(done["id"].tolist()),
+            ParticipantQC.qc_failed.is_(True))).scalars())
+    by_source = done.assign(failed=done["id"].isin(failed),
+                            share=done["id"].map(time_shares(done["id"].tolist())))
+    by_source = by_source.groupby("source")[["failed", "share"]].mean()
+    shares = by_source["share"].dropna()
     reading = Reading(
-        window_start=start.isoformat(), n_arrived=len(rows), n_finished=len(finished),
-        n_returned=len(returned), n_qc_failed=failed,
-        qc_fail_share=failed / len(finished) if finished else None,
-        return_share=len(returned) / n_counted if n_counted else None,
+        window_start=start.isoformat(), n_arrived=len(frame), n_finished=int(finished.sum()),
+        n_returned=int(confirmed.sum()), n_declined=int((returned & ~confirmed).sum()),
+        n_sources=n_sources, n_qc_failed=len(failed),
+        qc_fail_share=float(by_source["failed"].mean()) if len(by_source) else None,
+        return_share=float((weight * counted["returned"]).sum() / n_sources) if n_sources else None,
         api_answers=answers, api_errors=errors, error_rate=errors / answers if answers else None,
         median_time_share=float(np.median(shares)) if len(shares) else None)
-    if n_counted < rules.min_participants:
+    if n_sources < rules.min_participants:
         return reading
     checks = [("qc_fail_share", reading.qc_fail_share, rules.max_qc_fail_share, ">"),
               ("return_share", reading.return_share, rules.max_return_share, ">"),

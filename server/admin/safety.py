@@ -107,6 +107,9 @@ def banner(exp: Experiment) -> Banner | None:
     numbers = notice["numbers"] or {}
     counts = (f"{numbers.get('n_arrived', 0)} arrived · {numbers.get('n_finished', 0)} finished · "
               f"{numbers.get('n_returned', 0)} returned")
+    if "n_sources" in numbers:  # trips since issue 45: what the breaker counted
+        counts += (f" · {numbers.get('n_declined', 0)} declined (not counted) · "
+                   f"{numbers['n_sources']} sources counted")
     return Banner(notice["id"], notice["tripped_at"], notice["reason"], counts,
                   _rules(numbers, exp.slug), notice["platform_action"])
 

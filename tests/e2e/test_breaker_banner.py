@@ -38,9 +38,10 @@ def test_a_trip_appears_on_the_open_page_and_a_typed_note_survives(breaker_serve
         page.click("button[type=submit]")
         page.goto(f"{url}/admin/experiments/small")
         assert page.locator("#breaker").count() == 0
-        for i in range(5):  # careless: every catch trial failed
-            run_participant(app.test_client(),
-                            f"PROLIFIC_PID=CARELESS{i}&STUDY_ID=s&SESSION_ID=x{i}")
+        for i in range(5):  # careless: every catch trial failed, each from their own address
+            careless = app.test_client()
+            careless.environ_base["REMOTE_ADDR"] = f"198.51.100.{i + 1}"
+            run_participant(careless, f"PROLIFIC_PID=CARELESS{i}&STUDY_ID=s&SESSION_ID=x{i}")
         page.wait_for_selector("#breaker", timeout=25000)  # the slot asks every 10 s
         # nothing polls any more: no slot, and no htmx attribute on the banner or inside it
         assert page.locator("#breaker-slot").count() == 0

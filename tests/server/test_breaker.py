@@ -3,7 +3,12 @@ participants who fail every catch trial and answer in a fraction of the estimate
 exactly when the minimum count is reached; the fake Prolific (tests/server/fake_prolific.py, which
 checks every request against Prolific's documentation) receives exactly one PAUSE; the study link
 admits nobody new while a participant already inside can finish; the researcher's resume sends
-START, is audited and restarts the window; 200 good simulated participants never trip it."""
+START, is audited and restarts the window; 200 good simulated participants never trip it.
+
+Issue 45: strangers cannot trip it cheaply (declines before any stimulus weigh nothing, returns
+count once the platform confirms them, and each network source counts once), and the server error
+rate is one tally shared by every app process. The app trusts one proxy hop (``PROXY_COUNT = 1``,
+as behind Caddy), so a test gives each participant its own address in ``X-Forwarded-For``."""
 
 from __future__ import annotations
 
@@ -49,7 +54,7 @@ def spec(tmp_path):
 def bapp(database_url, spec, fake, monkeypatch):
     application = create_app({"TESTING": True, "SECRET_KEY": "test-secret",
                               "SQLALCHEMY_DATABASE_URI": database_url,
-                              "EXPERIMENT_PATHS": [str(spec)]})
+                              "EXPERIMENT_PATHS": [str(spec)], "PROXY_COUNT": 1})
     database.upgrade(application)
     experiments.sync_all(application)
     study = "6" + "0" * 23
@@ -61,6 +66,15 @@ def bapp(database_url, spec, fake, monkeypatch):
     monkeypatch.setattr(breaker, "TALLY", breaker.ErrorTally())
     yield application
     database.dispose(application)
+
+
+def from_address(client, number: int) -> None:
+    """Send ``client``'s next requests from its own address (as Caddy forwards it)."""
+    address = f"198.51.{number // 250}.{number % 250 + 1}"
+    if hasattr(client, "environ_base"):  # Flask's test client
+        client.environ_base["HTTP_X_FORWARDED_FOR"] = address
+    else:  # httpx
+        client.headers["X-Forwarded-For"] = address
 
 
 def transitions(fake) -> list[str]:
@@ -83,6 +97,7 @@ def test_a_wave_of_random_clickers_trips_once_at_the_minimum_count(bapp, spec, f
     with api_client(app=bapp) as client:
         for number in range(10):
             assert state(bapp) is None, f"tripped before the minimum, at clicker {number}"
+            from_address(client, number)
             run_participant(client, clickers, number, fails_catch=True)
             if state(bapp) is not None and tripped_at is None:
                 tripped_at = number + 1
@@ -101,6 +116,7 @@ def test_a_wave_of_random_clickers_trips_once_at_the_minimum_count(bapp, spec, f
     assert "qc_fail_share 1.00 > 0.50" in notice["reason"]
     assert "median_time_share" in notice["reason"]
     assert notice["numbers"]["n_finished"] == 10 and notice["numbers"]["n_qc_failed"] == 10
+    assert notice["numbers"]["n_sources"] == 10  # ten addresses
     assert notice["platform_action"].startswith("prolific: PAUSE sent")
 
     with bapp.app_context():
@@ -117,20 +133,141 @@ def test_a_wave_of_random_clickers_trips_once_at_the_minimum_count(bapp, spec, f
     assert state(bapp) is None and transitions(fake) == ["PAUSE", "START"]
 
 
-def test_returns_trip_it_and_the_error_rate_is_counted(bapp, fake):
+def test_forged_arrivals_declining_or_racing_through_from_one_address_leave_it_open(bapp, spec,
+                                                                                    fake):
+    """Issue 45's attack: 20 cookie-less clients with forged PROLIFIC_PIDs enter and decline
+    consent (40 requests), then 12 forged participants from the same address race through the
+    task failing every catch trial. Declines before any stimulus weigh nothing and one address is
+    one source, so nothing trips, Prolific hears nothing and the next newcomer gets in."""
+    for i in range(20):
+        client = bapp.test_client()  # a new client each time: no cookie
+        pid, token = enter(client, f"PROLIFIC_PID=FORGED{i:04d}&STUDY_ID=S&SESSION_ID=F{i}")
+        assert client.post(f"/api/v1/participants/{pid}/consent", json={"agree": False},
+                           headers=auth(token)).status_code == 200
+        assert state(bapp) is None, f"tripped by decline {i + 1}"
+    bots = SimulatedStudy(spec, SimulationSettings(
+        n_participants=12, fail_catch=12, noise=1.0, rt_median_ms=250.0, seed=4, id_prefix="forged"))
+    with api_client(app=bapp) as client:
+        for number in range(12):
+            run_participant(client, bots, number, fails_catch=True)
+            client.cookies.clear()
+    assert state(bapp) is None and transitions(fake) == []
+    assert bapp.test_client().get(
+        "/start/small?PROLIFIC_PID=HUMAN1&STUDY_ID=S&SESSION_ID=H1").status_code == 302
+    with bapp.app_context():
+        exp = db.session.execute(sa.select(Experiment)).scalar_one()
+        reading = breaker.read(exp, breaker.rules_for("small"), breaker.utcnow())
+    assert (reading.n_finished, reading.n_declined, reading.n_returned) == (12, 20, 0)
+    assert reading.n_sources == 1 and reading.return_share == 0.0 and reading.fired == []
+
+
+def test_a_source_is_an_ipv4_address_or_an_ipv6_64_kept_as_a_keyed_hash():
+    """One IPv4 address, its IPv4-mapped IPv6 form and the hosts of one IPv6 /64 are one source
+    each; the hash depends on the app's secret and never shows the address."""
+    from flask import Flask
+
+    def sources(secret: str, *addresses: str) -> list[str]:
+        app = Flask("breaker-source")
+        app.config["SECRET_KEY"] = secret
+        with app.app_context():
+            return [breaker.source_of(a) for a in addresses]
+
+    a, b, mapped, v6a, v6b, v6other = sources(
+        "one", "203.0.113.7", "203.0.113.8", "::ffff:203.0.113.7", "2001:db8:1:2::1",
+        "2001:db8:1:2:ffff::9", "2001:db8:1:3::1")
+    assert a == mapped and v6a == v6b
+    assert len({a, b, v6a, v6other}) == 4 and len(a) == 64 and set(a) <= set("0123456789abcdef")
+    assert sources("two", "203.0.113.7") != [a]
+
+
+def test_declines_weigh_nothing_and_returns_count_once_prolific_confirms_them(bapp, fake,
+                                                                              monkeypatch):
+    """Ten people from ten addresses decline consent: they saw no stimulus and the platform has
+    confirmed nothing, so the breaker stays closed; Prolific's signed RETURNED webhooks for their
+    submissions then trip it on returns at the tenth (the webhook's answer runs the check)."""
+    fake.secrets["ws1"] = "hook-secret"
+    monkeypatch.setenv("PROLIFIC_WEBHOOK_SECRET", "hook-secret")
     for i in range(10):
         client = bapp.test_client()
+        from_address(client, i)
         pid, token = enter(client, f"PROLIFIC_PID=RET{i:04d}&STUDY_ID=S&SESSION_ID=R{i}")
         assert client.post(f"/api/v1/participants/{pid}/consent", json={"agree": False},
                            headers=auth(token)).status_code == 200
-        assert (state(bapp) is None) == (i < 9)
-    assert "return_share 1.00 > 0.60" in state(bapp)["reason"]
-    assert transitions(fake) == ["PAUSE"]
-    tally = breaker.ErrorTally()
-    for t in range(100):
-        tally.add(t % 4 == 0, now=float(t))
-    assert tally.rate(window_s=1000, now=100.0) == (100, 25)
-    assert tally.rate(window_s=10, now=100.0) == (10, 2)  # t = 90 .. 99: 92 and 96
+    assert state(bapp) is None and transitions(fake) == []
+    for i in range(10):
+        body, headers = fake.event("submission.status.change", f"R{i}", "RETURNED",
+                                   "2026-11-25T10:00:00Z")
+        assert bapp.test_client().post("/hooks/prolific", data=body,
+                                       headers=headers).status_code == 200
+        assert (state(bapp) is None) == (i < 9), f"after confirmation {i + 1}"
+    notice = state(bapp)
+    assert notice["reason"] == "return_share 1.00 > 0.60"
+    assert (notice["numbers"]["n_returned"], notice["numbers"]["n_declined"]) == (10, 0)
+    assert notice["numbers"]["n_sources"] == 10 and transitions(fake) == ["PAUSE"]
+
+
+def test_the_error_tally_counts_answers_per_minute_in_the_database(bapp):
+    """Answers wait in the process until a flush, then land in one row per minute; a rate reads
+    every minute that overlaps the window (this process's pending answers flushed first)."""
+    t0 = 1_800_000_000.0  # a whole minute, in UNIX seconds
+    with bapp.app_context():
+        tally = breaker.ErrorTally(flush_s=3600.0)
+        for k in range(100):  # two answers a minute for 50 minutes; every fourth a 5xx
+            tally.add(k % 4 == 0, now=t0 + 30.0 * k)
+        rows = sa.select(sa.func.count()).select_from(breaker.BreakerCount)
+        assert db.session.execute(rows).scalar_one() == 0  # not flushed yet
+        assert breaker.ErrorTally().rate(3600, now=t0 + 3000) == (0, 0)  # another process
+        assert tally.rate(3600, now=t0 + 3000) == (100, 25)
+        assert db.session.execute(rows).scalar_one() == 50
+        # the minute from t0 + 2340 s on (answers 78 .. 99; 5xx at 80, 84, 88, 92, 96)
+        assert breaker.ErrorTally().rate(600, now=t0 + 2999) == (22, 5)
+
+
+def _answer_in_own_process(database_url: str, spec: str, ok: int, failing: int, ready, conn):
+    """One app process: a participant's timeline fetched ``ok`` times, then ``failing`` times with
+    the view failing (500); after both processes have answered, the error tally it reads."""
+    import os
+
+    app = create_app({"SECRET_KEY": "test-secret", "SQLALCHEMY_DATABASE_URI": database_url,
+                      "EXPERIMENT_PATHS": [spec], "RATELIMIT_ENABLED": False})
+    client = app.test_client()
+    pid, token = enter(client, f"PROLIFIC_PID=W{os.getpid()}&STUDY_ID=S&SESSION_ID=W{os.getpid()}")
+    codes = [client.get(f"/api/v1/participants/{pid}/timeline", headers=auth(token)).status_code
+             for _ in range(ok)]
+
+    def broken(pid: str):
+        raise RuntimeError("the stimulus store is down")
+
+    app.view_functions["api.timeline"] = broken
+    codes += [client.get(f"/api/v1/participants/{pid}/timeline", headers=auth(token)).status_code
+              for _ in range(failing)]
+    with app.app_context():
+        breaker.TALLY.flush()  # what each process does at most ``flush_s`` after an answer
+        ready.wait()
+        conn.send((codes, breaker.TALLY.rate(3600)))
+
+
+def test_two_app_processes_share_one_error_tally(bapp, spec, database_url):
+    """Two app processes on one database (granian's two workers): 7 good answers in one, 3 good
+    and 5 failing (500) in the other; each process, and a third, reads 15 answers and 5 errors."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    ready = context.Barrier(2, timeout=120)
+    results = []
+    for ok, failing in ((7, 0), (3, 5)):
+        mine, theirs = context.Pipe()
+        worker = context.Process(target=_answer_in_own_process,
+                                 args=(database_url, str(spec), ok, failing, ready, theirs))
+        worker.start()
+        results.append((worker, mine))
+    answers = [mine.recv() if mine.poll(180) else None for _, mine in results]
+    for worker, _ in results:
+        worker.join(30)
+    assert answers[0] == ([200] * 7, (15, 5))
+    assert answers[1] == ([200] * 3 + [500] * 5, (15, 5))
+    with bapp.app_context():
+        assert breaker.TALLY.rate(3600) == (15, 5)
 
 
 def test_two_hundred_good_participants_never_trip_it(bapp, spec, fake, database_url):
@@ -141,6 +278,7 @@ def test_two_hundred_good_participants_never_trip_it(bapp, spec, fake, database_
     failing = set(good.rng.permutation(200)[:10].tolist())
     with api_client(app=bapp) as client:
         for number in range(200):
+            from_address(client, number)
             run_participant(client, good, number, fails_catch=number in failing)
             client.cookies.clear()  # each participant is their own browser
             assert state(bapp) is None, f"false trip at participant {number + 1}"
@@ -165,6 +303,7 @@ def test_fast_answers_alone_or_server_errors_alone_trip_it(bapp, spec, fake, cau
             breaker.TALLY.add(True)  # the 5xx answers of a failing stimulus server, say
     with api_client(app=bapp) as client:
         for number in range(10):
+            from_address(client, number)
             run_participant(client, study, number, fails_catch=False)
             client.cookies.clear()
     notice = state(bapp)

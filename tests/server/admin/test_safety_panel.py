@@ -26,6 +26,13 @@ RULES = "\n[breaker]\nmin_participants = 5\nwindow_minutes = 60\n\n[resume]\nmax
 UNKNOWN_CODE = "99999"  # not a sign-up of the study on SONA: the grant is refused (failed)
 
 
+def own_address(app, number: int):
+    """A test client sending from its own address: the breaker counts each source once."""
+    client = app.test_client()
+    client.environ_base["REMOTE_ADDR"] = f"198.51.100.{number + 1}"
+    return client
+
+
 def text(html: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
 
@@ -75,7 +82,8 @@ def study(source_app, small_experiment, tmp_path, fake, monkeypatch):
     for number in range(1, 6):
         code = UNKNOWN_CODE if number == 4 else fake.fake.sign_up()
         fake.fake.fail_next = 1 if number == 5 else 0
-        people[f"careless{number}"] = run_participant(app.test_client(), f"survey_code={code}")
+        people[f"careless{number}"] = run_participant(own_address(app, number),
+                                                      f"survey_code={code}")
         people[f"code{number}"] = code
     with app.app_context():
         exp = db.session.execute(sa.select(Experiment)).scalar_one()
@@ -100,6 +108,7 @@ def test_the_page_shows_the_trip_the_refusal_the_withdrawal_and_the_grants(study
     assert "Recruitment paused by the circuit breaker" in page
     assert trip.tripped_at.strftime("%Y-%m-%d %H:%M") in page
     assert "6 arrived · 5 finished · 0 returned" in page  # the withdrawn one's rows are gone
+    assert "0 declined (not counted) · 5 sources counted" in page
     assert re.search(r'data-rule="qc_fail_share" data-fired="yes"', html)
     assert "failed QC 5 of 5 finished (100%) above 50% tripped" in page
     assert re.search(r'data-rule="return_share" data-fired="no"', html)
@@ -279,7 +288,7 @@ def test_on_prolific_the_banner_says_pause_was_sent_and_resume_sends_start(
             db.session.execute(sa.update(Experiment).values(recruitment_ref=study))
             db.session.commit()
         for n in range(5):
-            run_participant(app.test_client(), f"PROLIFIC_PID=CARELESS{n:04d}&STUDY_ID={study}"
+            run_participant(own_address(app, n), f"PROLIFIC_PID=CARELESS{n:04d}&STUDY_ID={study}"
                             f"&SESSION_ID=S{n:04d}")
         sent = [b["action"] for m, p, b in fake.log if p.endswith("/transition/")]
         assert sent == ["PAUSE"] and fake.studies[study]["status"] == "PAUSED"
@@ -347,8 +356,8 @@ def test_a_trip_reaches_a_page_already_open_and_the_banner_then_stops_polling(
     assert 'hx-trigger="every 10s"' in slot
     quiet = admin.get("/admin/experiments/small/breaker").get_data(as_text=True)
     assert 'id="breaker-slot"' in quiet and 'id="breaker"' not in quiet
-    for _ in range(5):
-        run_participant(app.test_client(), f"survey_code={fake.fake.sign_up()}")
+    for n in range(5):
+        run_participant(own_address(app, n), f"survey_code={fake.fake.sign_up()}")
     with app.app_context():
         assert breaker.notice(db.session.execute(sa.select(Experiment)).scalar_one()) is not None
     tripped = admin.get("/admin/experiments/small/breaker").get_data(as_text=True)
