@@ -8,7 +8,7 @@ from flask import Blueprint, render_template, request, session
 
 from humanlike.server import withdrawal
 from humanlike.server.extensions import db
-from humanlike.server.lifecycle import DONE
+from humanlike.server.lifecycle import DONE, ParticipantStatus
 from humanlike.server.models import Participant
 from humanlike.server.platforms import Platform
 from humanlike.server.tokens import token_matches
@@ -22,6 +22,11 @@ GONE = ("Nothing is stored", "No data of this study session are stored (they may
 def _participant(pid: str) -> Participant | None:
     return db.session.execute(
         sa.select(Participant).where(Participant.public_id == pid)).scalar_one_or_none()
+
+
+def _reviewed(participant: Participant) -> bool:
+    """Approved or rejected already: nothing about the pay is left to decide."""
+    return participant.status in (ParticipantStatus.APPROVED, ParticipantStatus.REJECTED)
 
 
 def _page(state: str, status: int = 200, **context):
@@ -46,7 +51,8 @@ def confirm(pid: str):
     back = None if finished else f"/run/{pid}"
     return _page("confirm", pid=pid, finished=finished, back=back,
                  study=participant.experiment.title, account=participant.platform != Platform.LOCAL,
-                 advice=withdrawal.platform_advice(participant.platform, finished))
+                 advice=withdrawal.platform_advice(participant.platform, finished,
+                                                   reviewed=_reviewed(participant)))
 
 
 @bp.post("/withdraw/<pid>")
@@ -64,7 +70,8 @@ def withdraw(pid: str):
     if not withdrawal.still_possible(participant.experiment.slug):
         return _closed(participant)
     finished = participant.status in DONE
-    advice = withdrawal.platform_advice(participant.platform, finished, withdrawn=True)
+    advice = withdrawal.platform_advice(participant.platform, finished, withdrawn=True,
+                                        reviewed=_reviewed(participant))
     withdrawal.withdraw(participant)
     owned = session.get("participants")
     if isinstance(owned, dict) and owned.pop(pid, None) is not None:

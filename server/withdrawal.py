@@ -53,10 +53,15 @@ def withdrawn_count(slug: str) -> int:
         .where(AuditEntry.action == ACTION, AuditEntry.experiment == slug)).scalar_one())
 
 
-def platform_advice(platform: str, finished: bool, withdrawn: bool = False) -> str:
+def platform_advice(platform: str, finished: bool, withdrawn: bool = False,
+                    reviewed: bool = False) -> str:
     """What the participant does on the recruitment platform after withdrawing (in plain words);
-    a local link has no platform: nothing before, "close this window" after."""
+    a local link has no platform: nothing before, "close this window" after. A finished
+    participant keeps the submission (it is paid; ``reviewed``: approved or rejected already)."""
     if platform == Platform.PROLIFIC:
+        if finished and reviewed:
+            return ("On Prolific, your submission has already been reviewed; withdrawing your "
+                    "data does not change it.")
         if finished:
             return ("On Prolific, please keep your submission and do not return it: withdrawing "
                     "deletes your answers, not your pay. You finished the study, so your "

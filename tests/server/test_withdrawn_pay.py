@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from humanlike.server.extensions import db
 from humanlike.server.models import AuditEntry
+from humanlike.server.withdrawal import platform_advice
 from humanlike.server.withdrawal_models import Withdrawal
 from tests.server.admin.dashboard_helpers import csrf_from, login
 from tests.server.conftest import enter
@@ -136,3 +137,11 @@ def test_the_cli_sync_approves_a_withdrawn_finisher_and_lists_the_unknown(rapp, 
     assert fake.submissions[finished_sid]["status"] == "APPROVED"
     assert '"approved": 1' in out.output.replace("\n", " ") or '"settled": "approved"' in out.output
     assert "STRANGER05" in out.output and "PAYME0004" not in out.output
+
+
+def test_the_advice_after_finishing_depends_on_whether_the_submission_was_reviewed():
+    owed = platform_advice("prolific", finished=True)
+    assert "do not return it" in owed and "paid" in owed and "can also return" not in owed
+    done = platform_advice("prolific", finished=True, reviewed=True)
+    assert "already been reviewed" in done and "paid" not in done
+    assert "return the study on Prolific" in platform_advice("prolific", finished=False)
