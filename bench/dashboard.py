@@ -15,8 +15,18 @@ Ends with one JSON line: {"pages_p99_ms": <worst page p99>, "panel_seconds": ...
 "trial_p99_ms_during_panel": ..., ...}. Targets: pages p99 <= 200 ms, panel <= 60 s, trial
 requests no slower while it runs. ``--pages-only`` stops after the page timings.
 
+``--sizes`` measures instead what a browser downloads (issue 45: at 300 participants the panel
+was 9 MB, nearly all one kappa-matrix SVG, embedded in the experiment page and fetched again every
+5 s even when folded): a 300 x 200 rating study (60,000 trials, so the panel also scores the
+rating trials as decisions: a 300-observer kappa matrix), the panel computed once in process with
+``--n-resamples``; the experiment page's bytes, the panel fragment's, a poll of the unchanged
+panel (a 304) and the panel pass's seconds. Targets, what a browser tab handles without stalling:
+experiment page <= 200 kB, panel <= 1 MB, poll of an unchanged panel 0 bytes.
+
     .venv/bin/python bench/dashboard.py [--participants 2000] [--trials 820] [--database-url URL]
                                         [--pages-only]
+    .venv/bin/python bench/dashboard.py --sizes [--participants 300] [--trials 200]
+                                        [--n-resamples 200]
 """
 
 from __future__ import annotations
@@ -148,6 +158,51 @@ def list_on_prolific(exp) -> None:
     db.session.commit()
 
 
+SIZE_LIMITS = {"experiment_page_kb": 200, "panel_kb": 1024, "panel_poll_bytes": 0}
+"""What a browser tab handles without stalling (see the module's docstring)."""
+
+
+def sizes(url: str, spec: Path, n_resamples: int) -> dict[str, object]:
+    """Bytes of the experiment page, the panel fragment and a poll of the unchanged panel, after
+    one in-process panel pass (its seconds)."""
+    import sqlalchemy as sa
+
+    from humanlike.server import create_app
+    from humanlike.server.admin.panel import refresh
+    from humanlike.server.extensions import db
+    from humanlike.server.models import AdminUser, Experiment
+
+    spec.write_text(spec.read_text() + f"\n[panel]\nn_resamples = {n_resamples}\n")
+    app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "bench",
+                      "EXPERIMENT_PATHS": [str(spec)], "WTF_CSRF_ENABLED": False})
+    with app.app_context():
+        user = AdminUser(username="bench")
+        user.set_password("bench password")
+        db.session.add(user)
+        db.session.commit()
+        exp = db.session.execute(sa.select(Experiment).where(Experiment.slug == "bench")).scalar_one()
+        start = time.perf_counter()
+        assert refresh(exp, force=True)
+        seconds = time.perf_counter() - start
+    client = app.test_client()
+    assert client.post("/admin/login", data={"username": "bench",
+                                             "password": "bench password"}).status_code == 302
+    page = client.get("/admin/experiments/bench")
+    fragment = client.get("/admin/experiments/bench/panel")
+    poll = client.get("/admin/experiments/bench/panel",
+                      headers={"If-None-Match": fragment.headers["ETag"]})
+    assert page.status_code == fragment.status_code == 200 and poll.status_code == 304
+    html = fragment.get_data(as_text=True)
+    out: dict[str, object] = {
+        "experiment_page_kb": round(len(page.get_data()) / 1024, 1),
+        "panel_kb": round(len(fragment.get_data()) / 1024, 1),
+        "panel_poll_bytes": len(poll.get_data()), "panel_seconds": round(seconds, 1),
+        "kappa_matrix_drawn": 'data-section="ec"' in html and "<image" in html}
+    out["within_limits"] = all(float(out[k]) <= v for k, v in SIZE_LIMITS.items())  # type: ignore[arg-type]
+    out["limits"] = SIZE_LIMITS
+    return out
+
+
 def vacuum(url: str) -> None:
     """What autovacuum does within a minute of the bulk load (migration 0010 has it visit the
     trial table after every 1% of inserted rows): mark the rows all-visible, for index-only counts."""
@@ -175,7 +230,23 @@ def main() -> None:
                         help="stop after the page timings (no app server, no panel worker)")
     parser.add_argument("--server", choices=SERVERS, default=DEFAULT_SERVER,
                         help="app server the participants post to (the shipped deploy/ config)")
+    parser.add_argument("--sizes", action="store_true",
+                        help="measure the bytes a browser downloads instead (defaults: 300 "
+                             "participants x 200 trials) and stop")
+    parser.add_argument("--n-resamples", type=int, default=200,
+                        help="the panel's bootstrap resamples with --sizes")
     args = parser.parse_args()
+    if args.sizes:
+        participants = 300 if args.participants == 2000 else args.participants
+        trials = 200 if args.trials == 820 else args.trials
+        with tempfile.TemporaryDirectory(prefix="humanlike-bench-sizes-") as tmp:
+            spec = build_bench_experiment(Path(tmp) / "exp", trials)
+            url = f"sqlite:///{Path(tmp) / 'bench.sqlite'}"
+            fill_database(url, spec, participants, trials)
+            result = sizes(url, spec, args.n_resamples)
+        print(json.dumps({**result, "participants": participants, "trials": trials,
+                          "n_resamples": args.n_resamples}))
+        return
 
     from humanlike.server.config import normalise_database_url
 

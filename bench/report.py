@@ -7,7 +7,9 @@ The rating study is the export benchmark's (bench/export.py: a database filled d
 ``humanlike export``); two models with seeded random probabilities score it. The triads are the MLDS
 benchmark's 1,450 simulated sequences (bench/mlds.py), each given to one of the participants and
 written as the export's triads table. The timed part is ``humanlike report`` in a subprocess;
-prints one JSON line {"seconds": ..., "peak_mb": ...} (peak resident memory of that process).
+prints one JSON line {"seconds": ..., "peak_mb": ..., "report_mb": ...} (peak resident memory of
+that process; the report's size). Target: the report stays under ``BROWSER_MB`` (5 MB), what a
+browser opens without stalling (issue 45: the 300-observer kappa matrix alone made it 22.7 MB).
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from export import N_STIMULI, fill_database, run_export
 from ingest import LABELS, build_bench_experiment
 from mlds import simulate as simulate_triads
+
+BROWSER_MB = 5.0
+"""The largest report a browser opens without stalling (the bench's target)."""
 
 _REPORT = """
 import json, resource, sys
@@ -101,7 +106,8 @@ def main() -> None:
         size_mb = (folder / "report.html").stat().st_size / 2**20
         print(json.dumps({"participants": args.participants, "rating_trials":
                           args.participants * args.trials, "mlds_sequences": 1450,
-                          "report_mb": round(size_mb, 1), "seconds": round(seconds, 1),
+                          "report_mb": round(size_mb, 1), "under_browser_limit":
+                          size_mb <= BROWSER_MB, "seconds": round(seconds, 1),
                           "peak_mb": round(peak)}))
 
 

@@ -458,3 +458,33 @@ def bulk(participants: Iterable[Participant],
             results.append(ActionResult(participant.public_id, "refused", False, str(exc),
                                         participant.status, detail={"field": exc.field}))
     return results
+
+
+BULK_ACTIONS = ("approve", "reject", "bonus", "mark_paid", "exclude", "include", "clear")
+"""The actions a background job (``server/jobs.py``) applies one participant at a time."""
+
+
+def action_runner(action: str, inputs: dict[str, str],
+                  actor: str) -> Callable[[Participant], ActionResult]:
+    """The function that applies ``action`` with the dashboard's ``inputs`` to one participant on
+    behalf of ``actor`` (the dashboard's bulk form and its background job share it)."""
+    if action == "approve":
+        return lambda p: approve(p, actor)
+    if action == "reject":
+        def reject_one(p: Participant) -> ActionResult:
+            result = reject(p, actor, inputs["message"], inputs.get("category") or None)
+            if result.ok and inputs.get("exclude_too") != "0":
+                set_analysis_override(
+                    p, actor, "exclude", f"rejected ({inputs.get('category') or 'no category'}): "
+                    + inputs["message"][:120])
+                result.message += "; excluded from the analysis"
+            return result
+        return reject_one
+    if action == "bonus":
+        return lambda p: pay_bonus(p, actor, inputs["amount"], inputs["reason"])
+    if action == "mark_paid":
+        return lambda p: mark_bonus_paid(p, actor, inputs["reason"])
+    if action not in ("exclude", "include", "clear"):
+        raise ActionError(f"unknown action {action!r}", "action")
+    decision = None if action == "clear" else action
+    return lambda p: set_analysis_override(p, actor, decision, inputs["reason"])

@@ -295,6 +295,7 @@ class PanelResult(db.Model):  # type: ignore[name-defined]  # dynamic base
 from humanlike.server import adaptive_models as _adaptive_models  # noqa: E402,F401
 from humanlike.server import breaker_models as _breaker_models  # noqa: E402,F401
 from humanlike.server import display as _display  # noqa: E402,F401
+from humanlike.server import job_models as _job_models  # noqa: E402,F401
 from humanlike.server import platform_events as _platform_events  # noqa: E402,F401
 from humanlike.server import sona_models as _sona_models  # noqa: E402,F401
 from humanlike.server import withdrawal_models as _withdrawal_models  # noqa: E402,F401

@@ -12,6 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 from scipy import stats
@@ -47,12 +49,22 @@ def _pair_type(pairs: pd.DataFrame) -> pd.Series:
     )
 
 
+LABELLED_MAX = 60
+"""Observers up to which the kappa matrix names each one on its axes and crosses each undefined
+cell; a larger matrix is one raster image of its cells with numbered axes (at 300 observers the
+per-cell crosses and labels made a 14 MB SVG that took 9 minutes to draw)."""
+MAX_INCHES = 11.0
+"""The matrix figure's largest side: beyond about 20 observers the cells shrink, not the page."""
+
+
 def plot_kappa_matrix(result: KappaMatrix, experiment: str | None = None) -> Figure:
-    """Heatmap of pairwise kappa, observers ordered by group (humans, then models)."""
+    """Heatmap of pairwise kappa, observers ordered by group (humans, then models); one raster
+    image of the cells at any size, labelled per observer up to ``LABELLED_MAX`` observers."""
     matrix = result.matrix(experiment)
     groups = result.observers.set_index("observer").loc[matrix.index, "group"].to_numpy()
     n = len(matrix)
-    size = max(4.0, 0.45 * n + 2.0)
+    labelled = n <= LABELLED_MAX
+    size = min(max(4.0, 0.45 * n + 2.0), MAX_INCHES)
     fig, ax = plt.subplots(figsize=(size + 1.0, size))
     values = matrix.to_numpy(dtype=float)
     off_diag = values[~np.eye(n, dtype=bool)]
@@ -60,16 +72,33 @@ def plot_kappa_matrix(result: KappaMatrix, experiment: str | None = None) -> Fig
     vmax = max(vmax, 0.1)
     diagonal = np.eye(n, dtype=bool)
     undefined = ~diagonal & ~np.isfinite(values)  # kappa undefined: never drawn as 0 (white)
-    masked = np.ma.masked_invalid(np.where(diagonal, np.nan, values))
     cmap = plt.get_cmap("RdBu_r").with_extremes(bad="white")
-    im = ax.imshow(masked, cmap=cmap, vmin=-vmax, vmax=vmax)
-    if undefined.any():
-        ax.imshow(np.ma.masked_where(~undefined, np.ones_like(values)), cmap="Greys",
-                  vmin=0, vmax=4, alpha=0.9)
-        for i, j in zip(*np.nonzero(undefined), strict=True):
-            ax.plot(j, i, marker="x", color="0.45", ms=5 if n <= 20 else 2, mew=0.8)
-    ax.set_xticks(range(n), matrix.columns, rotation=90, fontsize=8)
-    ax.set_yticks(range(n), matrix.index, fontsize=8)
+    if labelled:
+        masked = np.ma.masked_invalid(np.where(diagonal, np.nan, values))
+        im: ScalarMappable = ax.imshow(masked, cmap=cmap, vmin=-vmax, vmax=vmax)
+        if undefined.any():
+            ax.imshow(np.ma.masked_where(~undefined, np.ones_like(values)), cmap="Greys",
+                      vmin=0, vmax=4, alpha=0.9)
+            for i, j in zip(*np.nonzero(undefined), strict=True):
+                ax.plot(j, i, marker="x", color="0.45", ms=5 if n <= 20 else 2, mew=0.8)
+    else:  # one RGB image of the cells (diagonal white, undefined grey as above)
+        shown, block = _blocks(np.where(diagonal | undefined, np.nan, values))
+        norm = Normalize(vmin=-vmax, vmax=vmax)
+        colours = cmap(norm(np.where(np.isfinite(shown), shown, 0.0)))
+        colours[~np.isfinite(shown)] = 0.9 * np.asarray(plt.get_cmap("Greys")(0.25)) + 0.1
+        if block == 1:
+            colours[diagonal] = (1.0, 1.0, 1.0, 1.0)
+        ax.imshow(colours[..., :3], interpolation="nearest",
+                  extent=(-0.5, len(shown) * block - 0.5, len(shown) * block - 0.5, -0.5))
+        im = ScalarMappable(norm=norm, cmap=cmap)
+    if labelled:
+        ax.set_xticks(range(n), matrix.columns, rotation=90, fontsize=8)
+        ax.set_yticks(range(n), matrix.index, fontsize=8)
+    else:
+        ax.xaxis.set_major_formatter(lambda x, _: f"{round(x) + 1}")
+        ax.yaxis.set_major_formatter(lambda x, _: f"{round(x) + 1}")
+        ax.set_xlabel(f"observer (1-{n}, the order of the matrix table: humans, then models)")
+        ax.set_ylabel("observer")
     boundaries = np.flatnonzero(groups[1:] != groups[:-1])
     for b in boundaries:
         ax.axhline(b + 0.5, color="black", lw=1.5)
@@ -96,11 +125,34 @@ def plot_kappa_matrix(result: KappaMatrix, experiment: str | None = None) -> Fig
         "Cohen's kappa on trial-by-trial correctness for every pair of observers (Geirhos et al. "
         "2020): red, errors shared more often than the accuracies predict; blue, less often. "
         "Black lines separate humans from models; confidence intervals are in the table."
-        + (f" Grey with a cross: {int(undefined.sum()) // 2} pair(s) whose kappa is undefined (an "
-           "observer at 0% or 100% accuracy: no errors to compare)." if undefined.any() else "")
+        + (f" Grey{' with a cross' if labelled else ''}: {int(undefined.sum()) // 2} pair(s) "
+           "whose kappa is undefined (an observer at 0% or 100% accuracy: no errors to compare)."
+           if undefined.any() else "")
+        + (f" Each cell is the mean kappa of a block of {-(-n // MAX_CELLS)} x "
+           f"{-(-n // MAX_CELLS)} observer pairs ({n} observers)." if n > MAX_CELLS else "")
         + (f" *: {int(wide.sum()) // 2} pair(s) with too few errors to compare (a CI wider than "
            f"+-{PRECISE_HALFWIDTH:g} in some condition; pairs.csv's ci_note gives the copy "
            "model's trials for that width)." if wide.any() and n <= 20 else "")))
+
+
+MAX_CELLS = 400
+"""Cells per side of the kappa matrix image: above, each cell is the mean kappa of a block of
+observer pairs (2,000 observers: 5 x 5 blocks), so the image stays about 0.3 MB."""
+
+
+def _blocks(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """``values`` as at most ``MAX_CELLS`` x ``MAX_CELLS`` block means (NaN ignored; NaN where a
+    block has no value) and the block's side (1: unchanged)."""
+    n = len(values)
+    block = -(-n // MAX_CELLS)
+    if block == 1:
+        return values, 1
+    m = -(-n // block)
+    padded = np.pad(values, ((0, m * block - n), (0, m * block - n)), constant_values=np.nan)
+    cells = padded.reshape(m, block, m, block)
+    counts = np.isfinite(cells).sum(axis=(1, 3))
+    sums = np.nansum(cells, axis=(1, 3))
+    return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan), block
 
 
 def _wide_cells(result: KappaMatrix, experiment: str | None, names: list[str]) -> np.ndarray:

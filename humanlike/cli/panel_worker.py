@@ -33,6 +33,10 @@ def command(database_url: str | None, interval: float, once: bool) -> None:
 
     yield_cpu()
     app = make_app(database_url=database_url)
+    if not once:  # the bulk-action jobs whose server's runner died are resumed here too
+        from humanlike.server.jobs import wake
+
+        wake(app)
     while True:
         with app.app_context():
             started = time.perf_counter()

@@ -359,11 +359,15 @@ def _platform_group(platform: str) -> click.Group:
     @_common
     @click.argument("participants", nargs=-1)
     @click.option("--all-submitted", is_flag=True,
-                  help="Approve every participant whose status is submitted.")
+                  help="Approve every participant whose status is submitted and who is not "
+                       "excluded from the analysis (QC failures and researcher exclusions, "
+                       "QC brought up to date first).")
+    @click.option("--include-qc-failures", is_flag=True,
+                  help="With --all-submitted: approve the excluded ones too.")
     @click.option("--override-rejection", is_flag=True, hidden=platform != "mturk",
                   help="MTurk: approve rejected assignments (OverrideRejection, within 30 days).")
     def approve(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool,
-                participants: tuple[str, ...], all_submitted: bool,
+                participants: tuple[str, ...], all_submitted: bool, include_qc_failures: bool,
                 override_rejection: bool) -> None:
         """Approve PARTICIPANTS (public or platform ids)."""
         ctx = make(slug, spec_path, database_url, dry_run)
@@ -372,15 +376,29 @@ def _platform_group(platform: str) -> click.Group:
             import sqlalchemy as sa
 
             from humanlike.server import actions
+            from humanlike.server.admin.qc import refresh_qc
             from humanlike.server.extensions import db
-            from humanlike.server.models import Participant
+            from humanlike.server.models import Participant, ParticipantQC
+            from humanlike.server.overrides import excluded_clause
 
             exp = ctx.experiment()
             rows = _participants(exp, participants)
             if all_submitted:
-                rows += list(db.session.execute(sa.select(Participant).where(
-                    Participant.experiment_id == exp.id,
-                    Participant.status == "submitted")).scalars())
+                refresh_qc(exp)  # the stored QC of everyone whose trials changed
+                excluded = excluded_clause(Participant.analysis_override,
+                                           ParticipantQC.qc_failed)
+                submitted = (sa.select(Participant, excluded).outerjoin(
+                    ParticipantQC, ParticipantQC.participant_id == Participant.id).where(
+                    Participant.experiment_id == exp.id, Participant.status == "submitted")
+                    .order_by(Participant.id))
+                found = db.session.execute(submitted).all()
+                rows += [p for p, out in found if include_qc_failures or not out]
+                skipped = [p.public_id for p, out in found if out and not include_qc_failures]
+                if skipped:
+                    click.echo(f"not approving {len(skipped)} submitted participant(s) excluded "
+                               f"from the analysis (failed QC or excluded by a researcher): "
+                               f"{', '.join(skipped)}; --include-qc-failures approves them too",
+                               err=True)
             if not rows:
                 raise click.ClickException("name participants or give --all-submitted")
             if override_rejection:

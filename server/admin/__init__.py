@@ -1,7 +1,8 @@
 """The researcher's dashboard (one blueprint for the admin audience), one module per part: ``auth``
 (login, logout, the login gate on every route), ``experiments`` (the experiments page and status
 switch), ``participants`` (an experiment's participants table and one participant's page),
-``actions`` (approve, reject, bonus, exclude / include, with confirmation), ``listing`` (the
+``actions`` (approve, reject, bonus, exclude / include, with confirmation), ``jobs`` (the
+progress of bulk actions run in the background), ``listing`` (the
 Prolific listing: its numbers, "Sync now", publish / pause / resume / stop / places), ``safety``
 (the circuit breaker's banner and resume, refusals on return, withdrawals, SONA grants), ``downloads``
 (the streamed export zip) and ``panel`` (the live analysis panel and its stopping indicator); ``qc`` and
@@ -18,11 +19,12 @@ from humanlike.server.admin import (  # noqa: E402  (the modules add their route
     auth,
     downloads,
     experiments,
+    jobs,
     listing,
     panel_views,
     participants,
     safety,
 )
 
-__all__ = ["actions", "auth", "bp", "downloads", "experiments", "listing", "panel_views",
+__all__ = ["actions", "auth", "bp", "downloads", "experiments", "jobs", "listing", "panel_views",
            "participants", "safety"]

@@ -2,17 +2,19 @@
 page: approve, reject (message >= 100 characters and a category), bonus (amount, reason), exclude /
 include from analysis (reason). Everything is done by ``humanlike.server.actions`` (one
 implementation with the CLI: platform call when a recruiter is registered, audit row, bonus
-idempotency); this module only collects the participants and the inputs."""
+idempotency), as a background job (``humanlike.server.jobs``: the request does the first few
+seconds, the server's job runner the rest, ``admin/jobs.py`` shows its progress); this module
+only collects the participants and the inputs."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import sqlalchemy as sa
-from flask import abort, render_template, request
+from flask import abort, current_app, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 
-from humanlike.server import actions
+from humanlike.server import actions, jobs
 from humanlike.server.admin import bp, stats
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.experiments import experiment_or_404
@@ -80,28 +82,6 @@ def _check(action: str, inputs: dict[str, str], exp: Experiment) -> str | None:
     return None
 
 
-def _runner(action: str, inputs: dict[str, str]):
-    who = actor()
-    if action == "approve":
-        return lambda p: actions.approve(p, who)
-    if action == "reject":
-        def reject(p: Participant) -> actions.ActionResult:
-            result = actions.reject(p, who, inputs["message"], inputs["category"] or None)
-            if result.ok and inputs["exclude_too"] != "0":
-                actions.set_analysis_override(
-                    p, who, "exclude", f"rejected ({inputs['category'] or 'no category'}): "
-                    + inputs["message"][:120])
-                result.message += "; excluded from the analysis"
-            return result
-        return reject
-    if action == "bonus":
-        return lambda p: actions.pay_bonus(p, who, inputs["amount"], inputs["reason"])
-    if action == "mark_paid":
-        return lambda p: actions.mark_bonus_paid(p, who, inputs["reason"])
-    decision = None if action == "clear" else action
-    return lambda p: actions.set_analysis_override(p, who, decision, inputs["reason"])
-
-
 def _render(exp: Experiment, action: str, people: list[Participant], inputs: dict[str, str],
             error: str | None, results: list[Any] | None = None, status: int = 200):
     return render_template(
@@ -144,9 +124,17 @@ def apply_action(slug: str):
             results = actions.send_message(people, actor(), inputs["message_body"])
         except actions.ActionError as exc:
             return _render(exp, action, people, inputs, str(exc), status=exc.status)
-    else:
-        results = actions.bulk(people, _runner(action, inputs))
-    return _render(exp, action, people, inputs, None, results=results)
+        return _render(exp, action, people, inputs, None, results=results)
+    # a background job: done here for a few seconds (a few participants finish in this request),
+    # the rest by the server's job runner while the job's page shows the progress
+    job = jobs.enqueue(exp, action, inputs, actor(), [p.public_id for p in people])
+    owner = jobs.new_owner()
+    budget = float(current_app.config.get("ACTION_INLINE_SECONDS", jobs.INLINE_SECONDS))
+    if jobs.claim(job.id, owner) and jobs.run(job.id, owner, budget=budget):
+        return _render(exp, action, people, inputs, None, results=jobs.results(job))
+    if current_app.config.get("JOB_THREAD", True):
+        jobs.wake(current_app._get_current_object())  # type: ignore[attr-defined]
+    return redirect(url_for("admin.job_page", job_id=job.id), 303)
 
 
 AUDIT_PAGE = 100

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import sqlalchemy as sa
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from humanlike.server.admin.panel_ratings import PanelRatings, panel_ratings, stored_trial_types
 from humanlike.server.admin.qc import refresh_qc
@@ -127,9 +127,13 @@ class LeaseKeeper(threading.Thread):
 
 
 def failure(exc: BaseException) -> str:
-    """One line for a section's error: the exception and where it was raised."""
+    """One line for a section's error: the exception and where it was raised; a database error
+    by its driver's first line (the statement and its parameters are never shown)."""
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    if isinstance(exc, DBAPIError):
+        first = (str(exc.orig).strip().splitlines() or [""])[0]
+        return f"{type(exc).__name__} ({type(exc.orig).__name__}): {first}{where}"
     return f"{type(exc).__name__}: {exc}{where}"
 
 
@@ -393,8 +397,12 @@ class PanelWorker(threading.Thread):
 
 
 def start_worker(app: Any) -> PanelWorker:
-    """Start the app's background panel thread (kept in ``app.extensions['panel_worker']``)."""
+    """Start the app's background panel thread (kept in ``app.extensions['panel_worker']``) and
+    its runner of bulk-action jobs (``humanlike.server.jobs``: resumes a job whose runner died)."""
+    from humanlike.server.jobs import wake
+
     worker = PanelWorker(app, float(app.config.get("PANEL_INTERVAL", 5)))
     app.extensions["panel_worker"] = worker
     worker.start()
+    wake(app)
     return worker

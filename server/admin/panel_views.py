@@ -1,27 +1,53 @@
-"""The live panel's own routes: its fragment (polled by the experiment page) and a "recompute now"
+"""The live panel's own routes: its fragment (fetched by the experiment page while its analysis
+section is open; ``static/js/admin_table.js``) and a "recompute now"
 button that only marks the result stale (the background worker does the work)."""
 
 from __future__ import annotations
 
+import hashlib
+
 import sqlalchemy as sa
-from flask import flash, redirect, render_template, url_for
+from flask import flash, make_response, redirect, render_template, request, url_for
 
 from humanlike.server import audit
 from humanlike.server.admin import bp
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.admin.panel import panel_view
-from humanlike.server.admin.stats import without_gc_pauses
+from humanlike.server.admin.stats import as_utc, without_gc_pauses
 from humanlike.server.extensions import db
-from humanlike.server.models import PanelResult
+from humanlike.server.models import Experiment, PanelResult, utcnow
 
 
 @bp.get("/experiments/<slug>/panel")
 @without_gc_pauses
 def panel_fragment(slug: str):
-    """The panel's HTML (htmx polls it)."""
+    """The panel's HTML (fetched while the experiment page's analysis section is open); 304 when
+    the browser's ETag names the stored result shown (nothing read but its small columns)."""
     exp = experiment_or_404(slug)
-    return render_template("admin/_panel.html", exp=exp, panel=panel_view(exp))
+    tag = panel_etag(exp)
+    if request.if_none_match.contains(tag):
+        response = make_response("", 304)
+    else:
+        response = make_response(render_template("admin/_panel.html", exp=exp,
+                                                 panel=panel_view(exp)))
+    response.set_etag(tag)
+    response.headers["Cache-Control"] = "no-cache, private"
+    return response
+
+
+def panel_etag(exp: Experiment) -> str:
+    """What the panel fragment shows depends on: the stored result's version and time, and
+    whether a worker holds the lease (the "recomputing" note)."""
+    row = db.session.execute(sa.select(
+        PanelResult.data_version, PanelResult.computed_at, PanelResult.lease_until).where(
+        PanelResult.experiment_id == exp.id)).one_or_none()
+    if row is None:
+        return f"panel-{exp.id}-none"
+    lease = as_utc(row.lease_until)
+    computing = lease is not None and lease > utcnow()
+    key = f"{exp.id}:{row.data_version}:{row.computed_at}:{computing}"
+    return "panel-" + hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
 @bp.post("/experiments/<slug>/panel/stale")

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
 
 from humanlike.analysis.exclusions import ExclusionRules, as_rules
 from humanlike.analysis.ratings.data import RULE_CHECKS
@@ -147,6 +148,26 @@ def stale_participants(exp: Experiment) -> list[int]:
     return list(db.session.execute(stmt).scalars())
 
 
+def _store(ids: list[int], rows: list[dict[str, Any]]) -> None:
+    """Replace the batch's QC rows, skipping participants deleted meanwhile (a withdrawal during
+    the pass: their rows are gone, and an insert for them would break the foreign key)."""
+    for _attempt in range(3):
+        present = set(db.session.execute(sa.select(Participant.id).where(
+            Participant.id.in_(ids))).scalars())
+        db.session.execute(sa.delete(ParticipantQC).where(ParticipantQC.participant_id.in_(ids)))
+        now = utcnow()
+        db.session.add_all(ParticipantQC(**row, n_blur=0, n_fullscreen_exit=0, computed_at=now)
+                           for row in rows if row["participant_id"] in present)
+        try:
+            # commit each batch: SQLite's write lock must not be held while the next batch is
+            # computed, or participants' trial inserts wait past the busy timeout
+            db.session.commit()
+            return
+        except IntegrityError:  # deleted between the check and the insert: check again
+            db.session.rollback()
+    raise RuntimeError("participants kept being deleted while their QC was stored")
+
+
 def refresh_qc(exp: Experiment, everyone: bool = False) -> int:
     """Recompute the changed (or ``everyone``'s) stored QC and event counts; how many recomputed."""
     stale = (list(db.session.execute(sa.select(Participant.id).where(
@@ -157,14 +178,7 @@ def refresh_qc(exp: Experiment, everyone: bool = False) -> int:
         stimuli = stimulus_frame(exp)
         for start in range(0, len(stale), BATCH):
             ids = stale[start:start + BATCH]
-            rows = _compute(exp, ids, people, stimuli)
-            db.session.execute(sa.delete(ParticipantQC).where(ParticipantQC.participant_id.in_(ids)))
-            now = utcnow()
-            db.session.add_all(ParticipantQC(**row, n_blur=0, n_fullscreen_exit=0, computed_at=now)
-                               for row in rows)
-            # commit each batch: SQLite's write lock must not be held while the next batch is
-            # computed, or participants' trial inserts wait past the busy timeout
-            db.session.commit()
+            _store(ids, _compute(exp, ids, people, stimuli))
     events = event_counts(exp)
     if not events.empty:
         for pid, blur, exits in zip(events.index, events["n_blur"], events["n_fullscreen_exit"]):

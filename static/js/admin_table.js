@@ -6,7 +6,8 @@
 //   unless it is ticked (then it stays, greyed, so a bulk action still acts on it).
 // - "Tick" selects the rows of a status, failing / passing QC, or a QC reason (the reasons on the
 //   page are offered as they appear).
-// - The analysis section remembers whether it was open (localStorage).
+// - The analysis section remembers whether it was open (localStorage); its live panel is fetched
+//   only while it is open.
 (function () {
   "use strict";
 
@@ -137,10 +138,62 @@
     count();
   }
 
+  /**
+   * The live panel is fetched only while its section is open (at once when it opens, then every
+   * few seconds while the tab is visible); the server answers 304 while the stored result is
+   * unchanged, and an unchanged panel is not re-drawn.
+   * @param {HTMLDetailsElement} details
+   * @param {HTMLElement} panel
+   */
+  function livePanel(details, panel) {
+    /** @type {string | null} */
+    let tag = null;
+    let busy = false;
+    /** @type {number | undefined} */
+    let timer;
+
+    async function load() {
+      if (busy || !details.open || document.hidden) return;
+      busy = true;
+      try {
+        /** @type {Record<string, string>} */
+        const headers = tag ? { "If-None-Match": tag } : {};
+        const response = await fetch(panel.dataset.panelUrl || "", {
+          credentials: "same-origin", cache: "no-store", headers,
+        });
+        if (response.status === 200) {
+          tag = response.headers.get("ETag");
+          panel.innerHTML = await response.text();
+        }
+        panel.dataset.loads = String(Number(panel.dataset.loads || 0) + 1);
+      } catch (error) {
+        // offline for a moment: the next tick tries again
+      } finally {
+        busy = false;
+      }
+    }
+
+    function follow() {
+      window.clearInterval(timer);
+      timer = undefined;
+      if (!details.open) return;
+      load();
+      timer = window.setInterval(load, Number(panel.dataset.every || 5000));
+    }
+
+    details.addEventListener("toggle", follow);
+    document.addEventListener("visibilitychange", () => { if (!document.hidden) load(); });
+    follow();
+  }
+
   const rows = document.getElementById("participant-rows");
   if (rows instanceof HTMLTableSectionElement) liveTable(rows);
 
   const analysis = document.getElementById("analysis");
+  const panel = document.getElementById("panel");
+  if (analysis instanceof HTMLDetailsElement && panel instanceof HTMLElement) {
+    livePanel(analysis, panel);
+  }
   if (analysis instanceof HTMLDetailsElement && analysis.dataset.remember) {
     const key = analysis.dataset.remember;
     try {

@@ -1,6 +1,7 @@
 """The researcher dashboard in headless Chromium: log in, watch a participant's progress rise while
 they do the demo in a second browser context (no reload), open the participant page, bulk-approve
-the QC-passing participants (one audit row each) and double-click a bonus (paid once). Screenshots of
+the QC-passing participants (a background job whose page follows its progress; one audit row
+each) and double-click a bonus (paid once). Screenshots of
 each page are written to test-artifacts/dashboard/ (git-ignored)."""
 
 from __future__ import annotations
@@ -106,9 +107,19 @@ def test_researcher_watches_judges_and_pays_without_reloads(dashboard_server, ch
     page.click("button.preset")
     page.wait_for_selector("button.confirm-button")
     shoot(page, "confirm-bulk-approve")
-    page.click("button.confirm-button")
-    page.wait_for_selector("table.results")
+    app.config["ACTION_INLINE_SECONDS"] = 0  # as a long bulk action: all of it in the background
+    try:
+        page.click("button.confirm-button")
+        page.wait_for_selector("#job[data-job-status]")
+        assert "/admin/jobs/" in page.url  # the job's page, following its progress
+        page.wait_for_selector("#job[data-job-status=done] table.results")
+    finally:
+        app.config.pop("ACTION_INLINE_SECONDS")
+        app.extensions["job_runner"].stop()
     shoot(page, "bulk-approve-results")
+    page.goto(f"{url}/admin/experiments/small")
+    page.wait_for_selector('#jobs li[data-job-status="done"]')  # listed on the experiment page
+    shoot(page, "experiment-small-with-job")
     with app.app_context():
         rows = db.session.execute(sa.select(AuditEntry).where(AuditEntry.action == "approve")
                                   ).scalars().all()

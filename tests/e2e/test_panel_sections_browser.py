@@ -1,5 +1,6 @@
 """The live panel of a simulated demo study in headless Chromium: rating, MLDS and error-consistency
-sections with their figures (inline SVG) on the experiment page. Screenshot written to
+sections with their figures (inline SVG) on the experiment page, fetched only while the analysis
+section is open (a 304 while the stored result is unchanged). Screenshot written to
 test-artifacts/dashboard/panel_sections.png (git-ignored)."""
 
 from __future__ import annotations
@@ -42,9 +43,25 @@ def test_the_panel_shows_ratings_mlds_and_kappa_sections(database_url, demo_fold
         page.fill("input[name=username]", "alice")
         page.fill("input[name=password]", "correct horse battery")
         page.click("button[type=submit]")
+        panel_answers: list[int] = []
+        page.on("response", lambda r: panel_answers.append(r.status)
+                if r.url.endswith("/admin/experiments/demo/panel") else None)
         page.goto(f"{live.url}/admin/experiments/demo")
+        # folded: the panel is neither in the page nor fetched (the rows refresh meanwhile)
+        page.wait_for_function("() => Number(document.getElementById('participant-rows')"
+                               ".dataset.refreshes || 0) >= 2")
+        assert panel_answers == [] and page.locator('[data-panel="folded"]').count() == 1
         page.click("#analysis > summary")  # the analysis is folded below the participants table
         page.wait_for_selector('[data-section="ec"] svg')
+        # open: asked again every 5 s, answered 304 (no body) while the result is unchanged
+        page.wait_for_function(
+            "() => Number(document.getElementById('panel').dataset.loads || 0) >= 2")
+        assert panel_answers[:2] == [200, 304], panel_answers
+        page.click("#analysis > summary")  # folded again: no more requests
+        asked = len(panel_answers)
+        page.wait_for_timeout(6000)
+        assert len(panel_answers) == asked
+        page.click("#analysis > summary")
         for section in ("mlds", "ec"):
             box = page.locator(f'[data-section="{section}"] figure svg').bounding_box()
             assert box is not None and box["width"] > 200 and box["height"] > 150, (section, box)
