@@ -25,12 +25,16 @@ import secrets
 import shutil
 import socket
 import sqlite3
+import tempfile
 from pathlib import Path
 
 import pytest
 
 # boto's credential chain must never ask the EC2 instance-metadata endpoint from a test
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+# the withdrawal journal of the tests' withdrawals goes to a temporary folder, not the instance's
+os.environ.setdefault("HUMANLIKE_WITHDRAWALS", str(
+    Path(tempfile.mkdtemp(prefix="humanlike-withdrawals-")) / "withdrawals.jsonl"))
 
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 if WORKER != "main":
