@@ -42,8 +42,21 @@ def withdraw(participant: Participant) -> Deletion:
     """Delete everything stored about the participant at their own request, audited and kept in
     the withdrawal ledger (re-applied after a restore; a finished submission's pay stays owed)."""
     when = phase(participant)
-    withdrawal_ledger.record(participant, "participant", ACTION, when)
+    credit = send_credit(participant)
+    withdrawal_ledger.record(participant, "participant", ACTION, when, credit=credit)
     return erase(participant, "participant", ACTION, {"phase": when})
+
+
+def send_credit(participant: Participant) -> str | None:
+    """A SONA credit grant not yet through is sent now, before its row goes with the data (the
+    survey code it needs is deleted too); the grant's state, or None without one."""
+    from humanlike.server import sona
+    from humanlike.server.sona_models import GrantState
+
+    state = sona.grant_state(participant)
+    if state is None or state == GrantState.GRANTED:
+        return state
+    return sona.retry_one(participant, actor="participant")
 
 
 def withdrawn_count(slug: str) -> int:

@@ -59,17 +59,23 @@ def _session(participant: Participant) -> str | None:
     return participant.session_id or participant.assignment_id
 
 
-def entry_for(participant: Participant, actor: str, action: str,
-              phase: str | None) -> dict[str, Any]:
-    """The ledger entry of a participant about to be deleted (keyed hashes only)."""
+def entry_for(participant: Participant, actor: str, action: str, phase: str | None,
+              credit: str | None = None) -> dict[str, Any]:
+    """The ledger entry of a participant about to be deleted (keyed hashes only); ``credit``: the
+    state of a SONA credit grant sent on the way out (``granted``: settled, else still owed)."""
     slug = participant.experiment.slug
-    return {"experiment": slug, "actor": actor, "action": action, "platform": participant.platform,
-            "public_id_hmac": _hash(slug, participant.public_id),
-            "platform_id_hmac": _hash(slug, participant.platform_id),
-            "session_id_hmac": _hash(slug, _session(participant)), "phase": phase,
-            "status": participant.status,
-            "owed": (participant.status in OWED_STATUSES
-                     and participant.platform in PAID_THROUGH_US)}
+    entry = {"experiment": slug, "actor": actor, "action": action,
+             "platform": participant.platform,
+             "public_id_hmac": _hash(slug, participant.public_id),
+             "platform_id_hmac": _hash(slug, participant.platform_id),
+             "session_id_hmac": _hash(slug, _session(participant)), "phase": phase,
+             "status": participant.status,
+             "owed": (participant.status in OWED_STATUSES
+                      and participant.platform in PAID_THROUGH_US)}
+    if credit is not None:
+        entry["owed"] = credit != "granted"
+        entry["settlement"] = "credited" if credit == "granted" else None
+    return entry
 
 
 def append_journal(entry: dict[str, Any], path: Path | None = None) -> None:
@@ -123,13 +129,15 @@ def add_row(entry: dict[str, Any]) -> Withdrawal:
     return row
 
 
-def record(participant: Participant, actor: str, action: str,
-           phase: str | None = None) -> dict[str, Any]:
+def record(participant: Participant, actor: str, action: str, phase: str | None = None,
+           credit: str | None = None) -> dict[str, Any]:
     """Write the participant's entry to the journal, then add its row (the caller deletes and
     commits): a deletion that commits is always in the journal."""
-    entry = entry_for(participant, actor, action, phase)
+    entry = entry_for(participant, actor, action, phase, credit)
     append_journal(entry)
-    add_row(entry)
+    row = add_row(entry)
+    if entry.get("settlement"):
+        row.settlement, row.settled_at = entry["settlement"], utcnow()
     return entry
 
 

@@ -16,10 +16,13 @@ import sqlalchemy as sa
 
 from humanlike.server.extensions import db
 from humanlike.server.models import AuditEntry
+from humanlike.server.sona_models import SonaGrant
 from humanlike.server.withdrawal import platform_advice
 from humanlike.server.withdrawal_models import Withdrawal
 from tests.server.admin.dashboard_helpers import csrf_from, login
 from tests.server.conftest import enter
+from tests.server.fake_sona import RunningSona
+from tests.server.sources import answer, app_factory, spec_with
 from tests.server.test_export import run_participant
 from tests.server.test_recruit_prolific import (  # noqa: F401  (fixtures)
     fake,
@@ -28,6 +31,7 @@ from tests.server.test_recruit_prolific import (  # noqa: F401  (fixtures)
     recruit_spec,
 )
 from tests.server.test_retention import every_text, holds
+from tests.server.test_sona import sona_table
 
 
 def text(page: str) -> str:
@@ -145,3 +149,32 @@ def test_the_advice_after_finishing_depends_on_whether_the_submission_was_review
     done = platform_advice("prolific", finished=True, reviewed=True)
     assert "already been reviewed" in done and "paid" not in done
     assert "return the study on Prolific" in platform_advice("prolific", finished=False)
+
+
+def test_a_sona_participant_who_withdraws_before_the_credit_went_through_is_credited(
+        database_url, small_experiment, tmp_path, monkeypatch):
+    sona = RunningSona()
+    try:
+        path = spec_with(small_experiment, tmp_path / "sona", sona_table(sona))
+        with app_factory(database_url, tmp_path, monkeypatch) as make:
+            app = make(path)
+            code = sona.fake.sign_up()
+            sona.fake.fail_next = 1  # SONA is down when the participant completes
+            client = app.test_client()
+            pid, token = enter(client, f"survey_code={code}")
+            answer(client, pid, token)
+            assert client.post(f"/api/v1/participants/{pid}/complete",
+                               headers={"Authorization": f"Bearer {token}"}).status_code == 200
+            assert sona.fake.credited(code) == 0
+            with app.app_context():
+                assert db.session.execute(sa.select(SonaGrant.state)).scalar_one() == "pending"
+            withdraw(client, pid)
+            assert sona.fake.credited(code) == 1  # sent before its row went with the data
+            with app.app_context():
+                assert db.session.execute(sa.select(SonaGrant)).first() is None
+                row = db.session.execute(sa.select(Withdrawal)).scalar_one()
+                assert (row.platform, row.status, row.owed) == ("sona", "completed", False)
+                assert row.settlement == "credited"
+            assert not holds(every_text(app), code)
+    finally:
+        sona.stop()
