@@ -2,13 +2,15 @@
 declared monitoring scheme, for one study (N, K) or many simulated studies (R, N, K) at once.
 
 Schemes:
-- ``continuous``: any number of looks, any time. Per pair a hedged betting e-process for the mean
-  difference (Waudby-Smith & Ramdas 2024); pair k is decided when it reaches K/alpha
-  (e-Bonferroni: Vovk & Wang 2021), so P(any false decision at any look) <= alpha by Ville's
-  inequality; the direction is the side whose capital crossed (each side holds alpha/(2K)).
+- ``continuous``: any number of looks, any time. Per pair an e-process for mean difference 0: the
+  hedged betting capital process for a bounded mean (Waudby-Smith & Ramdas 2024; default) or the
+  safe t-test; the pairs by closed testing with e-Bonferroni intersections (``closure``: a pair
+  is decided at e >= K/alpha, then (K-1)/alpha once another is decided, ... down to 1/alpha), so
+  P(any false decision at any look) <= alpha by Ville's inequality.
 - ``fixed_n``: one look at a declared N; one-sample t-test per pair, Holm-Sidak over the pairs.
-- ``group_sequential``: declared looks; per pair a two-sided z-test with Lan-DeMets O'Brien-Fleming
-  type alpha spending at level alpha/K (Bonferroni over pairs), normal approximation.
+- ``group_sequential``: declared looks; per pair a two-sided z-test (normal approximation) with
+  Lan-DeMets O'Brien-Fleming-type alpha spending, the pairs by closed testing with alpha/|S|
+  boundaries for each intersection (Holm's step-down, Maurer & Bretz 2013).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from humanlike.analysis.sequential.betting import (
     log_capital,
     log_hedged,
 )
+from humanlike.analysis.sequential.closure import closed_decision_times, first_crossings
 from humanlike.analysis.sequential.running import holm_sidak_adjust, running_moments, running_t
 from humanlike.analysis.sequential.safe_t import log_safe_t
 from humanlike.analysis.sequential.spending import obrien_fleming_boundaries
@@ -38,7 +41,8 @@ BOUND = 2.0  # |r_i(A) - r_i(B)| <= 2 for per-participant Pearson r
 class SequentialDecision:
     """Per study (leading axis R, absent for one study) and pair (last axis K): the running
     ``estimate`` (mean difference A - B) and ``statistic`` at each look (e-value for continuous,
-    t/z otherwise) against ``critical`` (K/alpha, or the |z| boundary per look; NaN for fixed_n,
+    t/z otherwise) against ``critical``, the first step's threshold (K/alpha, or the alpha/K |z|
+    boundary per look; later steps use alpha/s, see ``closure``; NaN for fixed_n,
     which decides by ``p_adjusted``), confidence-sequence ``lower``/``upper`` bounds (continuous),
     ``decided``, ``direction`` (+1: A better, -1: B better, 0: undecided), ``decided_look`` (index
     into ``looks``, -1) and ``decided_at`` (participants, -1), and the ``guarantee`` that holds."""
@@ -93,10 +97,12 @@ def _validate(differences: np.ndarray, scheme: str, alpha: float, looks: Sequenc
     return d, grid
 
 
-def _first_crossing(crossed: np.ndarray, looks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """decided, look index and participants of the first True along axis 1 of (R, L, K)."""
-    decided = np.asarray(crossed.any(axis=1))
-    index = np.where(decided, np.argmax(crossed, axis=1), -1)
+def _closed(crossed_by_size: np.ndarray, looks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """decided, look index and participants per pair by closed testing, from (R, S, L, K) crossings
+    of each pair's alpha/s test (``closure.closed_decision_times``)."""
+    times = closed_decision_times(first_crossings(crossed_by_size))
+    decided = np.isfinite(times)
+    index = np.where(decided, times, -1).astype(int)
     return decided, index, np.where(decided, looks[np.maximum(index, 0)], -1)
 
 
@@ -107,8 +113,8 @@ def _at_look(values: np.ndarray, index: np.ndarray) -> np.ndarray:
 
 def continuous(d: np.ndarray, alpha: float, looks: np.ndarray, bound: float, bounds: bool,
                method: str) -> dict:
-    """Per pair an e-process for mean 0, decided at e >= K/alpha (e-Bonferroni, Vovk & Wang 2021
-    §4; Ville's inequality): ``betting``, the hedged capital process (WSR 2024 §4.2 Thm 3) with the
+    """Per pair an e-process for mean 0, decided by closed testing at e >= s/alpha (Vovk & Wang
+    2021 §5; Ville's inequality): ``betting``, the hedged capital process (WSR 2024 §4.2 Thm 3) with the
     side whose capital crossed as the direction; ``safe_t``, the safe t-test with the sign of the
     mean. CS bounds (betting) in difference units when ``bounds``."""
     k = d.shape[2]
@@ -129,8 +135,8 @@ def continuous(d: np.ndarray, alpha: float, looks: np.ndarray, bound: float, bou
         _, mean, _ = running_moments(d[:, : looks[-1]])
         side = mean[:, idx] > 0
         source = "safe t-test e-process, exact for normal differences"
-    crossed = log_e >= np.log(1.0 / level)
-    decided, index, at = _first_crossing(crossed, looks)
+    sizes = np.arange(1, k + 1)[None, :, None, None]
+    decided, index, at = _closed(log_e[:, None] >= np.log(sizes / alpha), looks)
     up = _at_look(side, index)
     with np.errstate(over="ignore"):
         e_value = np.exp(log_e)
@@ -138,7 +144,7 @@ def continuous(d: np.ndarray, alpha: float, looks: np.ndarray, bound: float, bou
                 direction=np.where(decided, np.where(up, 1, -1), 0), decided_look=index,
                 decided_at=at, lower=lower, upper=upper,
                 guarantee=f"family-wise error <= {alpha:g} at any number of looks ({source}; "
-                          f"e-Bonferroni over {k} pairs)")
+                          f"closed testing over {k} pairs)")
 
 
 def fixed_n(d: np.ndarray, alpha: float, looks: np.ndarray) -> dict:
@@ -158,19 +164,21 @@ def fixed_n(d: np.ndarray, alpha: float, looks: np.ndarray) -> dict:
 
 
 def group_sequential(d: np.ndarray, alpha: float, looks: np.ndarray) -> dict:
-    """Per pair, |z_j| >= c_j at the declared looks, c from O'Brien-Fleming-type spending of alpha/K
-    at information fractions n_j / n_J (Lan & DeMets 1983; normal approximation)."""
+    """Per pair, |z_j| >= c_j(alpha/s) at the declared looks, c from O'Brien-Fleming-type spending
+    at information fractions n_j / n_J (Lan & DeMets 1983; normal approximation), closed testing
+    over pairs; ``critical`` is the first step's alpha/K boundary."""
     k = d.shape[2]
     z, _ = running_t(d[:, : looks[-1]])
     z = z[:, looks - 1]
-    critical = obrien_fleming_boundaries(looks / looks[-1], alpha / k)
-    crossed = np.abs(np.nan_to_num(z)) >= critical[None, :, None]
-    decided, index, at = _first_crossing(crossed, looks)
+    by_size = np.stack([obrien_fleming_boundaries(looks / looks[-1], alpha / s)
+                        for s in range(1, k + 1)])  # (S, L): K boundary sets, one per subset size
+    decided, index, at = _closed(np.abs(np.nan_to_num(z))[:, None] >= by_size[None, :, :, None], looks)
+    critical = by_size[-1]
     sign = np.sign(_at_look(z, index)).astype(int)
     return dict(statistic=z, critical=critical, decided=decided,
                 direction=np.where(decided, sign, 0), decided_look=index, decided_at=at,
                 guarantee=f"family-wise error <= {alpha:g} at the {looks.size} declared looks "
-                          f"(O'Brien-Fleming-type spending, Bonferroni over {k} pairs; normal "
+                          f"(O'Brien-Fleming-type spending, closed testing over {k} pairs; normal "
                           "approximation)")
 
 

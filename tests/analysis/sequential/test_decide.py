@@ -5,6 +5,7 @@ import pytest
 from scipy.stats import t as student_t
 
 from humanlike.analysis.sequential import decide
+from humanlike.analysis.sequential.closure import closed_decision_times
 from humanlike.analysis.sequential.running import holm_sidak_adjust, running_t
 from humanlike.analysis.sequential.simulate import score_differences, skewed_null
 from humanlike.analysis.sequential.spending import obrien_fleming_boundaries
@@ -63,8 +64,19 @@ def test_a_clear_difference_is_decided_for_the_better_model_under_every_scheme()
     continuous = decide(d)
     assert not continuous.met() or continuous.decided[2]
     at = continuous.decided_look[0]
-    assert continuous.statistic[at, 0] >= 3 / ALPHA > continuous.statistic[at - 1, 0]
+    first_step = np.argmax(continuous.statistic[:, 0] >= 3 / ALPHA)  # alone, pair 0 needs K/alpha
+    assert continuous.statistic[at, 0] >= 1 / ALPHA and at <= first_step
     assert continuous.decided_at[0] == continuous.looks[at]
+
+
+def test_closed_testing_lowers_a_pairs_threshold_only_as_other_pairs_are_decided():
+    inf = np.inf
+    # first look at which each pair (columns) crosses its alpha/s test, rows s = 1, 2, 3
+    # pair 1 clears alpha/3 at look 2; pair 0 clears alpha at 5 and alpha/2 at 7; pair 2 never
+    first = np.array([[[5, 1, inf], [7, 2, inf], [inf, 2, inf]]])
+    assert closed_decision_times(first).tolist() == [[7, 2, inf]]  # pair 0 waits for alpha/2
+    alone = np.array([[[2, inf, inf], [3, inf, inf], [4, inf, inf]]])
+    assert closed_decision_times(alone).tolist() == [[4, inf, inf]]  # Bonferroni's first step
 
 
 def test_the_confidence_sequence_holds_the_running_mean_shrinks_and_agrees_with_the_decision():
