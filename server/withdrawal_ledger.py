@@ -125,6 +125,8 @@ def add_row(entry: dict[str, Any]) -> Withdrawal:
     row.status = str(entry.get("status") or "")
     row.action = str(entry.get("action") or "withdraw")
     row.platform = str(entry.get("platform") or "")
+    if entry.get("settlement"):
+        row.settlement, row.settled_at = str(entry["settlement"]), utcnow()
     db.session.add(row)
     return row
 
@@ -135,9 +137,7 @@ def record(participant: Participant, actor: str, action: str, phase: str | None 
     commits): a deletion that commits is always in the journal."""
     entry = entry_for(participant, actor, action, phase, credit)
     append_journal(entry)
-    row = add_row(entry)
-    if entry.get("settlement"):
-        row.settlement, row.settled_at = entry["settlement"], utcnow()
+    add_row(entry)
     return entry
 
 
