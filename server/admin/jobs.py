@@ -21,9 +21,9 @@ RECENT = dt.timedelta(hours=1)
 """Finished jobs listed on the experiment page for this long."""
 
 
-def job_or_404(job_id: int) -> tuple[ActionJob, Experiment]:
+def job_or_404(job_id: str) -> tuple[ActionJob, Experiment]:
     """The job and its experiment, or a 404."""
-    job = db.session.get(ActionJob, job_id)
+    job = db.session.get(ActionJob, int(job_id)) if job_id.isdigit() and len(job_id) < 10 else None
     if job is None:
         abort(404)
     exp = db.session.get(Experiment, job.experiment_id)
@@ -31,20 +31,20 @@ def job_or_404(job_id: int) -> tuple[ActionJob, Experiment]:
     return job, exp
 
 
-def _context(job_id: int) -> dict:
+def _context(job_id: str) -> dict:
     job, exp = job_or_404(job_id)
     return {"job": job, "exp": exp, "label": ACTIONS.get(job.action, job.action),
             "results": jobs.results(job) if job.status == "done" else None}
 
 
-@bp.get("/jobs/<int:job_id>")
-def job_page(job_id: int):
+@bp.get("/jobs/<job_id>")
+def job_page(job_id: str):
     """A job's progress, then its results."""
     return render_template("admin/job.html", **_context(job_id))
 
 
-@bp.get("/jobs/<int:job_id>/progress")
-def job_fragment(job_id: int):
+@bp.get("/jobs/<job_id>/progress")
+def job_fragment(job_id: str):
     """The job's progress (htmx asks every second while it runs)."""
     return render_template("admin/_job.html", **_context(job_id))
 
