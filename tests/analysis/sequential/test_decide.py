@@ -110,3 +110,12 @@ def test_bad_arguments_are_refused_naming_the_field(kwargs, field):
 def test_differences_outside_the_bound_are_refused():
     with pytest.raises(ValueError, match="differences"):
         decide(np.full((5, 1), 2.5))
+
+
+def test_the_confidence_sequence_covers_the_true_mean_at_every_look_at_once():
+    # a skewed difference with known mean 0.1: 2 (Beta(2, 6) - 1/4) + 0.1, within [-0.4, 1.6]
+    d = skewed_null(STUDIES, 120, 1, np.random.default_rng(7)) + 0.1
+    result = decide(d, bounds=True)
+    missed = ((result.lower > 0.1) | (result.upper < 0.1)).any(axis=(1, 2))
+    assert missed.mean() <= CEILING
+    assert np.median(result.upper[:, -1, 0] - result.lower[:, -1, 0]) < 0.4  # and says something
