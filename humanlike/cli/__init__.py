@@ -1,5 +1,6 @@
 """The ``humanlike`` command line: serve, demo, db, create-admin, reset-lock, export,
-delete-participant, sweep-timeouts, recruit, analyze, stimuli, simulate, report, import.
+delete-participant, sweep-timeouts, retention, withdrawals, recruit, analyze, stimuli, simulate,
+report, import.
 
 One module per command next to this one, imported only when the command runs (``--help`` stays
 fast and never imports torch or matplotlib)."""
