@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -49,15 +49,68 @@ from humanlike.vocabulary import StimulusKind
 REFRESH_RATES = (60.0, 75.0, 120.0, 144.0)
 
 
+def default_fail_catch(n_participants: int) -> int:
+    """Participants made to fail catch trials by default: two, but at most a third of them."""
+    return min(2, n_participants // 3)
+
+
+MODEL_SUFFIXES = (".csv", ".parquet")
+
+
+def find_model_responses(spec_path: str | Path) -> tuple[list[Path], str]:
+    """The model-response files a rehearsal answers with, and where they were found: the spec's
+    ``[panel] model_responses``, else the ``models/`` folder beside the spec, else
+    ``model_responses.csv`` beside the manifest; none: ``[]``."""
+    from humanlike.server.spec import load_spec
+
+    spec_path = Path(spec_path)
+    spec = load_spec(spec_path)
+    root = spec_path.parent
+    named = list(spec.panel.model_responses) if spec.panel is not None else []
+    if named:
+        return [root / n for n in named], "the spec's [panel] model_responses"
+    folder = root / "models"
+    found = sorted(f for f in folder.glob("*") if f.suffix.lower() in MODEL_SUFFIXES) \
+        if folder.is_dir() else []
+    if found:
+        return found, f"{folder}/"
+    beside = (root / spec.manifest).parent / "model_responses.csv"
+    if beside.is_file():
+        return [beside], "beside the manifest"
+    return [], ""
+
+
+def load_responses(paths: list[Path]) -> pd.DataFrame | None:
+    """The model responses of ``paths`` in one frame (``None`` for no paths); a directory stands
+    for its .csv and .parquet files."""
+    from humanlike.analysis.ratings.scores import load_model_responses
+
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            inside = sorted(f for f in path.glob("*") if f.suffix.lower() in MODEL_SUFFIXES)
+            if not inside:
+                raise ValueError(f"{path}: no .csv or .parquet model responses in this folder")
+            files.extend(inside)
+        else:
+            files.append(path)
+    if not files:
+        return None
+    return pd.concat([load_model_responses(f) for f in files], ignore_index=True)
+
+
 @dataclass(frozen=True)
 class SimulationSettings:
     """What the simulated participants do; every field is written with the ground truth."""
 
     n_participants: int = 12
-    observer: str = "cnn"
+    observer: str | None = None
+    """The model whose responses the participants answer with; default the first model in the
+    responses (none: the true class, :meth:`SimulatedStudy.observer_description`)."""
     noise: float = 0.15
     lapse: float = 0.05
-    fail_catch: int = 2
+    fail_catch: int | None = None
+    """Participants made to fail the catch trials; default ``default_fail_catch(n_participants)``."""
     mlds_sigma: float = 0.15
     gamma_range: tuple[float, float] = (0.5, 2.0)
     rt_median_ms: float = 1200.0
@@ -74,10 +127,12 @@ class SimulationSettings:
     def __post_init__(self) -> None:
         if self.n_participants < 1:
             raise ValueError("participants must be at least 1")
+        if self.fail_catch is None:
+            object.__setattr__(self, "fail_catch", default_fail_catch(self.n_participants))
         if self.sessions and len(self.sessions) != self.n_participants:
             raise ValueError(f"{len(self.sessions)} sessions given for {self.n_participants} "
                              "participants: give one (participant id, session id) per participant")
-        if not 0 <= self.fail_catch <= self.n_participants:
+        if not 0 <= int(self.fail_catch or 0) <= self.n_participants:
             raise ValueError(f"fail_catch must be between 0 and {self.n_participants}")
         for name in ("noise", "mlds_sigma", "rt_log_sd"):
             if getattr(self, name) < 0:
@@ -136,17 +191,42 @@ class SimulatedStudy:
                       zip(sorted(levels), self.rng.uniform(low, high, len(levels)), strict=True)}
         self.psi = {seq: observer_psi(levels[seq], self.gamma[seq]) for seq in sorted(levels)}
         self.probabilities: pd.DataFrame | None = None
-        if model_responses is not None:
-            chosen = model_responses[model_responses["model"].astype(str) == settings.observer]
-            if chosen.empty:
-                raise ValueError(f"no responses of model {settings.observer!r}; models are "
-                                 f"{sorted(model_responses['model'].astype(str).unique())}")
-            wide = chosen.pivot_table(index="stimulus", columns="category", values="probability")
-            wide.columns = wide.columns.astype(str)
-            self.probabilities = wide.reindex(columns=self.labels).fillna(0.0)
+        self.observer: str | None = None
+        """The model answering (``None``: the true class)."""
+        answerable = {r.key for r in loaded.stimuli
+                      if r.kind not in (StimulusKind.MLDS, StimulusKind.CATCH)}
+        self.n_answerable = len(answerable)
+        self.n_covered = 0
+        if model_responses is None:
+            if settings.observer is not None:
+                raise ValueError(f"observer {settings.observer!r} asked for, but no model responses "
+                                 "were found: give them with --models, [panel] model_responses or "
+                                 "a models/ folder beside the spec")
+            return
+        names = list(dict.fromkeys(model_responses["model"].astype(str)))
+        self.observer = names[0] if settings.observer is None else settings.observer
+        chosen = model_responses[model_responses["model"].astype(str) == self.observer]
+        if chosen.empty:
+            raise ValueError(f"no responses of model {self.observer!r}; the models are "
+                             f"{', '.join(sorted(names))}")
+        wide = chosen.pivot_table(index="stimulus", columns="category", values="probability")
+        wide.columns = wide.columns.astype(str)
+        self.probabilities = wide.reindex(columns=self.labels).fillna(0.0)
+        self.n_covered = len(answerable & set(wide.index.astype(str)))
+
+    def observer_description(self) -> str:
+        """Which observer answers, in words (the model and how many stimuli it covers)."""
+        if self.observer is None:
+            return ("observer: the true class (no model responses: every rating and "
+                    "classification answers the stimulus' true class)")
+        rest = self.n_answerable - self.n_covered
+        tail = f"; the other {rest} answered with their true class" if rest else ""
+        return (f"observer: model {self.observer!r} ({self.n_covered} of {self.n_answerable} "
+                f"rated or classified stimuli{tail})")
 
     def truth(self) -> GroundTruth:
-        return GroundTruth(self.settings, {k: v.tolist() for k, v in self.psi.items()})
+        settings = replace(self.settings, observer=self.observer)
+        return GroundTruth(settings, {k: v.tolist() for k, v in self.psi.items()})
 
     def model_p(self, stimulus: str) -> np.ndarray:
         """The observer model's probability of each label for ``stimulus`` (spec order)."""
@@ -260,7 +340,7 @@ def simulate_participants(client: httpx.Client, study: SimulatedStudy,
     """Send ``settings.n_participants`` participants through the API; the first ``fail_catch`` of
     a seeded random order fail the catch trials."""
     s = study.settings
-    failing = set(study.rng.permutation(s.n_participants)[: s.fail_catch].tolist())
+    failing = set(study.rng.permutation(s.n_participants)[: s.fail_catch or 0].tolist())
     truth = study.truth()
     for number in range(s.n_participants):
         truth.participants.append(run_participant(client, study, number, number in failing))

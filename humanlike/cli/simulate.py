@@ -53,17 +53,21 @@ def resolve_spec(experiment: str, database_url: str | None) -> Path:
 @click.argument("experiment")
 @click.option("--participants", "n_participants", default=12, show_default=True,
               type=click.IntRange(min=1), help="Simulated participants to send.")
-@click.option("--observer", default="cnn", show_default=True,
-              help="Model whose responses the participants rate and classify with.")
-@click.option("--models", "responses", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              default=None, help="Model responses (default: stimuli/model_responses.csv beside "
-              "the spec's manifest, if present; else the true class).")
+@click.option("--observer", default=None,
+              help="Model whose responses the participants rate and classify with (default: the "
+              "first model in the responses).")
+@click.option("--models", "responses", type=click.Path(exists=True, path_type=Path),
+              multiple=True, help="Model responses, a CSV/Parquet file or a folder of them "
+              "(repeatable; default: the spec's [panel] model_responses, else the models/ folder "
+              "beside the spec, else model_responses.csv beside the manifest; none found: the "
+              "true class answers).")
 @click.option("--noise", default=0.15, show_default=True, type=click.FloatRange(min=0),
               help="SD of the Gaussian noise added to the model's probabilities before rounding.")
 @click.option("--lapse", default=0.05, show_default=True, type=click.FloatRange(0, 1),
               help="Probability that a classification is a uniform guess.")
-@click.option("--fail-catch", default=2, show_default=True, type=click.IntRange(min=0),
-              help="Participants who answer every catch trial wrongly.")
+@click.option("--fail-catch", default=None, type=click.IntRange(min=0),
+              help="Participants who answer every catch trial wrongly (default: 2, at most a "
+              "third of --participants).")
 @click.option("--mlds-sigma", default=0.15, show_default=True, type=click.FloatRange(min=0,
               min_open=True), help="Decision noise of the MLDS observer (standard scale).")
 @click.option("--gamma", "gamma_range", nargs=2, type=float, default=(0.5, 2.0), show_default=True,
@@ -89,21 +93,23 @@ def resolve_spec(experiment: str, database_url: str | None) -> Path:
 @click.option("--print-key", is_flag=True,
               help="Print EXPERIMENT's rehearsal key (from this machine's SECRET_KEY) and exit.")
 @database_option
-def command(experiment: str, n_participants: int, observer: str, responses: Path | None,
-            noise: float, lapse: float, fail_catch: int, mlds_sigma: float,
+def command(experiment: str, n_participants: int, observer: str | None,
+            responses: tuple[Path, ...], noise: float, lapse: float, fail_catch: int | None,
+            mlds_sigma: float,
             gamma_range: tuple[float, float], rt_median_ms: float, seed: int, url: str | None,
             study_id: str | None, sessions_csv: Path | None, truth_dir: Path,
             rehearsal_key: str | None, print_key: bool, database_url: str | None) -> None:
     """Send simulated participants through EXPERIMENT (an experiment.toml, or 'demo')."""
     import pandas as pd
 
-    from humanlike.analysis.ratings.scores import load_model_responses
     from humanlike.server import database, experiments
     from humanlike.server.rehearsal import rehearsal_key as key_of
     from humanlike.server.simulate import (
         SimulatedStudy,
         SimulationSettings,
         api_client,
+        find_model_responses,
+        load_responses,
         simulate_participants,
     )
 
@@ -120,22 +126,25 @@ def command(experiment: str, n_participants: int, observer: str, responses: Path
             click.echo(own_key)
             return
         rehearsal_key = own_key
-    if responses is None and (spec.parent / "stimuli" / "model_responses.csv").is_file():
-        responses = spec.parent / "stimuli" / "model_responses.csv"
     sessions = read_sessions(sessions_csv) if sessions_csv is not None else ()
     if sessions:
         n_participants = len(sessions)
-        fail_catch = min(fail_catch, n_participants)
+        fail_catch = None if fail_catch is None else min(fail_catch, n_participants)
     try:
+        paths, source = list(responses), "--models"
+        if not paths:
+            paths, source = find_model_responses(spec)
         settings = SimulationSettings(
             n_participants=n_participants, observer=observer, noise=noise, lapse=lapse,
             fail_catch=fail_catch, mlds_sigma=mlds_sigma, gamma_range=gamma_range,
             rt_median_ms=rt_median_ms, seed=seed, study_id=study_id, sessions=sessions)
-        models: pd.DataFrame | None = (load_model_responses(responses)
-                                       if responses is not None else None)
+        models: pd.DataFrame | None = load_responses(paths)
         study = SimulatedStudy(spec, settings, models)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
+    click.echo(study.observer_description())
+    if paths:
+        click.echo(f"model responses ({source}): {', '.join(str(p) for p in paths)}")
     app = None
     if url is None:
         app = make_app([str(spec)], database_url)

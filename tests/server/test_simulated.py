@@ -134,3 +134,86 @@ def test_the_cli_rehearsal_is_marked_and_prints_its_key(database_url, small_expe
                                "--fail-catch", "0", "--rehearsal-key", "wrong", "--seed", "5", "--truth",
                                str(tmp_path / "truth"), "--database-url", database_url])
     assert out.exit_code != 0 and "did not recognise the rehearsal key" in out.output
+
+
+def test_the_default_fail_catch_fits_the_number_of_participants():
+    from humanlike.server.simulate import SimulationSettings
+
+    counts = {n: SimulationSettings(n_participants=n).fail_catch for n in (1, 2, 3, 5, 6, 12)}
+    assert counts == {1: 0, 2: 0, 3: 1, 5: 1, 6: 2, 12: 2}
+    assert SimulationSettings(n_participants=4, fail_catch=4).fail_catch == 4
+
+
+def _copy_small(small_experiment, dest):
+    import shutil
+
+    shutil.copytree(small_experiment.parent, dest)
+    return dest / "experiment.toml"
+
+
+def _write_models(path, stimuli, models=("alpha", "beta")):
+    import pandas as pd
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [{"model": m, "stimulus": s, "category": str(c), "probability": 0.9 if c == 3 else 0.01}
+            for m in models for s in stimuli for c in range(10)]
+    pd.DataFrame(rows).to_csv(path, index=False)
+
+
+def _natural_stimuli(spec, n):
+    import pandas as pd
+
+    manifest = pd.read_csv(spec.parent / "stimuli" / "manifest.csv")
+    return manifest.loc[manifest["kind"] == "natural", "file"].astype(str).head(n).tolist()
+
+
+def test_the_cli_says_which_observer_answers_and_where_its_responses_came_from(
+        database_url, small_experiment, tmp_path):
+    from humanlike.cli import main
+
+    spec = _copy_small(small_experiment, tmp_path / "exp")
+    runner = CliRunner()
+    args = ["simulate", str(spec), "--participants", "1", "--truth", str(tmp_path / "truth"),
+            "--database-url", database_url]
+    out = runner.invoke(main, args)  # no model responses anywhere: the true class, said so
+    assert out.exit_code == 0, out.output
+    assert "observer: the true class (no model responses" in out.output
+    out = runner.invoke(main, [*args, "--observer", "alpha"])
+    assert out.exit_code != 0 and "observer 'alpha' asked for, but no model responses" in out.output
+    _write_models(spec.parent / "models" / "two.csv", _natural_stimuli(spec, 4))
+    out = runner.invoke(main, [*args, "--seed", "1"])  # models/ beside the spec, its first model
+    assert out.exit_code == 0, out.output
+    assert "observer: model 'alpha' (4 of 10 rated or classified stimuli; the other 6" in out.output
+    assert f"model responses ({spec.parent / 'models'}/): {spec.parent / 'models' / 'two.csv'}" \
+        in out.output
+    out = runner.invoke(main, [*args, "--observer", "gamma", "--seed", "2"])
+    assert out.exit_code != 0
+    assert "no responses of model 'gamma'; the models are alpha, beta" in out.output
+    elsewhere = tmp_path / "other.csv"
+    _write_models(elsewhere, _natural_stimuli(spec, 10), models=("delta",))
+    out = runner.invoke(main, [*args, "--models", str(elsewhere), "--seed", "3"])
+    assert out.exit_code == 0, out.output
+    assert "observer: model 'delta' (10 of 10 rated or classified stimuli)" in out.output
+    assert f"model responses (--models): {elsewhere}" in out.output
+
+
+def test_the_panels_model_responses_are_the_simulators_too(small_experiment, tmp_path):
+    from humanlike.server.simulate import (
+        SimulatedStudy,
+        SimulationSettings,
+        find_model_responses,
+        load_responses,
+    )
+
+    spec = _copy_small(small_experiment, tmp_path / "exp")
+    _write_models(spec.parent / "models" / "ignored.csv", _natural_stimuli(spec, 2), ("zeta",))
+    _write_models(spec.parent / "scores" / "panel.csv", _natural_stimuli(spec, 3), ("eta",))
+    spec.write_text(spec.read_text() + '\n[panel]\nmodel_responses = ["scores/panel.csv"]\n')
+    paths, source = find_model_responses(spec)
+    assert (paths, source) == ([spec.parent / "scores" / "panel.csv"],
+                               "the spec's [panel] model_responses")
+    study = SimulatedStudy(spec, SimulationSettings(n_participants=1), load_responses(paths))
+    assert study.observer == "eta" and study.n_covered == 3
+    stimulus = _natural_stimuli(spec, 1)[0]
+    assert study.model_p(stimulus)[3] == 0.9
+    assert study.truth().settings.observer == "eta"
