@@ -38,6 +38,14 @@ from humanlike.cli.stimuli_options import MODELS_HELP, device_option, load_model
     show_default=True,
     help="pixel: x = sigmoid(z) per pixel; fourier: decorrelated Fourier space (colour networks).",
 )
+@click.option(
+    "--objective",
+    type=click.Choice(["logsigmoid", "golan2020"]),
+    default="logsigmoid",
+    show_default=True,
+    help="logsigmoid: smooth minimum of log probabilities (humanlike's variant); golan2020: the "
+    "paper's eq. 4, smooth minimum of calibrated logits from U(0, 1) noise.",
+)
 @click.option("--learning-rate", type=float, default=None,
               help="Adam's step (default: 0.3 pixel, 0.05 fourier).")  # fmt: skip
 @device_option()
@@ -66,6 +74,7 @@ def command(
     max_attempts: int,
     max_steps: int,
     parameterisation: str,
+    objective: str,
     learning_rate: float | None,
     device: str,
     precision: str,
@@ -97,13 +106,15 @@ def command(
             max_attempts=max_attempts,
             max_steps=max_steps,
             parameterisation=parameterisation,
+            objective=objective,
             learning_rate=learning_rate,
             precision=precision,
             batch_size=batch_size,
         )
     except ValueError as error:
         raise click.UsageError(str(error)) from error
-    click.echo(f"device: {target}, precision: {precision}, parameterisation: {parameterisation}")
+    click.echo(f"device: {target}, precision: {precision}, parameterisation: {parameterisation}, "
+               f"objective: {objective}")
     try:
         with torch_threads(threads):
             built = build_controversial_set(
