@@ -162,7 +162,7 @@ SIZE_LIMITS = {"experiment_page_kb": 200, "panel_kb": 1024, "panel_poll_bytes": 
 """What a browser tab handles without stalling (see the module's docstring)."""
 
 
-def sizes(url: str, spec: Path, n_resamples: int) -> dict[str, object]:
+def sizes(url: str, spec: Path) -> dict[str, object]:
     """Bytes of the experiment page, the panel fragment and a poll of the unchanged panel, after
     one in-process panel pass (its seconds)."""
     import sqlalchemy as sa
@@ -172,7 +172,6 @@ def sizes(url: str, spec: Path, n_resamples: int) -> dict[str, object]:
     from humanlike.server.extensions import db
     from humanlike.server.models import AdminUser, Experiment
 
-    spec.write_text(spec.read_text() + f"\n[panel]\nn_resamples = {n_resamples}\n")
     app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "bench",
                       "EXPERIMENT_PATHS": [str(spec)], "WTF_CSRF_ENABLED": False})
     with app.app_context():
@@ -241,9 +240,10 @@ def main() -> None:
         trials = 200 if args.trials == 820 else args.trials
         with tempfile.TemporaryDirectory(prefix="humanlike-bench-sizes-") as tmp:
             spec = build_bench_experiment(Path(tmp) / "exp", trials)
+            spec.write_text(spec.read_text() + f"\n[panel]\nn_resamples = {args.n_resamples}\n")
             url = f"sqlite:///{Path(tmp) / 'bench.sqlite'}"
             fill_database(url, spec, participants, trials)
-            result = sizes(url, spec, args.n_resamples)
+            result = sizes(url, spec)
         print(json.dumps({**result, "participants": participants, "trials": trials,
                           "n_resamples": args.n_resamples}))
         return
