@@ -167,7 +167,9 @@ def test_the_experiment_page_shows_the_panel_when_and_on_how_many(sim_app):
     assert "Not computed yet" in client.get("/admin/experiments/sim/panel").get_data(as_text=True)
     with sim_app.app_context():
         panel.refresh_all()
-    html = client.get("/admin/experiments/sim").get_data(as_text=True)
+    page = client.get("/admin/experiments/sim").get_data(as_text=True)
+    assert 'data-panel-url="/admin/experiments/sim/panel"' in page  # fetched while open
+    html = client.get("/admin/experiments/sim/panel").get_data(as_text=True)
     assert 'data-panel="computed"' in html and 'data-n="4"' in html
     assert 'data-stopping="not met"' in html and "more participant(s) needed" in html
     assert json.dumps("noise ceiling (lower)")[1:-1] in html
