@@ -95,7 +95,8 @@ EVENT_COLUMNS = {
             "environment | resume | resume_policy (a return under the spec's resume policy) | "
             "stale_trial (a trial answered before its block restarted, sent afterwards: kept "
             "here, not as an answer) | lock_reset (humanlike reset-lock: the next session id "
-            "may resume this participant)",
+            "may resume this participant) | preview (the logged-in researcher's own try of a "
+            "study link, marked simulated at arrival; value: user_id and the kind of link)",
     "value": "event details (JSON)",
     "client_time": "browser clock, ms since the Unix epoch",
     "server_time": "server time (UTC, ISO 8601)",

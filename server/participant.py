@@ -76,23 +76,21 @@ def start(slug: str):
         entry = parse_entry(request, exp.spec.get("platform"))
     except EntryError as exc:
         return _message("Invalid study link", str(exc), 400)
-    if not admits(exp.spec.get("platform"), entry) and not _researchers_own(entry, slug):
+    rehearsed = rehearsal.is_rehearsal(slug)
+    preview_by = current_user.id if current_user.is_authenticated and not rehearsed else None
+    if not (admits(exp.spec.get("platform"), entry) or rehearsed or preview_by is not None):
         return _message("Not for this study", refusal(exp.spec.get("platform")), 403)
     if entry.preview:
         return render_template("preview.html", spec=loaded.spec,
                                instructions=loaded.markdown_html("instructions"))
-    return admit(loaded, exp, entry)
+    return admit(loaded, exp, entry, preview_by)
 
 
-def _researchers_own(entry: Entry, slug: str) -> bool:
-    """Admitted whatever the declared source: a logged-in researcher trying the study with a plain
-    link, and a rehearsal (``humanlike simulate``) with the study's rehearsal key."""
-    preview = entry.platform == Platform.LOCAL and current_user.is_authenticated
-    return preview or rehearsal.is_rehearsal(slug)
-
-
-def admit(loaded, exp: Experiment, entry: Entry):
-    """Let an arrival in: resume the same person, refuse a second participation, or allocate."""
+def admit(loaded, exp: Experiment, entry: Entry, preview_by: int | None = None):
+    """Let an arrival in: resume the same person, refuse a second participation, or allocate.
+    Whatever the declared source, ``start`` lets in a rehearsal (``humanlike simulate`` with the
+    study's rehearsal key) and the logged-in researcher's preview (``preview_by``: any link), both
+    recorded as simulated at allocation (``rehearsal.mark_arrival``)."""
     user_agent = request.headers.get("User-Agent")
     if not loaded.spec.allow_mobile and allocation.is_mobile(user_agent):
         return _message("Please use a computer",
@@ -139,7 +137,7 @@ def admit(loaded, exp: Experiment, entry: Entry):
         participant, token = allocation.allocate(exp, loaded, entry, user_agent)
     except IntegrityError:
         return _lost_race(exp, entry, owned)
-    rehearsal.mark_arrival(participant, exp.slug)  # humanlike simulate with the researcher's key
+    rehearsal.mark_arrival(participant, exp.slug, preview_by)
     return _hand_over(participant, token, owned)
 
 

@@ -182,10 +182,14 @@ def parse_entry(request: Request, declared: str | Mapping[str, Any] | None = Non
     return Entry(Platform.LOCAL, None)
 
 
-OPEN_SOURCES = frozenset({Platform.LOCAL, Platform.PROLIFIC, Platform.MTURK})
-"""A local, Prolific or MTurk study takes plain, Prolific and MTurk-format links alike (pilots, the
-demo's links, MTurk-format panels); a SONA, Connect, panel or lab study only its own source."""
+OPEN_SOURCES = frozenset({Platform.LOCAL, *URL_SOURCES})
+"""What a study with no declared source (``local``, the development default) takes: plain,
+Prolific and MTurk-format links alike. A study declaring a source takes only that source's links."""
 REFUSED_SOURCE = {
+    Platform.PROLIFIC: "it takes participants only through Prolific: please open it from "
+                       "Prolific's study page",
+    Platform.MTURK: "it takes participants only through the MTurk-format link (workerId, "
+                    "assignmentId, hitId) you were given: please open that link",
     Platform.SONA: "it takes participants only through SONA Systems: please sign up for it there "
                    "and open it from SONA's study page",
     Platform.CONNECT: "it takes participants only through CloudResearch Connect: please open it "
@@ -198,9 +202,10 @@ REFUSED_SOURCE = {
 
 
 def admits(declared: str | Mapping[str, Any] | None, entry: Entry) -> bool:
-    """True when a study declaring ``declared`` takes an arrival from ``entry.platform``."""
+    """True when a study declaring ``declared`` takes an arrival from ``entry.platform`` (from
+    anyone: the researcher's preview and a rehearsal are decided in ``server/participant.py``)."""
     own = resolve(declared).platform
-    if own in OPEN_SOURCES:
+    if own == Platform.LOCAL:
         return entry.platform in OPEN_SOURCES
     return entry.platform == own
 

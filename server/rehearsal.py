@@ -2,7 +2,10 @@
 the researcher holds, an HMAC of the study's slug with the server's ``SECRET_KEY``, sent in the
 ``X-Humanlike-Rehearsal`` header of the study link; the server records ``Participant.simulated`` at
 arrival only when that key verifies, and says so in the ``X-Humanlike-Simulated`` reply header. A
-flag anyone can send (a query parameter, an event) marks nothing."""
+flag anyone can send (a query parameter, an event) marks nothing.
+
+A logged-in researcher's own try of a study link (a preview) is marked the same way at arrival,
+with a ``preview`` event, so the export leaves it out of the analysed set like a rehearsal."""
 
 from __future__ import annotations
 
@@ -12,10 +15,11 @@ import hmac
 from flask import Response, after_this_request, current_app, request
 
 from humanlike.server.extensions import db
-from humanlike.server.models import Participant
+from humanlike.server.models import Event, Participant, utcnow
 
 REHEARSAL_HEADER = "X-Humanlike-Rehearsal"
 SIMULATED_HEADER = "X-Humanlike-Simulated"
+PREVIEW_EVENT = "preview"
 _PURPOSE = b"humanlike rehearsal key\x00"
 
 
@@ -34,15 +38,21 @@ def is_rehearsal(slug: str) -> bool:
     return hmac.compare_digest(sent.strip().encode(), expected.encode())
 
 
-def mark_arrival(participant: Participant, slug: str) -> None:
+def mark_arrival(participant: Participant, slug: str, preview_by: int | None = None) -> None:
     """At arrival: record a rehearsal participant as simulated (committed) and say so in the reply;
-    anyone else is left as they are."""
-    if not is_rehearsal(slug):
-        return
-    participant.simulated = True
-    db.session.commit()
+    a researcher's preview (``preview_by``: the logged-in user's id) as simulated with a
+    ``preview`` event; anyone else is left as they are."""
+    if is_rehearsal(slug):
+        participant.simulated = True
+        db.session.commit()
 
-    @after_this_request
-    def _say_so(response: Response) -> Response:
-        response.headers[SIMULATED_HEADER] = "1"
-        return response
+        @after_this_request
+        def _say_so(response: Response) -> Response:
+            response.headers[SIMULATED_HEADER] = "1"
+            return response
+    elif preview_by is not None:
+        participant.simulated = True
+        db.session.add(Event(participant_id=participant.id, type=PREVIEW_EVENT,
+                             value={"user_id": preview_by, "link": participant.platform},
+                             server_time=utcnow()))
+        db.session.commit()

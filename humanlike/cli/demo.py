@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from humanlike.cli.app_context import database_option, make_app
-from humanlike.cli.serve import echo_links
 
 
 @click.command("demo")
@@ -53,16 +52,10 @@ def command(host: str, port: int, prepare_only: bool, rebuild: bool, simulated: 
             password_file.chmod(0o600)
     report = _simulated_study(app, spec_path, simulated)
     base = f"http://{host}:{port}"
-    link = f"{base}/start/{DEMO_SLUG}"
-    click.echo("\nhumanlike demo experiment")
-    echo_links(base, DEMO_SLUG, "  local link:          ")
-    click.echo(f"  Prolific-style link: {link}?PROLIFIC_PID=demo-{secrets.token_hex(3)}"
-               "&STUDY_ID=demo-study&SESSION_ID=demo-session")
-    click.echo(f"  MTurk-sandbox link:  {link}?workerId=DEMO{secrets.token_hex(3).upper()}"
-               "&assignmentId=DEMOASSIGN1&hitId=DEMOHIT1&turkSubmitTo=https://workersandbox.mturk.com")
-    click.echo(f"  MTurk preview:       {link}?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=DEMOHIT1")
-    click.echo(f"  admin pages:         {base}/admin/  (user 'admin', password in {password_file};")
-    click.echo("                       add your own with `humanlike create-admin`)")
+    click.echo("\nhumanlike demo experiment (a Prolific study: it takes Prolific links only, and your "
+               "own preview)")
+    for label, url in demo_links(base, password_file):
+        click.echo(f"  {label + ':' if label else '':20s} {url}")
     click.echo(f"  export the data:     humanlike export {DEMO_SLUG} --out demo_out")
     if report is not None:
         click.echo(f"  study report:        {report}  ({simulated} simulated participants, "
@@ -75,6 +68,29 @@ def command(host: str, port: int, prepare_only: bool, rebuild: bool, simulated: 
 
         start_worker(app)
     app.run(host=host, port=port, threaded=True)
+
+
+def demo_links(base: str, password_file: Path) -> list[tuple[str, str]]:
+    """``(label, text)`` of the lines ``humanlike demo`` prints: links that work for the person
+    running it (the demo declares Prolific, so a plain link is only the logged-in researcher's
+    preview), Prolific's study URL template, the admin pages."""
+    from humanlike.cli.serve import entry_links
+    from humanlike.server.demo import DEMO_SLUG
+
+    link = f"{base}/start/{DEMO_SLUG}"
+    token = secrets.token_hex(3)
+    template_label, template = entry_links(base, DEMO_SLUG, "prolific")[1]
+    return [
+        ("Prolific-style link", f"{link}?PROLIFIC_PID=demo-{token}&STUDY_ID=demo-study"
+                                f"&SESSION_ID=demo-session-{token}"),
+        ("", "(as Prolific sends a participant; another PROLIFIC_PID takes part again)"),
+        ("researcher preview", f"{link}  (log in to the admin pages first: your preview is "
+                               "recorded as simulated)"),
+        (template_label, template),
+        ("", "(paste it into Prolific's study form: Prolific fills in the ids)"),
+        ("admin pages", f"{base}/admin/  (user 'admin', password in {password_file};"),
+        ("", "add your own with `humanlike create-admin`)"),
+    ]
 
 
 def _simulated_study(app, spec_path: Path, n: int) -> Path | None:

@@ -217,9 +217,11 @@ def test_every_file_and_script_named_in_the_deploy_guide_exists():
 @pytest.fixture
 def served(tmp_path):
     """The small study on SQLite, one gunicorn instance (one process) behind the loopback Caddy;
-    starts limited to 2 per minute per client address."""
+    starts limited to 2 per minute per client address. No declared platform: the local default
+    takes the MTurk-format and Prolific links the test sends."""
     need_caddy()
     spec = write_small_experiment(tmp_path / "study")
+    spec.write_text(spec.read_text().replace('platform = "prolific"\n', ""))
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
     app = create_app({"TESTING": True, "SECRET_KEY": "t", "SQLALCHEMY_DATABASE_URI": url,
                       "EXPERIMENT_PATHS": [str(spec)]})

@@ -70,7 +70,8 @@ def test_make_demo_serves_on_the_port_it_is_given(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, [*args[1:], "--prepare-only", "--simulated", "0",
                                        "--database-url", url])
     assert result.exit_code == 0, result.output
-    assert "local link:          http://127.0.0.1:5055/start/demo" in result.output
+    assert "researcher preview:  http://127.0.0.1:5055/start/demo  (log in" in result.output
+    assert "Prolific-style link: http://127.0.0.1:5055/start/demo?PROLIFIC_PID=demo-" in result.output
     assert "http://127.0.0.1:5000" not in result.output
 
 

@@ -8,16 +8,18 @@ import hashlib
 import hmac
 import threading
 
+import numpy as np
 import pytest
 import sqlalchemy as sa
 
 from humanlike.server import allocation, export, resume
 from humanlike.server.extensions import db
-from humanlike.server.models import Experiment, Participant
+from humanlike.server.models import Event, Experiment, Participant
 from humanlike.server.rehearsal import REHEARSAL_HEADER, rehearsal_key
 from tests.server.admin.dashboard_helpers import login
 from tests.server.conftest import auth, enter
 from tests.server.sources import answer, app_factory, spec_with
+from tests.server.test_export import run_participant
 
 PANEL = """\
 [platform]
@@ -92,20 +94,38 @@ def test_a_reset_lock_lets_a_sessionless_participant_resume_with_a_new_session_o
 
 # --- 8: a study admits only its declared source (and the researcher's own preview) -----------
 
-@pytest.mark.parametrize(("table", "own", "source_words"), [
-    (SONA, "survey_code=12345", "SONA"),
-    (PANEL, "pid=P1&sid=S1", "panel"),
-    (LAB, None, "lab"),
+MTURK = 'platform = "mturk"\n'
+LINKS = {  # a link of each kind a stranger may try: (source, query)
+    "plain": ("local", ""),
+    "prolific": ("prolific", "PROLIFIC_PID=PX&STUDY_ID=S&SESSION_ID=X"),
+    "mturk": ("mturk", "workerId=W1&assignmentId=A1&hitId=H1"),
+    "mturk preview": ("mturk", "assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=H1"),
+}
+
+
+def served_with(small_experiment, tmp_path, source_app, table):
+    """An app serving the small experiment (Prolific) or a copy declaring ``table``."""
+    if table is None:
+        return source_app(small_experiment)
+    return source_app(spec_with(small_experiment, tmp_path / "declared", table))
+
+
+@pytest.mark.parametrize(("table", "own_source", "own", "source_words"), [
+    (None, "prolific", "PROLIFIC_PID=P1&STUDY_ID=S1&SESSION_ID=X1", "only through Prolific"),
+    (MTURK, "mturk", "workerId=W9&assignmentId=A9&hitId=H9", "only through the MTurk-format"),
+    (SONA, "sona", "survey_code=12345", "SONA"),
+    (PANEL, "panel", "pid=P1&sid=S1", "panel"),
+    (LAB, "lab", None, "lab"),
 ])
 def test_a_study_refuses_links_of_sources_its_spec_does_not_declare(
-        small_experiment, tmp_path, source_app, table, own, source_words):
-    served = source_app(spec_with(small_experiment, tmp_path / "declared", table))
-    for foreign in ("", "PROLIFIC_PID=PX&STUDY_ID=S&SESSION_ID=X",
-                    "workerId=W1&assignmentId=A1&hitId=H1",
-                    "assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=H1"):
-        resp = served.test_client().get(f"/start/small?{foreign}")
+        small_experiment, tmp_path, source_app, table, own_source, own, source_words):
+    served = served_with(small_experiment, tmp_path, source_app, table)
+    foreign = [query for source, query in LINKS.values() if source != own_source]
+    assert len(foreign) == (2 if own_source == "mturk" else 3 if own_source == "prolific" else 4)
+    for query in foreign:
+        resp = served.test_client().get(f"/start/small?{query}")
         text = resp.get_data(as_text=True)
-        assert resp.status_code == 403, (foreign, text)
+        assert resp.status_code == 403, (query, text)
         assert "not for this study" in text and source_words in text
     assert n_participants(served) == 0
     if own is not None:
@@ -113,35 +133,82 @@ def test_a_study_refuses_links_of_sources_its_spec_does_not_declare(
         assert n_participants(served) == 1
 
 
-def test_the_researcher_logged_in_may_preview_a_sona_study_with_a_plain_link(
+def test_a_study_without_a_platform_takes_plain_prolific_and_mturk_links(
         small_experiment, tmp_path, source_app):
-    served = source_app(spec_with(small_experiment, tmp_path / "sona", SONA))
+    served = source_app(spec_with(small_experiment, tmp_path / "local", ""))
+    for _, query in LINKS.values():
+        resp = served.test_client().get(f"/start/small?{query}")
+        assert resp.status_code in (200, 302), (query, resp.get_data(as_text=True))
+    with served.app_context():
+        rows = db.session.execute(sa.select(Participant.platform, Participant.simulated)).all()
+    assert sorted(rows) == [("local", False), ("mturk", False), ("prolific", False)]
+
+
+def _people(app):
+    with app.app_context():
+        frames = export.export_frames("small")
+    return frames["participants"].set_index("platform"), frames["events"]
+
+
+@pytest.mark.parametrize(("table", "link"), [
+    (None, "plain"), (None, "mturk"), (MTURK, "prolific"), (SONA, "plain"), (SONA, "prolific"),
+])
+def test_the_researchers_preview_gets_in_with_any_link_and_is_not_analysed(
+        small_experiment, tmp_path, source_app, table, link):
+    served = served_with(small_experiment, tmp_path, source_app, table)
+    source, query = LINKS[link]
+    assert served.test_client().get(f"/start/small?{query}").status_code == 403  # not logged in
     researcher = served.test_client()
     login(served, researcher)
-    pid, token = enter(researcher, "")
-    assert token_works(researcher, pid, token)
-    with served.app_context():
-        row = db.session.execute(sa.select(Participant)).scalar_one()
-        assert row.platform == "local"
+    pid, token = enter(researcher, query)
+    run_participant(researcher, pid, token, np.random.default_rng(0))  # catch trials right
+    people, events = _people(served)
+    assert people.loc[source, ["status", "simulated", "analysed", "analysed_reason"]].tolist() == [
+        "completed", True, False, "simulated"]
+    [preview] = events[events["type"] == "preview"].to_dict("records")
+    assert preview["participant"] == pid and '"link": "' + source + '"' in str(preview["value"])
 
 
-def test_a_rehearsal_with_the_researchers_key_may_arrive_on_a_sona_study(
+def test_a_participant_of_the_declared_source_is_analysed_beside_a_preview(
         small_experiment, tmp_path, source_app):
-    served = source_app(spec_with(small_experiment, tmp_path / "sona", SONA))
-    link = "/start/small?PROLIFIC_PID=SIM1&STUDY_ID=S&SESSION_ID=X"  # as humanlike simulate sends
-    forged = served.test_client().get(link, headers={REHEARSAL_HEADER: "0" * 64})
+    served = source_app(small_experiment)
+    browser, researcher = served.test_client(), served.test_client()
+    login(served, researcher)
+    for client, query in ((browser, LINKS["prolific"][1]), (researcher, "")):
+        pid, token = enter(client, query)
+        run_participant(client, pid, token, np.random.default_rng(0))
+    people, events = _people(served)
+    assert people["analysed"].to_dict() == {"prolific": True, "local": False}
+    assert people["simulated"].to_dict() == {"prolific": False, "local": True}
+    assert events["type"].tolist().count("preview") == 1
+
+
+@pytest.mark.parametrize(("table", "link"), [
+    (SONA, "prolific"),  # as humanlike simulate sends
+    (None, "plain"), (None, "mturk"), (MTURK, "prolific"),
+])
+def test_a_rehearsal_with_the_researchers_key_may_arrive_with_any_link(
+        small_experiment, tmp_path, source_app, table, link):
+    served = served_with(small_experiment, tmp_path, source_app, table)
+    source, query = LINKS[link]
+    url = f"/start/small?{query}"
+    forged = served.test_client().get(url, headers={REHEARSAL_HEADER: "0" * 64})
     assert forged.status_code == 403
     key = rehearsal_key("test-secret", "small")
-    rehearsed = served.test_client().get(link, headers={REHEARSAL_HEADER: key})
+    rehearsed = served.test_client().get(url, headers={REHEARSAL_HEADER: key})
     assert rehearsed.status_code == 302, rehearsed.get_data(as_text=True)
     with served.app_context():
         row = db.session.execute(sa.select(Participant)).scalar_one()
-        assert (row.platform_id, row.simulated) == ("SIM1", True)
+        assert (row.platform, row.simulated) == (source, True)
+        assert db.session.execute(sa.select(sa.func.count()).select_from(Event)
+                                  .where(Event.type == "preview")).scalar_one() == 0
 
 
 # --- 9: completion codes are unguessable and shown only once every trial is stored ----------
 
-def test_a_local_completion_code_is_an_hmac_shown_only_after_every_trial(app):
+def test_a_local_completion_code_is_an_hmac_shown_only_after_every_trial(
+        small_experiment, tmp_path, source_app):
+    app = source_app(spec_with(small_experiment, tmp_path / "local", ""))  # plain links: local
     browser = app.test_client()
     pid, token = enter(browser, "")
     code = expected_code("test-secret", pid)

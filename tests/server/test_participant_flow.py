@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 
 from humanlike.server import create_app, database, experiments
 from humanlike.server.extensions import db
 from humanlike.server.models import AdminUser, Participant
 from tests.server.conftest import auth, enter
+from tests.server.sources import app_factory, spec_with
 
 MOBILE_UA = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Mobile/15E148"
+
+
+@pytest.fixture
+def declared_app(database_url, small_experiment, tmp_path, monkeypatch):
+    """``declared_app(line)``: the small experiment declaring ``line`` instead of Prolific (``""``:
+    no platform, the local default that takes plain, Prolific and MTurk-format links)."""
+    with app_factory(database_url, tmp_path, monkeypatch) as make:
+        yield lambda line: make(spec_with(small_experiment, tmp_path / "declared", line))
 
 
 def n_participants(app) -> int:
@@ -42,14 +52,17 @@ def test_the_same_browser_resumes_its_unfinished_session(app, client):
     assert n_participants(app) == 1
 
 
-def test_mturk_preview_shows_only_a_preview_and_creates_nobody(app, client):
-    resp = client.get("/start/small?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=H1")
+@pytest.mark.parametrize("line", ['platform = "mturk"\n', ""])
+def test_mturk_preview_shows_only_a_preview_and_creates_nobody(declared_app, line):
+    app = declared_app(line)
+    resp = app.test_client().get("/start/small?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=H1")
     assert resp.status_code == 200 and "preview" in resp.get_data(as_text=True).lower()
     assert n_participants(app) == 0
 
 
-def test_mturk_completion_posts_to_the_sandbox_external_submit(app, client):
-    _pid, _token = enter(client, "workerId=W1&assignmentId=A1&hitId=H1"
+def test_mturk_completion_posts_to_the_sandbox_external_submit(declared_app):
+    app = declared_app('platform = "mturk"\n')
+    _pid, _token = enter(app.test_client(), "workerId=W1&assignmentId=A1&hitId=H1"
                                "&turkSubmitTo=https://workersandbox.mturk.com")
     with app.app_context():
         from humanlike.server.platforms import completion_target
@@ -72,7 +85,8 @@ def test_mobile_browsers_are_refused_when_the_spec_says_so(app, client):
     assert n_participants(app) == 0
 
 
-def test_local_links_create_a_new_participant_per_browser(app):
+def test_local_links_create_a_new_participant_per_browser(declared_app):
+    app = declared_app("")
     for _ in range(2):
         resp = app.test_client().get("/start/small")
         assert resp.status_code == 302

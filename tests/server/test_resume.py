@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
 from humanlike.server.extensions import db
 from humanlike.server.models import AuditEntry, Event, Participant
 from tests.server.conftest import auth, enter
+from tests.server.sources import app_factory, spec_with
 
 LINK = "/start/small?PROLIFIC_PID=P1&STUDY_ID=S1&SESSION_ID=X1"
 
@@ -21,6 +23,14 @@ def fragment_token(resp) -> tuple[str, str]:
     m = re.search(r"/run/([0-9a-f]+)#token=([A-Za-z0-9_-]+)$", resp.headers["Location"])
     assert m, resp.headers["Location"]
     return m.group(1), m.group(2)
+
+
+@pytest.fixture
+def declared_app(database_url, small_experiment, tmp_path, monkeypatch):
+    """``declared_app(line)``: the small experiment declaring ``line`` instead of Prolific (``""``:
+    no platform, the local default that takes plain links)."""
+    with app_factory(database_url, tmp_path, monkeypatch) as make:
+        yield lambda line: make(spec_with(small_experiment, tmp_path / "declared", line))
 
 
 def store_first_trial(client, pid, token):
@@ -70,7 +80,8 @@ def test_a_finished_participant_cannot_resume(app):
     assert resp.status_code == 409
 
 
-def test_mturk_resumes_on_the_same_assignment_and_refuses_another(app):
+def test_mturk_resumes_on_the_same_assignment_and_refuses_another(declared_app):
+    app = declared_app('platform = "mturk"\n')
     link = "/start/small?workerId=W1&assignmentId=A1&hitId=H1"
     pid, old = fragment_token(app.test_client().get(link))
     pid2, new = fragment_token(app.test_client().get(link))
@@ -79,7 +90,8 @@ def test_mturk_resumes_on_the_same_assignment_and_refuses_another(app):
     assert other.status_code == 409
 
 
-def test_a_local_resume_code_resumes_the_same_participant(app):
+def test_a_local_resume_code_resumes_the_same_participant(declared_app):
+    app = declared_app("")
     client = app.test_client()
     pid, token = fragment_token(client.get("/start/small"))
     page = client.get(f"/task/{pid}").get_data(as_text=True)
