@@ -55,11 +55,31 @@ def exp_spec(tmp_path_factory) -> Path:
     return experience_spec(tmp_path_factory.mktemp("experience") / "demo")
 
 
+@pytest.fixture(scope="module")
+def mturk_spec(exp_spec, tmp_path_factory) -> Path:
+    """The same study declaring MTurk-format links (the demo declares Prolific, which takes no
+    other source's links)."""
+    dest = tmp_path_factory.mktemp("experience_mturk") / "demo"
+    shutil.copytree(exp_spec.parent, dest)
+    spec = dest / exp_spec.name
+    spec.write_text(spec.read_text().replace('platform = "prolific"', 'platform = "mturk"'))
+    return spec
+
+
 @pytest.fixture
 def server(database_url, exp_spec):
+    yield from _serve(database_url, exp_spec)
+
+
+@pytest.fixture
+def mturk_server(database_url, mturk_spec):
+    yield from _serve(database_url, mturk_spec)
+
+
+def _serve(database_url, spec: Path):
     mturk = "https://www.mturk.com https://workersandbox.mturk.com"
     app = create_app({"SECRET_KEY": "e2e", "SQLALCHEMY_DATABASE_URI": database_url,
-                      "EXPERIMENT_PATHS": [str(exp_spec)],
+                      "EXPERIMENT_PATHS": [str(spec)],
                       # the fake MTurk below frames the study from http://localhost:<port>
                       "FRAME_ANCESTORS": f"{mturk} http://localhost:*",
                       "FORM_ACTION": f"{mturk} http://localhost:*"})
@@ -179,7 +199,8 @@ def participant(app, platform_id: str):
         return p, trials, events
 
 
-def test_mturk_flow_completes_inside_a_cross_site_frame(server, chromium, tmp_path):
+def test_mturk_flow_completes_inside_a_cross_site_frame(mturk_server, chromium, tmp_path):
+    server = mturk_server
     study = f"{server.url}/start/demo"
     fake = FakeMTurk(f"{study}?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=H1")
     context = chromium.new_context(viewport={"width": 1300, "height": 800})
