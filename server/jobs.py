@@ -139,21 +139,20 @@ def run(job_id: int, owner: str, budget: float | None = None) -> bool:
         item = db.session.get(ActionJobItem, item.id)
         assert item is not None
         item.state, item.ok = "done", bool(result.ok)
-        item.result = _jsonable(dataclasses.asdict(result))
+        item.result = _shown(result)
         db.session.execute(sa.update(ActionJob).where(ActionJob.id == job_id).values(
             n_done=ActionJob.n_done + 1, n_ok=ActionJob.n_ok + int(bool(result.ok))))
         db.session.commit()
 
 
-def _jsonable(value: Any) -> Any:
-    """``value`` with anything JSON cannot hold written as text."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
+SHOWN = ("participant", "action", "ok", "message", "status", "local_only")
+"""What a job keeps of each result: what its page shows. The platform's reply (which names the
+participant's platform id) stays in the audit row only, which a withdrawal scrubs."""
+
+
+def _shown(result: actions.ActionResult) -> dict[str, Any]:
+    """The result's fields the job's page shows."""
+    return {k: v for k, v in dataclasses.asdict(result).items() if k in SHOWN}
 
 
 def run_due(owner: str) -> int:

@@ -141,6 +141,7 @@ def test_an_interrupted_job_resumes_and_never_approves_or_pays_twice(app, client
             ActionJobItem.job_id == approve.id).order_by(ActionJobItem.position)).scalars().all()
         assert [i.state for i in items] == ["done"] * 3
         assert "before the job was interrupted" in items[1].result["message"]
+        assert set(items[2].result) == set(jobs.SHOWN)  # no platform reply (it names the ids)
         paid = db.session.execute(sa.select(ActionJobItem).where(
             ActionJobItem.job_id == bonus.id, ActionJobItem.position == 1)).scalar_one()
         assert "nothing paid again" in paid.result["message"]
