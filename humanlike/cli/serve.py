@@ -9,8 +9,9 @@ from humanlike.cli.app_context import database_option, make_app
 
 
 def entry_links(base: str, slug: str, declared: object = None) -> list[tuple[str, str]]:
-    """``(label, URL)`` of the links a study's source uses (``server.platforms``); a local or
-    Prolific study: its local link, then the Prolific study URL with Prolific's placeholders."""
+    """``(label, URL)`` of the links a study's source uses (``server.platforms``): a study without
+    a platform its local link; a Prolific or MTurk study the researcher's preview (a plain link
+    admits only a logged-in researcher) and the platform's link with its placeholders."""
     from humanlike.deploy.prolific import study_link
     from humanlike.server.platforms import Platform, resolve
 
@@ -18,14 +19,18 @@ def entry_links(base: str, slug: str, declared: object = None) -> list[tuple[str
     if hasattr(declared, "model_dump"):  # the spec's [platform] table
         declared = declared.model_dump(exclude_none=True)  # type: ignore[union-attr]
     preset = resolve(declared)  # type: ignore[arg-type]
-    if preset.platform in (Platform.PROLIFIC, Platform.LOCAL):
+    if preset.platform is Platform.LOCAL:
         return [("local link", start), ("Prolific study URL", study_link(base, slug))]
+    preview = ("researcher preview", f"{start}  (log in to the admin pages first)")
+    if preset.platform is Platform.PROLIFIC:  # a plain link is only the researcher's preview
+        return [preview, ("Prolific study URL", study_link(base, slug))]
     if preset.platform is Platform.SONA:
         return [("SONA study URL", f"{start}?{preset.participant_param}=%SURVEY_CODE%")]
     if preset.platform is Platform.LAB:
         return [("lab entry page", f"{base}/lab/{slug}")]
     if preset.platform is Platform.MTURK:
-        return [("MTurk-format link", f"{start}?workerId=WORKER&assignmentId=ASSIGNMENT&hitId=HIT")]
+        return [preview, ("MTurk-format link",
+                          f"{start}?workerId=WORKER&assignmentId=ASSIGNMENT&hitId=HIT")]
     params = [p for p in (preset.participant_param, preset.session_param, preset.study_param) if p]
     if preset.platform is Platform.CONNECT:
         return [("Connect study URL", start + "?" + "&".join(f"{p}={{{{%{p}%}}}}" for p in params))]
@@ -36,14 +41,15 @@ def entry_links(base: str, slug: str, declared: object = None) -> list[tuple[str
 
 
 def echo_links(base: str, slug: str, heading: str, declared: object = None) -> None:
-    """Print the links of a study's source under ``heading`` (``entry_links``): ``serve`` and
-    ``demo``; a Prolific (or undeclared) study gets its local link and the Prolific study URL."""
+    """Print the links of a study's source (``entry_links``) under ``heading``: the first on the
+    heading's line (with its label unless it is the plain local link), the others labelled below."""
     links = entry_links(base, slug, declared)
-    click.echo(f"{heading}{links[0][1]}")
-    for label, url in links[1:]:
+    (first_label, first), rest = links[0], links[1:]
+    click.echo(f"{heading}{first}")
+    if first_label != "local link":
+        click.echo(f"  ({first_label})")
+    for label, url in rest:
         click.echo(f"  {label + ':':20s} {url}")
-    if len(links) == 1:
-        click.echo(f"  ({links[0][0]})")
 
 
 @click.command("serve")

@@ -46,6 +46,11 @@ def test_serve_prints_the_entry_link_each_source_uses():
     assert local == ("local link", "http://h:1/start/s")
     assert prolific[1] == ("http://h:1/start/s?PROLIFIC_PID={{%PROLIFIC_PID%}}"
                            "&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}")
+    # a Prolific study admits a plain link only as the logged-in researcher's preview
+    preview, template = entry_links(base, "s", "prolific")
+    assert preview == ("researcher preview",
+                       "http://h:1/start/s  (log in to the admin pages first)")
+    assert template == prolific
 
 
 def test_the_participant_page_counts_trials_as_the_participant_saw_them(app, client, built_study):
