@@ -3,7 +3,8 @@
 Accuracy difference, observed and error consistency, accuracy distance (Brain-Score), shape bias
 and shape match (Geirhos et al. 2019; Hermann et al. 2020), conditional error consistency (Kato &
 He 2026), I2n (Rajalingham et al. 2018), each per human-difficulty regime (Xu et al. 2026), with
-bootstrap intervals over one shared set of resamples (``profile``).
+bootstrap intervals over one shared set of resamples (``profile``); per observer, double-pass
+internal noise and individual noise ceilings (``double_pass``).
 """
 
 from humanlike.analysis.alignment.accuracy import accuracy_difference as accuracy_difference
@@ -16,6 +17,11 @@ from humanlike.analysis.alignment.conditional_ec import (
 from humanlike.analysis.alignment.conditional_ec import same_image as same_image
 from humanlike.analysis.alignment.data import AlignmentData as AlignmentData
 from humanlike.analysis.alignment.data import alignment_data as alignment_data
+from humanlike.analysis.alignment.double_pass import DoublePassResult as DoublePassResult
+from humanlike.analysis.alignment.double_pass import double_pass as double_pass
+from humanlike.analysis.alignment.double_pass import (
+    double_pass_by_observer as double_pass_by_observer,
+)
 from humanlike.analysis.alignment.i2n import I2nConsistency as I2nConsistency
 from humanlike.analysis.alignment.i2n import i2n as i2n
 from humanlike.analysis.alignment.i2n import i2n_consistency as i2n_consistency
