@@ -158,7 +158,9 @@ def fit_probit_batch(
     for _ in range(max_iter):
         if active.size == 0:
             break
-        score, hessian = state.score_and_information(X, y[active], n[active], observed=True)
+        with np.errstate(over="ignore", invalid="ignore"):  # a drifted problem's inf / NaN:
+            score, hessian = state.score_and_information(  # _finite drops it just below
+                X, y[active], n[active], observed=True)
         finite = _finite(score, hessian)
         if not finite.all():  # drifted past what floats hold (separation): leaves, not converged
             active, score, hessian = active[finite], score[finite], hessian[finite]
@@ -199,7 +201,8 @@ def fit_probit_batch(
     if fitted.size:
         # (quasi-)separation: the information matrix at the estimate is numerically singular
         # (condition ~1e-16), while well-posed MLDS fits sit near 1e-3; flag the former
-        score, info = score_and_information(X, beta[fitted], y[fitted], n[fitted])
+        with np.errstate(over="ignore", invalid="ignore"):  # inf / NaN: _finite, just below
+            score, info = score_and_information(X, beta[fitted], y[fitted], n[fitted])
         finite = _finite(score, info)  # LAPACK fails the whole batch on one inf / NaN matrix
         converged[fitted[~finite]] = False
         fitted, info = fitted[finite], info[finite]
