@@ -123,7 +123,7 @@ def build_report(
     sections = [sample_section(export), timing_section(export, spec), display_section(export),
                 allocation_section(export)]
     sections += ratings_sections(export, models, rule_set, settings, results, step)
-    sections.append(kappa_section(export, settings, results, step))
+    sections.append(kappa_section(export, settings, results, step, models))
     sections += mlds_sections(export, settings, results,
                               None if truth is None else {k: np.asarray(v)
                                                           for k, v in truth.items()},

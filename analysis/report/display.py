@@ -73,8 +73,14 @@ def display_section(export: Export) -> Section:
         section.missing = "no analysed trial was timed (every stimulus stayed until the response)"
         return section
     table = timing_table(timing)
+    people = export.participants
+    if people is not None and "analysed" in people:  # the export's analysed set, as the reader's
+        analysed = people.loc[people["analysed"] | export.include_excluded, "participant"]
+    else:
+        analysed = timing["participant"]
+    analysed = analysed.astype(str)
     section.paragraphs.append(
-        f"{len(timing)} timed trials of {timing['participant'].nunique()} participants. Each "
+        f"{len(timing)} timed trials of {timing['participant'].nunique()} analysed participants. Each "
         "requested duration was shown as a whole number of frames at the participant's measured "
         "refresh rate (round half up, at least one); durations were measured from "
         "requestAnimationFrame timestamps. Duration error = measured - requested (ms), reported as "
@@ -85,8 +91,15 @@ def display_section(export: Export) -> Section:
                                 "of trials on exactly the requested frames (on_target), the largest "
                                 "miss in frames, and the duration error (ms) mean and SD."))
     if export.has("display"):
-        summary = calibration_summary(export.table("display"))
+        display = export.table("display")
+        display = display[display["participant"].astype(str).isin(set(analysed))]
+        summary = calibration_summary(display)
         if len(summary):
-            section.tables.append(Table(summary, "Display measurements: median and interquartile "
-                                        "range over participants (virtual chinrest, Li et al. 2020)."))
+            calibrated = int(display["px_per_deg"].notna().sum()) if "px_per_deg" in display else 0
+            section.tables.append(Table(summary, (
+                f"Display measurements: {display['participant'].nunique()} of the "
+                f"{analysed.nunique()} analysed participants have a display record; {calibrated} "
+                "of them calibrated with the virtual chinrest (Li et al. 2020). n counts the "
+                "participants behind each row (refresh rate: every record; the chinrest's "
+                "measures: the calibrated); median and interquartile range over them.")))
     return section

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from humanlike.analysis.counts import kappa_counts, mlds_participant_counts, ratings_counts
 from humanlike.analysis.figures import caption, to_svg
 from humanlike.analysis.io.export import Export
 
@@ -169,8 +170,9 @@ def ratings_sections(export: Export, models: pd.DataFrame | None, rules: Any,
     results.ratings = result
     tables = result.tables()
     rel = tables["reliability"].set_index("measure")["value"]
+    counted = ratings_counts(result)  # the words `humanlike analyze ratings` prints
     reliability.paragraphs.append(
-        f"Split-half reliability of the mean ratings over {int(rel['n_splits'])} random splits "
+        f"{counted} Split-half reliability of the mean ratings over {int(rel['n_splits'])} random splits "
         f"of the participants: r = {rel['split_half_r']:.3f} per half, "
         f"{rel['spearman_brown']:.3f} after the Spearman-Brown correction. "
         + (f"Median repeat reliability of the analysed participants: r = "
@@ -190,6 +192,21 @@ def ratings_sections(export: Export, models: pd.DataFrame | None, rules: Any,
         for subset in ("natural", "controversial", "all"):
             if subset in set(result.bootstrap.scores["subset"]):
                 scores.figure(plot_model_scores(result.bootstrap, subset, "pearson_r"))
+        scores.paragraphs.append(
+            f"{counted} Each model's score is its mean Pearson r with each analysed "
+            "participant's ratings, with a bootstrap CI over participants and stimuli; the "
+            "figures draw the table below, the comparisons follow it.")
+        table = tables["scores"].query("metric == 'pearson_r'")
+        order = {name: i for i, name in enumerate(("natural", "controversial", "all"))}
+        table = table.sort_values(["subset", "estimate"], ascending=[True, False],
+                                  key=lambda c: c.map(order).fillna(len(order))
+                                  if c.name == "subset" else c)
+        scores.tables.append(Table(
+            table[["subset", "model", "estimate", "ci_low", "ci_high"]],
+            f"Model scores: mean Pearson r per stimulus subset (estimate) with its "
+            f"{settings.confidence_level:.0%} bootstrap CI ({settings.n_resamples} resamples of "
+            "participants and stimuli), best first; the noise ceiling is in the previous "
+            "section."))
         comp = tables["comparisons"].query("metric == 'pearson_r'")
         scores.tables.append(Table(
             comp[["subset", "comparison", "a", "b", "difference", "ci_low", "ci_high",
@@ -210,18 +227,23 @@ def _constant_model(export: Export) -> pd.DataFrame:
 
 
 def kappa_section(export: Export, settings: ReportSettings, results: StudyResults,
-                  progress: Progress) -> Section:
+                  progress: Progress, models: pd.DataFrame | None = None) -> Section:
     """Error-consistency matrices with bootstrap CIs of what ``humanlike analyze ec`` scores in
-    the export (``error_consistency.inputs.ec_trials``: classifications and rating decisions)."""
+    the export (``error_consistency.inputs.ec_trials``: classifications and rating decisions,
+    and with ``models`` each model's decisions on the rated images, as ``--models`` adds them)."""
     from humanlike.analysis.error_consistency.analysis import analyze_error_consistency
-    from humanlike.analysis.error_consistency.inputs import ec_trials, has_trials
+    from humanlike.analysis.error_consistency.inputs import ModelsError, ec_trials, has_trials
     from humanlike.analysis.error_consistency.plots import plot_kappa_matrix
 
     section = Section("kappa", "Error consistency (kappa matrices)")
     if not has_trials(export):
         section.missing = "the study has no classification or rating trials"
         return section
-    frame, _ = ec_trials(export)
+    try:
+        frame, _ = ec_trials(export, models=models)
+    except ModelsError as exc:  # e.g. classifications only: the models have no decisions here
+        frame, _ = ec_trials(export)
+        section.flags.append(f"the model responses (--models) are not scored here: {exc}")
     if frame.empty or frame.groupby("experiment")["observer"].nunique().max() < 2:
         section.missing = "fewer than two observers classified or rated"
         return section
@@ -233,10 +255,13 @@ def kappa_section(export: Export, settings: ReportSettings, results: StudyResult
     results.error_consistency = result
     summary = result.kappa.summary
     section.paragraphs.append(
-        f"{frame['observer'].nunique()} observers classified or rated "
+        f"{kappa_counts(frame, result.pairs)} They classified or rated "
         f"{frame['stimulus'].nunique()} stimuli (rating trials read as decisions, the "
-        "highest-rated category, in their own matrix '<experiment>-ratings'; the same trials "
-        "`humanlike analyze ec` scores). Error consistency is Cohen's kappa on trial-by-trial correctness; CIs from "
+        "highest-rated category, in their own matrix '<experiment>-ratings'"
+        + (", where each model's most probable category is its decision" if
+           (frame["group"].astype(str) == "model").any() else "")
+        + "; the same trials `humanlike analyze ec` scores). Error consistency is Cohen's kappa "
+        "on trial-by-trial correctness; CIs from "
         f"{settings.n_resamples} bootstrap resamples of stimuli; the independence test of each "
         f"pair uses {settings.n_sim} simulations and Holm-Sidak correction over pairs.")
     for experiment in sorted(result.pairs["experiment"].astype(str).unique()):
@@ -263,9 +288,6 @@ def kappa_section(export: Export, settings: ReportSettings, results: StudyResult
         section.flags.append(f"{int(wide.sum())} informative pair(s) have too few errors to "
                              "compare: CI wider than +-0.2 (ci_note: the copy model's trials "
                              "for that width)")
-    if flat.any():
-        section.flags.append(f"{int(flat.sum())} of {len(pairs)} pairs uninformative (an observer "
-                             "at 0% or 100% accuracy): kappa undefined")
     section.tables.append(Table(top, f"The {len(top)} most consistent of {len(pairs)} observer "
                                 "pairs: trials (n), each observer's accuracy, whether the pair "
                                 "has errors to compare (informative), kappa, CI and the "
@@ -279,7 +301,7 @@ def mlds_sections(export: Export, settings: ReportSettings, results: StudyResult
                   truth: Mapping[str, np.ndarray] | None, model_triads: pd.DataFrame | None,
                   progress: Progress) -> list[Section]:
     """MLDS scales with CIs and diagnostics; the Psychophysical-Score."""
-    from humanlike.analysis.mlds.batch import MAX_SIGMA_RATIO, fit_many, with_reference
+    from humanlike.analysis.mlds.batch import fit_many, with_reference
     from humanlike.analysis.mlds.inputs import has_trials, mlds_trials
     from humanlike.analysis.mlds.plots import plot_scales
 
@@ -302,22 +324,26 @@ def mlds_sections(export: Export, settings: ReportSettings, results: StudyResult
                       n_resamples=settings.n_resamples, confidence_level=settings.confidence_level,
                       random_state=settings.seed)
     excluded = export.excluded_participants() if not export.include_excluded else frozenset()
-    everyone = _all_triads(export) if excluded else triads  # the excluded are drawn, marked
-    everyone = everyone[everyone["sequence"].isin(shown)]
-    per = (with_reference(fit_many(everyone, by=["sequence", "participant"]), every)
-           if "participant" in everyone else None)
+    # counted: the analysed participants' scales of every sequence, as `humanlike analyze mlds`
+    # fits them; drawn: the shown sequences' scales, the excluded participants' too (marked)
+    per = (with_reference(fit_many(triads, by=["sequence", "participant"]), every)
+           if "participant" in triads else None)
+    drawn = per
+    if per is not None and excluded:
+        everyone = _all_triads(export)
+        everyone = everyone[everyone["sequence"].isin(shown)]
+        drawn = with_reference(fit_many(everyone, by=["sequence", "participant"]), every)
     results.mlds, results.mlds_all, results.mlds_participants = pooled, every, per
     table = every.summary_frame()
     section.paragraphs.append(
         f"{len(table)} sequences of {every.n_levels} levels, {int(every.n_trials.sum())} "
-        f"triads pooled over the included participants; "
+        f"triads pooled over the analysed participants; "
         f"{int(table['valid'].sum())} scales are valid (converged, every level seen, neither "
         "reversed nor non-monotone)."
         + ("" if per is None else
-           f" {int(per.informative()[0].sum())} of {len(per.keys)} participant scales "
-           "(participant x sequence) are informative: better than a flat scale by likelihood "
-           f"ratio (p < 0.05) and with a sigma under {MAX_SIGMA_RATIO:g} times the pooled one; "
-           "the others are drawn faint and do not set the axis.")
+           f" {mlds_participant_counts(per)} The uninformative are drawn faint and do not set "
+           "the axis" + ("; the excluded participants' scales are drawn dashed, not counted."
+                         if excluded else "."))
         + (f" The figure and the bootstrap CIs cover the first {len(shown)} sequences; "
            "`humanlike analyze mlds` bootstraps all of them." if len(shown) < len(names) else ""))
     flagged = table[table["flag"] != ""]
@@ -326,7 +352,7 @@ def mlds_sections(export: Export, settings: ReportSettings, results: StudyResult
     if len(flagged) > 20:
         section.flags.append(f"... and {len(flagged) - 20} more sequences flagged")
     truth_map = None if truth is None else {str(k): np.asarray(v) for k, v in truth.items()}
-    section.figure(plot_scales(pooled, participants=per, max_panels=settings.max_panels,
+    section.figure(plot_scales(pooled, participants=drawn, max_panels=settings.max_panels,
                                excluded=excluded, truth=truth_map))
     if truth_map is not None and pooled.ci is not None:
         cover = coverage(pooled, truth_map)

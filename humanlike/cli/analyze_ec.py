@@ -15,6 +15,7 @@ import click
 import pandas as pd
 from tqdm import tqdm
 
+from humanlike.analysis.counts import kappa_counts
 from humanlike.analysis.error_consistency.analysis import (
     analyze_error_consistency,
     drop_conditions,
@@ -218,6 +219,7 @@ def command(
         written = result.save(out_dir, figures=figures)
         steps.update()
     click.echo(f"read {kind} data: {frame['observer'].nunique()} observers, {len(frame)} trials")
+    click.echo(kappa_counts(frame, result.pairs))  # the report's words for the same count
     click.echo(result.summary())
     names = [path.name for path in written]
     click.echo(f"wrote {len(names)} files to {out_dir}: " + ", ".join(names))

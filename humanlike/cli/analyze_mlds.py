@@ -8,6 +8,7 @@ from typing import Literal
 import click
 from tqdm import tqdm
 
+from humanlike.analysis.counts import mlds_participant_counts
 from humanlike.analysis.io.export import read_export
 from humanlike.analysis.mlds.analysis import analyze_mlds
 from humanlike.analysis.mlds.inputs import mlds_trials
@@ -54,5 +55,7 @@ def command(triads: Path, out_dir: Path, design: Literal["triads", "quadruples"]
         click.echo(note)
     written = result.save(out_dir, max_panels=max_panels)
     click.echo(result.summary())
+    if result.per_participant is not None:  # the report's words for the same count
+        click.echo(mlds_participant_counts(result.per_participant))
     for path in written:
         click.echo(f"wrote {path}")

@@ -139,7 +139,10 @@ def test_score_from_the_package_alone_equals_the_reports_scores_and_ceilings(
     humans = report.results.error_consistency.pairs
     keys = ["experiment", "condition", "observer_a", "observer_b"]
     merged = humans.merge(pairs, on=keys, suffixes=("_report", "_score"), validate="1:1")
-    assert len(merged) == len(humans) < len(pairs)  # the models' pairs come on top
+    # the report scores the models' pairs too (--models, as `humanlike analyze ec`; issue 36)
+    assert len(merged) == len(humans) == len(pairs)
+    assert (humans["observer_b"].isin(["cnn", "logreg", "kde", "adv_cnn"])
+            | humans["observer_a"].isin(["cnn", "logreg", "kde", "adv_cnn"])).any()
     for column in ("kappa", "ci_low", "ci_high"):
         a, b = merged[f"{column}_report"], merged[f"{column}_score"]
         assert ((a == b) | (a.isna() & b.isna())).all(), column

@@ -167,3 +167,84 @@ def test_simulate_names_a_bad_observer_and_changes_nothing(demo_spec, tmp_path):
     assert "no responses of model 'nosuch'" in result.output
     assert "cnn" in result.output
     assert not (tmp_path / "d.sqlite").exists()
+
+
+def _section_text(html: str, key: str) -> str:
+    """The visible text of one report section (figures and tags dropped, entities unescaped)."""
+    import html as html_lib
+
+    part = html.split(f'<section id="{key}">')[1].split("</section>")[0]
+    part = re.sub(r"<svg.*?</svg>", " ", part, flags=re.S)
+    return re.sub(r"\s+", " ", html_lib.unescape(re.sub(r"<[^>]+>", " ", part)))
+
+
+def _tables(html: str, key: str) -> list[pd.DataFrame]:
+    """The tables of one report section as frames of text cells (no HTML parser is installed)."""
+    import html as html_lib
+
+    part = html.split(f'<section id="{key}">')[1].split("</section>")[0]
+    frames = []
+    for table in re.findall(r"<table.*?</table>", part, flags=re.S):
+        head = [html_lib.unescape(h) for h in re.findall(r"<th>(.*?)</th>", table, flags=re.S)]
+        rows = [[html_lib.unescape(c) for c in re.findall(r"<td>(.*?)</td>", row, flags=re.S)]
+                for row in re.findall(r"<tr>(.*?)</tr>", table, flags=re.S)]
+        frames.append(pd.DataFrame([r for r in rows if r], columns=head))
+    return frames
+
+
+def test_the_report_and_the_analyze_commands_count_one_analysed_set(simulated_report, demo_spec):
+    """Issue 36 item 6: 10 of the 12 simulated participants are analysed (2 fail the catch
+    trials); the report and `humanlike analyze mlds|ec|ratings` on the same export state the same
+    counts: 30 participant scales (10 analysed x 3 sequences), 14 kappa observers (10 participants
+    and the 4 models given with --models) and their uninformative pairs, 10 rating participants."""
+    root, out = simulated_report
+    html = out.read_text()
+    export = root / "export"
+    responses = demo_spec.parent / "stimuli" / "model_responses.csv"
+    runner = CliRunner()
+
+    mlds = runner.invoke(main, ["analyze", "mlds", str(export / "triads.csv"), "--out",
+                                str(root / "cli-mlds"), "--n-resamples", "0"])
+    assert mlds.exit_code == 0, mlds.output
+    total, informative = (int(v) for v in re.search(
+        r"(\d+) participant scale\(s\); \d+ converged.*?; (\d+) informative", mlds.output,
+        re.S).groups())
+    assert total == 30
+    text = _section_text(html, "mlds")
+    shown = re.search(r"(\d+) of (\d+) participant scales", text)
+    assert shown is not None and (int(shown[1]), int(shown[2])) == (informative, total), text
+    sentence = re.search(r"\d+ of \d+ participant scales .*? every level\.", mlds.output)[0]
+    assert "of 10 analysed participants" in sentence and sentence in text
+
+    ec = runner.invoke(main, ["analyze", "ec", str(export), "--models", str(responses), "--out",
+                              str(root / "cli-ec"), "--n-resamples", "20", "--n-sim", "20",
+                              "--no-figures"])
+    assert ec.exit_code == 0, ec.output
+    observers = int(re.search(r"read export data: (\d+) observers", ec.output)[1])
+    flat, pairs = (int(v) for v in re.search(r"(\d+) of (\d+) pairs", ec.output).groups())
+    assert observers == 14 and flat > 0
+    text = _section_text(html, "kappa")
+    assert f"{observers} observers (10 participants, 4 models)" in text, text
+    assert f"{flat} of {pairs} pairs uninformative" in text, text
+    sentence = re.search(r"\d+ observers \(.*? no errors to compare\)\.", ec.output)[0]
+    assert sentence in text
+
+    ratings = runner.invoke(main, ["analyze", "ratings", str(export), "--models", str(responses),
+                                   "--out", str(root / "cli-ratings"), "--n-resamples", "400"])
+    assert ratings.exit_code == 0, ratings.output
+    counted = re.search(r"ratings: (\d+ of the \d+ participants with rating trials analysed)",
+                        ratings.output)[1]
+    assert counted.startswith("10 of the 12 ")
+    assert counted in _section_text(html, "reliability")
+    assert counted in _section_text(html, "scores")
+    # the report's numeric table of model scores holds the command's scores and CIs
+    cli = pd.read_csv(root / "cli-ratings" / "scores.csv").query("metric == 'pearson_r'")
+    table = next(t for t in _tables(html, "scores") if "model" in t.columns)
+    got = table.astype({"estimate": float, "ci_low": float, "ci_high": float})
+    merged = cli.merge(got, on=["subset", "model"], suffixes=("_cli", "_report"),
+                       validate="1:1")
+    assert len(merged) == len(cli) == 12  # 4 models x 3 subsets
+    for column in ("estimate", "ci_low", "ci_high"):
+        # the page shows three decimals: equal up to that rounding
+        assert np.allclose(merged[f"{column}_cli"], merged[f"{column}_report"], rtol=0,
+                           atol=5.01e-4), column
