@@ -4,7 +4,8 @@ Accuracy difference, observed and error consistency, accuracy distance (Brain-Sc
 and shape match (Geirhos et al. 2019; Hermann et al. 2020), conditional error consistency (Kato &
 He 2026), I2n (Rajalingham et al. 2018), each per human-difficulty regime (Xu et al. 2026), with
 bootstrap intervals over one shared set of resamples (``profile``); per observer, double-pass
-internal noise and individual noise ceilings (``double_pass``).
+internal noise and individual noise ceilings (``double_pass``), and the split of each observer's
+variance into shared, individual and noise parts (``variance_split``).
 """
 
 from humanlike.analysis.alignment.accuracy import accuracy_difference as accuracy_difference
@@ -35,3 +36,5 @@ from humanlike.analysis.alignment.shape_bias import (
     cue_conflict_categories as cue_conflict_categories,
 )
 from humanlike.analysis.alignment.shape_bias import shape_bias as shape_bias
+from humanlike.analysis.alignment.variance_split import VarianceSplit as VarianceSplit
+from humanlike.analysis.alignment.variance_split import variance_split as variance_split
