@@ -106,9 +106,11 @@ def _lock_experiment(exp: Experiment) -> None:
 
 
 def allocate(
-    exp: Experiment, loaded: LoadedExperiment, entry: Entry, user_agent: str | None
+    exp: Experiment, loaded: LoadedExperiment, entry: Entry, user_agent: str | None,
+    simulated: bool = False,
 ) -> tuple[Participant, str]:
-    """Create a participant with a condition, a seeded timeline and a fresh write token.
+    """Create a participant with a condition, a seeded timeline and a fresh write token;
+    ``simulated`` (a rehearsal or a preview, ``server.rehearsal``) is written in the same insert.
 
     Returns the row and the token in clear (only its hash is stored). Counting the places and
     inserting the row is one transaction, committed here, under the experiment's row lock
@@ -119,7 +121,7 @@ def allocate(
         try:
             _lock_experiment(exp)
             timeouts.sweep_experiment(exp)
-            participant, token = _new_participant(exp, loaded, entry, user_agent)
+            participant, token = _new_participant(exp, loaded, entry, user_agent, simulated)
             db.session.commit()
         except BaseException:
             db.session.rollback()
@@ -153,7 +155,8 @@ def _adaptive_draw(exp: Experiment, loaded: LoadedExperiment, seed: int) -> dict
 
 
 def _new_participant(
-    exp: Experiment, loaded: LoadedExperiment, entry: Entry, user_agent: str | None
+    exp: Experiment, loaded: LoadedExperiment, entry: Entry, user_agent: str | None,
+    simulated: bool = False,
 ) -> tuple[Participant, str]:
     token = new_token()
     public_id = secrets.token_hex(8)
@@ -194,6 +197,7 @@ def _new_participant(
         n_trials=len(timeline["trials"]),
         status=ParticipantStatus.ALLOCATED.value,
         user_agent=(user_agent or "")[:1000],
+        simulated=simulated,
     )
     db.session.add(participant)
     return participant, token

@@ -134,7 +134,9 @@ def admit(loaded, exp: Experiment, entry: Entry, preview_by: int | None = None):
     if not retention.privacy(exp.slug).store_user_agent:
         user_agent = None  # used for the device check above, not stored ([privacy])
     try:
-        participant, token = allocation.allocate(exp, loaded, entry, user_agent)
+        participant, token = allocation.allocate(
+            exp, loaded, entry, user_agent,
+            simulated=preview_by is not None or rehearsal.is_rehearsal(exp.slug))
     except IntegrityError:
         return _lost_race(exp, entry, owned)
     rehearsal.mark_arrival(participant, exp.slug, preview_by)

@@ -39,13 +39,10 @@ def is_rehearsal(slug: str) -> bool:
 
 
 def mark_arrival(participant: Participant, slug: str, preview_by: int | None = None) -> None:
-    """At arrival: record a rehearsal participant as simulated (committed) and say so in the reply;
-    a researcher's preview (``preview_by``: the logged-in user's id) as simulated with a
-    ``preview`` event; anyone else is left as they are."""
+    """At arrival (the flag itself is written by ``allocation.allocate``): say so in a
+    rehearsal's reply; record a researcher's preview (``preview_by``: the logged-in user's id)
+    with a ``preview`` event; anyone else is left as they are."""
     if is_rehearsal(slug):
-        participant.simulated = True
-        db.session.commit()
-
         @after_this_request
         def _say_so(response: Response) -> Response:
             response.headers[SIMULATED_HEADER] = "1"

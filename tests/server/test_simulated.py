@@ -217,3 +217,22 @@ def test_the_panels_model_responses_are_the_simulators_too(small_experiment, tmp
     stimulus = _natural_stimuli(spec, 1)[0]
     assert study.model_p(stimulus)[3] == 0.9
     assert study.truth().settings.observer == "eta"
+
+
+def test_a_rehearsal_is_simulated_in_the_insert_that_allocates_it(app, client, monkeypatch):
+    """A crash right after the allocation's commit (before the arrival's reply) leaves the row
+    marked: the flag is written with the participant, not in a second transaction."""
+    from humanlike.server import rehearsal
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("process died after the allocation")
+
+    monkeypatch.setattr(rehearsal, "mark_arrival", crash)
+    key = rehearsal.rehearsal_key(app.config["SECRET_KEY"], "small")
+    crashed = client.get(f"/start/small?{ENTRY.format(pid='CRASH1')}",
+                         headers={rehearsal.REHEARSAL_HEADER: key})
+    assert crashed.status_code == 500
+    assert client.get(f"/start/small?{ENTRY.format(pid='CRASH2')}").status_code == 500
+    with app.app_context():
+        db.session.remove()
+    assert _flags(app) == {"CRASH1": True, "CRASH2": False}
