@@ -2,8 +2,8 @@
 
 Times ``alignment_profile`` (10 humans, 3 models; 160 + 160 + 1,280 images; every metric for the
 'all' regime and four human-difficulty regimes; 1,000 shared resamples of images and humans) and
-``double_pass`` on 13 simulated observers (400 repeated trials, 1,000 resamples each). Best of
-``--repeats`` runs after one warm-up, wall and CPU time. Prints the profile table (regime 'all')
+``double_pass`` and ``variance_split`` on 13 simulated observers (400 repeated trials, 1,000
+resamples). Best of ``--repeats`` runs after one warm-up, wall and CPU time. Prints the profile table (regime 'all')
 and the model ranks per regime, then one JSON line: ``{"seconds_profile": ..., ...}``.
 Run: ``.venv/bin/python bench/alignment.py``.
 """
@@ -25,6 +25,7 @@ from humanlike.analysis.alignment import (
     baseline_correct,
     cue_conflict_shape_image,
     double_pass,
+    variance_split,
 )
 from humanlike.analysis.alignment.regimes import regime_labels
 from humanlike.analysis.data_paths import shared_data_dir
@@ -92,6 +93,15 @@ def main() -> None:
     seconds_dp, cpu_dp, _ = best_time(noise, args.repeats)
     print(f"double_pass, 13 observers x 400 repeats, {N_RESAMPLES} resamples: {seconds_dp:.3f} s "
           f"(cpu {cpu_dp:.3f} s)", file=sys.stderr)
+    first = np.array([a for a, _ in passes])
+    second = np.array([b for _, b in passes])
+
+    def split(seed: int):
+        return variance_split(first, second, n_resamples=N_RESAMPLES, random_state=seed)
+
+    seconds_vs, cpu_vs, _ = best_time(split, args.repeats)
+    print(f"variance_split, 13 observers x 400 repeats, {N_RESAMPLES} resamples: "
+          f"{seconds_vs:.3f} s (cpu {cpu_vs:.3f} s)", file=sys.stderr)
     table = result.table
     shown = table[(table["regime"] == "all") & table["metric"].isin(SHOWN)].copy()
     shown["value"] = [f"{e:.3f} [{lo:.3f}, {hi:.3f}]" for e, lo, hi in
@@ -108,7 +118,9 @@ def main() -> None:
     print(markdown(ranks.pivot_table(index=["experiment", "observer"], columns="regime",
                                      values="rank").reindex(columns=order).reset_index()))
     print(json.dumps({"seconds_profile": round(seconds, 3), "cpu_profile": round(cpu, 3),
-                      "seconds_double_pass": round(seconds_dp, 3), "cpu_double_pass": round(cpu_dp, 3)}))
+                      "seconds_double_pass": round(seconds_dp, 3), "cpu_double_pass": round(cpu_dp, 3),
+                      "seconds_variance_split": round(seconds_vs, 3),
+                      "cpu_variance_split": round(cpu_vs, 3)}))
 
 
 if __name__ == "__main__":

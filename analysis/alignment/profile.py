@@ -53,13 +53,15 @@ METRICS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class AlignmentProfile:
-    """Table (experiment, regime, metric, observer, estimate, ci_low, ci_high, n_images) and the
-    bootstrap value of every row (rows x resamples, same resamples for every row)."""
+    """Table (experiment, regime, metric, observer, estimate, ci_low, ci_high, n_images), the
+    bootstrap value of every row (rows x resamples, same resamples for every row), and each
+    model's fit to each human (``per_observer``: image resamples only)."""
 
     table: pd.DataFrame
     bootstrap: np.ndarray = field(repr=False)
     n_resamples: int
     confidence_level: float
+    per_observer: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
 
     def wide(self, regime: str = "all") -> pd.DataFrame:
         """Estimates of one regime as observers x metrics, per experiment."""
@@ -207,6 +209,26 @@ def _regime_metrics(cells: list[dict[str, np.ndarray]], v: np.ndarray,
     return out
 
 
+PER_OBSERVER: dict[str, str] = {"observed_consistency": "mh_cobs", "error_consistency": "mh_kappa",
+                                "accuracy_distance": "ad",
+                                "conditional_error_consistency": "cmh_kappa"}
+
+
+def _per_human(cells: list[dict[str, np.ndarray]], models: Sequence[str], humans: Sequence[str],
+               confidence_level: float) -> list[dict[str, object]]:
+    """Each model's fit to each human (averaged over conditions only), with percentile CIs."""
+    rows: list[dict[str, object]] = []
+    with quiet_nan_warnings():
+        for metric, name in PER_OBSERVER.items():
+            values = np.nanmean(np.stack([c[name] for c in cells]), axis=0)  # (B, M, H)
+            low, high = percentile_interval(values[1:], confidence_level, axis=0)
+            for j, model in enumerate(models):
+                rows += [{"metric": metric, "model": model, "human": human,
+                          "estimate": float(values[0, j, i]), "ci_low": float(low[j, i]),
+                          "ci_high": float(high[j, i])} for i, human in enumerate(humans)]
+    return rows
+
+
 def experiment_profile(
     trials: pd.DataFrame,
     *,
@@ -218,8 +240,9 @@ def experiment_profile(
     n_resamples: int = 1000,
     confidence_level: float = 0.95,
     random_state: RandomState = None,
-) -> tuple[pd.DataFrame, np.ndarray]:
-    """One experiment's profile rows and their bootstrap values (see :func:`alignment_profile`)."""
+) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame]:
+    """One experiment's profile rows, their bootstrap values and the per-human model fits (see
+    :func:`alignment_profile`)."""
     n_resamples = check_n_resamples(n_resamples)
     check_confidence_level(confidence_level)
     data = alignment_data(trials)
@@ -241,7 +264,7 @@ def experiment_profile(
     w = np.vstack([np.ones((1, data.images.size)), stimuli]).astype(np.float32)
     v = np.vstack([np.ones((1, h)), people]).astype(float)
     step = max(1, MAX_BATCH_ELEMENTS // max(x.shape[1], data.images.size))
-    rows, values = [], []
+    rows, values, fits = [], [], []
     for regime, in_regime in regimes:
         cells = []
         for cond in conditions:
@@ -258,13 +281,15 @@ def experiment_profile(
             rows.append({"regime": regime, "metric": metric, "observer": observer,
                          "estimate": float(series[0]), "n_images": int(in_regime.sum())})
             values.append(series[1:])
+        fits += [{"regime": regime, **row} for row in
+                 _per_human(cells, data.models, data.humans, confidence_level)]
     boot = np.asarray(values, dtype=float)
     low, high = percentile_interval(boot, confidence_level, axis=1)
     table = pd.DataFrame(rows)
     table["ci_low"], table["ci_high"] = low, high
     order = np.argsort(table["metric"].map({n: i for i, n in enumerate(METRICS)}).to_numpy(),
                        kind="stable")
-    return table.iloc[order].reset_index(drop=True), boot[order]
+    return table.iloc[order].reset_index(drop=True), boot[order], pd.DataFrame(fits)
 
 
 def alignment_profile(
@@ -292,18 +317,22 @@ def alignment_profile(
     """
     frame = trials if "experiment" in trials.columns else trials.assign(experiment="all")
     seeds = np.random.SeedSequence(random_state if isinstance(random_state, int) else None)
-    tables, boots = [], []
+    tables, boots, fits = [], [], []
     experiments = sorted(frame["experiment"].astype(str).unique())
     for experiment, seed in zip(experiments, seeds.spawn(len(experiments)), strict=True):
         rows = frame[frame["experiment"].astype(str) == experiment]
         base, key = (baselines or {}).get(experiment, (None, same_image))
-        table, boot = experiment_profile(
+        table, boot, fit = experiment_profile(
             rows, baseline=base, image_key=key, edges=edges, chance=chance, degenerate=degenerate,
             n_resamples=n_resamples, confidence_level=confidence_level,
             random_state=np.random.default_rng(seed))
         tables.append(table.assign(experiment=experiment))
         boots.append(boot)
+        fits.append(fit.assign(experiment=experiment))
     table = pd.concat(tables, ignore_index=True)
     columns = ["experiment", "regime", "metric", "observer", "estimate", "ci_low", "ci_high",
                "n_images"]
-    return AlignmentProfile(table[columns], np.vstack(boots), n_resamples, confidence_level)
+    per_observer = pd.concat(fits, ignore_index=True)[
+        ["experiment", "regime", "metric", "model", "human", "estimate", "ci_low", "ci_high"]]
+    return AlignmentProfile(table[columns], np.vstack(boots), n_resamples, confidence_level,
+                            per_observer)

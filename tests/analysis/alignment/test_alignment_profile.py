@@ -187,3 +187,18 @@ def test_accuracy_difference_and_distance_intervals_cover_the_simulated_truth():
             hits[metric] += row["ci_low"] <= truth[metric] <= row["ci_high"]
     assert hits["accuracy_difference"] >= 34, hits  # nominal 38 of 40; 1% binomial tail at 34
     assert hits["accuracy_distance"] >= 34, hits
+
+
+def test_per_observer_fits_are_each_models_kappa_with_each_human(mvh, profile):
+    table = correctness(mvh, "silhouette")
+    fits = profile.per_observer
+    row = fits[(fits["experiment"] == "silhouette") & (fits["regime"] == "all")
+               & (fits["metric"] == "error_consistency") & (fits["model"] == "resnet50")
+               & (fits["human"] == "subject-03")]
+    assert len(row) == 1
+    assert float(row["estimate"].iloc[0]) == pytest.approx(
+        hand_kappa(table["resnet50"], table["subject-03"]), abs=1e-6)
+    assert float(row["ci_low"].iloc[0]) < float(row["estimate"].iloc[0]) < float(
+        row["ci_high"].iloc[0])
+    everyone = fits[(fits["experiment"] == "edge") & (fits["regime"] == "all")]
+    assert len(everyone) == 4 * 3 * 10  # four metrics, three models, ten humans
