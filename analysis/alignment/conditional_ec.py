@@ -31,7 +31,8 @@ def cue_conflict_shape_image(name: str) -> str:
     shape, _ = cue_conflict_categories([text])
     if not shape[0]:
         return text
-    return text.split("-", 1)[0] + "." + text.rsplit(".", 1)[-1] if "." in text else text.split("-", 1)[0]
+    stem, _, suffix = text.partition("-")
+    return stem + (suffix[suffix.rfind("."):] if "." in suffix else "")
 
 
 def baseline_correct(base_trials: pd.DataFrame) -> pd.Series:

@@ -34,7 +34,7 @@ from humanlike.analysis.alignment.conditional_ec import baseline_mask, same_imag
 from humanlike.analysis.alignment.data import AlignmentData, alignment_data
 from humanlike.analysis.alignment.regimes import DEFAULT_EDGES, difficulty_regimes, regime_labels
 from humanlike.analysis.alignment.shape_bias import cue_conflict_categories, shape_bias
-from humanlike.analysis.error_consistency import kappa_from_rates
+from humanlike.analysis.error_consistency import check_degenerate, kappa_from_rates
 
 #: Metrics of the profile, in table order (``humans``/``ceiling`` rows sit beside the models).
 METRICS: tuple[str, ...] = (
@@ -142,8 +142,7 @@ def _cell_metrics(s: dict[str, np.ndarray], v: np.ndarray, h: int, m: int, chanc
     """Per-cell statistics (resamples first) from the summed columns ``s``."""
     b = v.shape[0]
     acc = _ratio(s["k"], s["n"])  # (B, O)
-    out: dict[str, np.ndarray] = {"acc_h": acc[:, :h], "acc_m": acc[:, h:],
-                                  "k_h": s["k"][:, :h], "n_h": s["n"][:, :h]}
+    out: dict[str, np.ndarray] = {"acc_h": acc[:, :h], "acc_m": acc[:, h:]}
     for prefix in ("mh", "cmh"):
         n = s[f"{prefix}_n"]
         pa, pb = _ratio(s[f"{prefix}_a"], n), _ratio(s[f"{prefix}_b"], n)
@@ -315,7 +314,13 @@ def alignment_profile(
     ``regime='all'``); ``chance`` enters accuracy distance. One resample draw per experiment
     (seeded from ``random_state``) serves every metric, regime and model.
     """
+    check_degenerate(degenerate)
+    if not 0.0 <= chance < 1.0:
+        raise ValueError(f"chance must lie in [0, 1), got {chance!r}")
     frame = trials if "experiment" in trials.columns else trials.assign(experiment="all")
+    unknown = sorted(set(baselines or {}) - set(frame["experiment"].astype(str)))
+    if unknown:
+        raise ValueError(f"baselines name experiment(s) {unknown} that the trials do not hold")
     seeds = np.random.SeedSequence(random_state if isinstance(random_state, int) else None)
     tables, boots, fits = [], [], []
     experiments = sorted(frame["experiment"].astype(str).unique())

@@ -202,3 +202,16 @@ def test_per_observer_fits_are_each_models_kappa_with_each_human(mvh, profile):
         row["ci_high"].iloc[0])
     everyone = fits[(fits["experiment"] == "edge") & (fits["regime"] == "all")]
     assert len(everyone) == 4 * 3 * 10  # four metrics, three models, ten humans
+
+
+def test_bad_arguments_are_refused_naming_what_is_wrong(mvh):
+    edge = mvh[mvh["experiment"] == "edge"]
+    with pytest.raises(ValueError, match=r"baselines name experiment\(s\) \['contrast'\]"):
+        alignment_profile(edge, baselines={"contrast": (pd.Series(dtype=bool), str)},
+                          n_resamples=5)
+    with pytest.raises(ValueError, match="degenerate must be one of"):
+        alignment_profile(edge, degenerate="zero", n_resamples=5)
+    with pytest.raises(ValueError, match="chance"):
+        alignment_profile(edge, chance=1.5, n_resamples=5)
+    assert cue_conflict_shape_image("airplane1-bicycle2.png") == "airplane1.png"
+    assert cue_conflict_shape_image("oven10.png") == "oven10.png"
