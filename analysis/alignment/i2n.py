@@ -85,8 +85,8 @@ class I2nConsistency:
 def i2n_consistency(a: pd.DataFrame, b: pd.DataFrame, *, n_resamples: int = 1000,
                     confidence_level: float = 0.95,
                     random_state: RandomState = None) -> I2nConsistency:
-    """Pearson r of two I2n tables over common (image, distractor) cells (Rajalingham 2018, Fig. 4),
-    with a percentile CI from image resamples (weighted Pearson sums, all resamples at once)."""
+    """Pearson r of two I2n tables over common (image, distractor) cells (Rajalingham et al. 2018;
+    raw, not divided by split-half reliabilities), with a percentile CI from image resamples."""
     n_resamples = check_n_resamples(n_resamples)
     joined = a.merge(b, on=["stimulus", "distractor"], suffixes=("_a", "_b")).dropna()
     images, cell_image = np.unique(joined["stimulus"].astype(str), return_inverse=True)
