@@ -35,6 +35,7 @@ from humanlike.analysis.alignment.data import AlignmentData, alignment_data
 from humanlike.analysis.alignment.regimes import DEFAULT_EDGES, difficulty_regimes, regime_labels
 from humanlike.analysis.alignment.shape_bias import cue_conflict_categories, shape_bias
 from humanlike.analysis.error_consistency import check_degenerate, kappa_from_rates
+from humanlike.analysis.error_consistency.kappa import Degenerate
 
 #: Metrics of the profile, in table order (``humans``/``ceiling`` rows sit beside the models).
 METRICS: tuple[str, ...] = (
@@ -138,7 +139,7 @@ def _wmean(values: np.ndarray, weights: np.ndarray, axis: int = -1) -> np.ndarra
 
 
 def _cell_metrics(s: dict[str, np.ndarray], v: np.ndarray, h: int, m: int, chance: float,
-                  degenerate: str) -> dict[str, np.ndarray]:
+                  degenerate: Degenerate) -> dict[str, np.ndarray]:
     """Per-cell statistics (resamples first) from the summed columns ``s``."""
     b = v.shape[0]
     acc = _ratio(s["k"], s["n"])  # (B, O)
@@ -235,7 +236,7 @@ def experiment_profile(
     image_key: Callable[[str], str] = same_image,
     edges: Sequence[float] | None = DEFAULT_EDGES,
     chance: float = 0.0,
-    degenerate: str = "undefined",
+    degenerate: Degenerate = "undefined",
     n_resamples: int = 1000,
     confidence_level: float = 0.95,
     random_state: RandomState = None,
@@ -297,7 +298,7 @@ def alignment_profile(
     baselines: dict[str, tuple[pd.Series, Callable[[str], str]]] | None = None,
     edges: Sequence[float] | None = DEFAULT_EDGES,
     chance: float = 0.0,
-    degenerate: str = "undefined",
+    degenerate: Degenerate = "undefined",
     n_resamples: int = 1000,
     confidence_level: float = 0.95,
     random_state: RandomState = None,
