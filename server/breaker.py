@@ -81,36 +81,46 @@ def horizon_minutes() -> int:
 class ErrorTally:
     """The participant API's answers and 5xx answers per minute in ``breaker_count``, one table
     that every app process adds to: a process keeps its own counts for at most ``flush_s`` seconds
-    and then adds them in one upsert (a process that dies loses at most that much)."""
+    and then adds them in one upsert (a process that dies loses at most that much). Counts wait
+    per database, so a process serving several apps (tests, a CLI) adds each app's to its own."""
 
     def __init__(self, flush_s: float = 5.0) -> None:
         self.flush_s = flush_s
-        self._pending: dict[int, list[int]] = {}
-        self._flushed = -float("inf")
-        self._pruned = -float("inf")
+        self._pending: dict[str, dict[int, list[int]]] = {}
+        self._flushed: dict[str, float] = {}
+        self._pruned: dict[str, float] = {}
         self._lock = threading.Lock()
 
+    @staticmethod
+    def _database() -> str:
+        """The current app's database, as the key its waiting counts are kept under."""
+        return db.engine.url.render_as_string(hide_password=True)
+
     def add(self, error: bool, now: float | None = None) -> None:
-        """Count one answer at ``now`` (UNIX seconds) in this process."""
+        """Count one answer at ``now`` (UNIX seconds) in this process, for the app's database."""
         minute = int((time.time() if now is None else now) // 60)
+        database = self._database()
         with self._lock:
-            counts = self._pending.setdefault(minute, [0, 0])
+            counts = self._pending.setdefault(database, {}).setdefault(minute, [0, 0])
             counts[0] += 1
             counts[1] += int(error)
 
     def due(self) -> bool:
-        """True when counts have waited ``flush_s`` seconds since the last flush."""
-        return bool(self._pending) and time.monotonic() - self._flushed >= self.flush_s
+        """True when the app's counts have waited ``flush_s`` seconds since its last flush."""
+        database = self._database()
+        return (bool(self._pending.get(database))
+                and time.monotonic() - self._flushed.get(database, -float("inf")) >= self.flush_s)
 
     def flush(self) -> None:
         """Add this process's counts to the app's database (they stay here if that fails); at most
         hourly, drop minutes and sources older than ``horizon_minutes``."""
+        database = self._database()
         with self._lock:
-            pending, self._pending = self._pending, {}
-            self._flushed = now = time.monotonic()
-            prune_now = now - self._pruned >= 3600
+            pending = self._pending.pop(database, {})
+            self._flushed[database] = now = time.monotonic()
+            prune_now = now - self._pruned.get(database, -float("inf")) >= 3600
             if prune_now:
-                self._pruned = now
+                self._pruned[database] = now
         if not pending and not prune_now:
             return
         try:
@@ -130,8 +140,9 @@ class ErrorTally:
                         BreakerSource.seen_at < utcnow() - dt.timedelta(minutes=keep)))
         except BaseException:
             with self._lock:
+                waiting = self._pending.setdefault(database, {})
                 for minute, (answers, errors) in pending.items():
-                    counts = self._pending.setdefault(minute, [0, 0])
+                    counts = waiting.setdefault(minute, [0, 0])
                     counts[0] += answers
                     counts[1] += errors
             raise

@@ -223,6 +223,25 @@ def test_the_error_tally_counts_answers_per_minute_in_the_database(bapp):
         assert breaker.ErrorTally().rate(600, now=t0 + 2999) == (22, 5)
 
 
+def test_counts_of_one_app_never_land_in_another_apps_database(bapp, tmp_path):
+    """A process serving two apps (tests, a CLI beside a server) keeps each app's waiting counts
+    for its own database: a flush in one app writes none of the other's."""
+    other = create_app({"TESTING": True, "SECRET_KEY": "k",
+                        "SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'other.sqlite'}"})
+    database.upgrade(other)
+    tally = breaker.ErrorTally(flush_s=3600.0)
+    t0 = 1_800_000_000.0
+    with bapp.app_context():
+        for _ in range(7):
+            tally.add(True, now=t0)
+    with other.app_context():
+        tally.add(False, now=t0)
+        assert tally.rate(600, now=t0 + 30) == (1, 0)  # not bapp's seven 5xx
+    with bapp.app_context():
+        assert tally.rate(600, now=t0 + 30) == (7, 7)
+    database.dispose(other)
+
+
 def _answer_in_own_process(database_url: str, spec: str, ok: int, failing: int, ready, conn):
     """One app process: a participant's timeline fetched ``ok`` times, then ``failing`` times with
     the view failing (500); after both processes have answered, the error tally it reads."""
@@ -299,8 +318,9 @@ def test_fast_answers_alone_or_server_errors_alone_trip_it(bapp, spec, fake, cau
         n_participants=10, fail_catch=0, rt_median_ms=300.0 if fast else 5000.0, seed=5,
         id_prefix=cause))
     if not fast:
-        for _ in range(150):
-            breaker.TALLY.add(True)  # the 5xx answers of a failing stimulus server, say
+        with bapp.app_context():  # counts wait for the app's own database
+            for _ in range(150):
+                breaker.TALLY.add(True)  # the 5xx answers of a failing stimulus server, say
     with api_client(app=bapp) as client:
         for number in range(10):
             from_address(client, number)
