@@ -19,6 +19,7 @@ import pandas as pd
 from humanlike.analysis._resampling import (
     MAX_BATCH_ELEMENTS,
     RandomState,
+    as_rng,
     check_confidence_level,
     check_n_resamples,
     draw_resample_counts,
@@ -322,16 +323,16 @@ def alignment_profile(
     unknown = sorted(set(baselines or {}) - set(frame["experiment"].astype(str)))
     if unknown:
         raise ValueError(f"baselines name experiment(s) {unknown} that the trials do not hold")
-    seeds = np.random.SeedSequence(random_state if isinstance(random_state, int) else None)
-    tables, boots, fits = [], [], []
     experiments = sorted(frame["experiment"].astype(str).unique())
-    for experiment, seed in zip(experiments, seeds.spawn(len(experiments)), strict=True):
+    seeds = as_rng(random_state).integers(0, 2**63, size=len(experiments))
+    tables, boots, fits = [], [], []
+    for experiment, seed in zip(experiments, seeds, strict=True):
         rows = frame[frame["experiment"].astype(str) == experiment]
         base, key = (baselines or {}).get(experiment, (None, same_image))
         table, boot, fit = experiment_profile(
             rows, baseline=base, image_key=key, edges=edges, chance=chance, degenerate=degenerate,
             n_resamples=n_resamples, confidence_level=confidence_level,
-            random_state=np.random.default_rng(seed))
+            random_state=int(seed))
         tables.append(table.assign(experiment=experiment))
         boots.append(boot)
         fits.append(fit.assign(experiment=experiment))
