@@ -236,3 +236,19 @@ def test_a_rehearsal_is_simulated_in_the_insert_that_allocates_it(app, client, m
     with app.app_context():
         db.session.remove()
     assert _flags(app) == {"CRASH1": True, "CRASH2": False}
+
+
+def test_a_models_folder_is_its_csv_files_and_an_empty_one_is_an_error(small_experiment, tmp_path):
+    import pytest
+
+    from humanlike.server.simulate import load_responses
+
+    spec = _copy_small(small_experiment, tmp_path / "exp")
+    _write_models(tmp_path / "models" / "a.csv", _natural_stimuli(spec, 2), ("alpha",))
+    _write_models(tmp_path / "models" / "b.csv", _natural_stimuli(spec, 3), ("beta",))
+    frame = load_responses([tmp_path / "models"])
+    assert frame.groupby("model").size().to_dict() == {"alpha": 20, "beta": 30}
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="empty: no .csv or .parquet model responses"):
+        load_responses([tmp_path / "empty"])
+    assert load_responses([]) is None
