@@ -21,7 +21,7 @@ def entry_links(base: str, slug: str, declared: object = None) -> list[tuple[str
     preset = resolve(declared)  # type: ignore[arg-type]
     if preset.platform is Platform.LOCAL:
         return [("local link", start), ("Prolific study URL", study_link(base, slug))]
-    preview = ("researcher preview", f"{start}  (log in to the admin pages first)")
+    preview = ("researcher preview: log in to the admin pages first", start)
     if preset.platform is Platform.PROLIFIC:  # a plain link is only the researcher's preview
         return [preview, ("Prolific study URL", study_link(base, slug))]
     if preset.platform is Platform.SONA:
@@ -41,13 +41,11 @@ def entry_links(base: str, slug: str, declared: object = None) -> list[tuple[str
 
 
 def echo_links(base: str, slug: str, heading: str, declared: object = None) -> None:
-    """Print the links of a study's source (``entry_links``) under ``heading``: the first on the
-    heading's line (with its label unless it is the plain local link), the others labelled below."""
+    """Print the links of a study's source (``entry_links``): the first on ``heading``'s line
+    (with its label unless it is the plain local link), the others labelled below it."""
     links = entry_links(base, slug, declared)
     (first_label, first), rest = links[0], links[1:]
-    click.echo(f"{heading}{first}")
-    if first_label != "local link":
-        click.echo(f"  ({first_label})")
+    click.echo(f"{heading}{first}" + ("" if first_label == "local link" else f"  ({first_label})"))
     for label, url in rest:
         click.echo(f"  {label + ':':20s} {url}")
 

@@ -48,8 +48,7 @@ def test_serve_prints_the_entry_link_each_source_uses():
                            "&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}")
     # a Prolific study admits a plain link only as the logged-in researcher's preview
     preview, template = entry_links(base, "s", "prolific")
-    assert preview == ("researcher preview",
-                       "http://h:1/start/s  (log in to the admin pages first)")
+    assert preview == ("researcher preview: log in to the admin pages first", "http://h:1/start/s")
     assert template == prolific
 
 
