@@ -147,16 +147,22 @@ def analyze_error_consistency(
     )
     step(1)
     pairs = kappa.pairs.copy()
-    pairs["p_independence"] = cast(np.ndarray, independence_pvalues(  # return_null=False
-        pairs["kappa"].to_numpy(),
-        np.rint(pairs["acc_a"] * pairs["n"]),
-        np.rint(pairs["acc_b"] * pairs["n"]),
-        pairs["n"].to_numpy(),
-        n_sim=n_sim,
-        degenerate=degenerate,
-        unbiased=unbiased,
-        random_state=rng,
-    ))
+    # a pair that shares no trial has no kappa to test: no p-value, left out of the correction
+    shared = pairs["n"].to_numpy() >= 1
+    tested = pairs[shared]
+    p_independence = np.full(len(pairs), np.nan)
+    if shared.any():
+        p_independence[shared] = cast(np.ndarray, independence_pvalues(  # return_null=False
+            tested["kappa"].to_numpy(),
+            np.rint(tested["acc_a"] * tested["n"]),
+            np.rint(tested["acc_b"] * tested["n"]),
+            tested["n"].to_numpy(),
+            n_sim=n_sim,
+            degenerate=degenerate,
+            unbiased=unbiased,
+            random_state=rng,
+        ))
+    pairs["p_independence"] = p_independence
     pairs = pairs.assign(**precision_columns(pairs, confidence_level))
     adjusted = holm_sidak(pairs["p_independence"].to_numpy(), alpha=alpha)
     pairs["p_holm_sidak"] = adjusted.p_adjusted

@@ -339,3 +339,24 @@ def test_a_pair_with_too_few_errors_is_labelled_with_the_copy_models_trials():
     assert kappa_standard_error(row["kappa"], row["acc_a"], row["acc_b"], row["trials_for_ci"]) \
         * 1.959964 <= 0.2 + 1e-9
     assert big.iloc[0]["ci_note"] == ""
+
+
+def test_observers_who_share_no_stimulus_get_no_test_and_the_others_are_still_tested():
+    """Three observers: a and b saw stimuli 0-19, c saw 20-39 only (no trial shared with a or b).
+    The a-b pair is tested; the pairs with c have no kappa and no p-value instead of failing the
+    whole analysis ('need n >= 1'), and Holm-Sidak corrects over the tested pairs only."""
+    from humanlike.analysis.error_consistency.analysis import analyze_error_consistency
+
+    rng = np.random.default_rng(3)
+    rows = [{"observer": obs, "stimulus": str(s), "correct": bool(rng.random() < 0.7)}
+            for obs, stimuli in (("a", range(20)), ("b", range(20)), ("c", range(20, 40)))
+            for s in stimuli]
+    frame = pd.DataFrame(rows).assign(group="human", condition="c", experiment="e")
+    pairs = analyze_error_consistency(frame, n_resamples=200, n_sim=200, random_state=0).pairs
+    by_pair = {(r.observer_a, r.observer_b): r for r in pairs.itertuples()}
+    tested = by_pair[("a", "b")]
+    assert tested.n == 20 and np.isfinite(tested.p_independence)
+    assert tested.p_holm_sidak == pytest.approx(tested.p_independence)  # one test in the family
+    for pair in (("a", "c"), ("b", "c")):
+        assert by_pair[pair].n == 0 and np.isnan(by_pair[pair].p_independence)
+        assert not by_pair[pair].significant
