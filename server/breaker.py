@@ -342,10 +342,10 @@ def read(exp: Experiment, rules: BreakerRules, now: dt.datetime) -> Reading:
         confirmed_returns(exp, frame.loc[returned, "id"].tolist())))
     counted = frame[finished | confirmed].copy()
     counted["source"] = counted["source"].fillna("participant:" + counted["id"].astype(str))
-    counted["returned"] = confirmed[finished | confirmed]
+    counted["is_return"] = confirmed[finished | confirmed]
     n_sources = int(counted["source"].nunique())
     weight = 1.0 / counted.groupby("source")["id"].transform("size")
-    done = counted[~counted["returned"]]
+    done = counted[~counted["is_return"]]
     failed: set[int] = set()
     if len(done) and n_sources >= rules.min_participants:  # QC only once it can matter
         refresh_qc(exp)
@@ -361,7 +361,7 @@ def read(exp: Experiment, rules: BreakerRules, now: dt.datetime) -> Reading:
         n_returned=int(confirmed.sum()), n_declined=int((returned & ~confirmed).sum()),
         n_sources=n_sources, n_qc_failed=len(failed),
         qc_fail_share=float(by_source["failed"].mean()) if len(by_source) else None,
-        return_share=float((weight * counted["returned"]).sum() / n_sources) if n_sources else None,
+        return_share=float((weight * counted["is_return"]).sum() / n_sources) if n_sources else None,
         api_answers=answers, api_errors=errors, error_rate=errors / answers if answers else None,
         median_time_share=float(np.median(shares)) if len(shares) else None)
     if n_sources < rules.min_participants:

@@ -32,8 +32,11 @@ OWED_STATUSES = frozenset({ParticipantStatus.COMPLETED, ParticipantStatus.SUBMIT
 """Finished and neither approved nor rejected yet: the platform still has to pay the submission."""
 PAID_THROUGH_US = frozenset({Platform.PROLIFIC})
 """Platforms where the researcher approves each submission (SONA credits at completion)."""
-SETTLED_ON_PLATFORM = {"APPROVED": "approved", "PARTIALLY APPROVED": "approved",
-                       "REJECTED": "rejected", "RETURNED": "returned", "TIMED-OUT": "timed_out",
+SETTLED_ON_PLATFORM = {"APPROVED": ParticipantStatus.APPROVED.value,
+                       "PARTIALLY APPROVED": ParticipantStatus.APPROVED.value,
+                       "REJECTED": ParticipantStatus.REJECTED.value,
+                       "RETURNED": ParticipantStatus.RETURNED.value,
+                       "TIMED-OUT": ParticipantStatus.TIMED_OUT.value,
                        "SCREENED OUT": "screened_out"}
 """A Prolific status that ends a submission -> the settlement noted (nothing is sent)."""
 AWAITING = "AWAITING REVIEW"
@@ -253,7 +256,7 @@ def settle(row: Withdrawal, platform_status: str, approve: Callable[[], Any] | N
                          target=f"withdrawal:{row.id}",
                          detail={"ok": False, "platform": platform_status, "message": str(exc)})
             return {**seen, "error": str(exc)}
-        outcome = "approved"
+        outcome = ParticipantStatus.APPROVED.value
     if outcome is None:
         return seen  # not submitted yet (ACTIVE, RESERVED): the next sync looks again
     row.owed, row.settled_at, row.settlement = False, utcnow(), outcome

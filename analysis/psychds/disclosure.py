@@ -85,7 +85,7 @@ def iso_time_columns(frame: pd.DataFrame) -> list[str]:
     for column in frame.columns:
         values = frame[column].dropna()
         if pd.api.types.is_datetime64_any_dtype(values) or (
-                len(values) and values.map(type).eq(str).all()
+                len(values) and values.map(lambda v: isinstance(v, str)).all()
                 and values.str.match(_ISO_TIME).all()):
             found.append(column)
     return found
@@ -141,6 +141,7 @@ def coarsen_times(frames: Mapping[str, pd.DataFrame], policy: str,
         for column in iso_time_columns(frame):
             stamps = pd.to_datetime(frame[column], utc=True, format="ISO8601")
             if offsets:
+                assert arrival is not None  # _origins' for the offsets policy
                 origin = frame["participant"].map(arrival)
                 frame[column] = ((stamps - origin).dt.total_seconds()).round(3)
                 notes[column] = "published as seconds since the participant's arrival"
@@ -150,6 +151,7 @@ def coarsen_times(frames: Mapping[str, pd.DataFrame], policy: str,
         for column in (c for c in EPOCH_MS_COLUMNS if c in frame.columns):
             millis = pd.to_numeric(frame[column], errors="coerce")
             if offsets:
+                assert first is not None
                 frame[column] = ((millis - frame["participant"].map(first)) / 1000.0).round(3)
                 notes[column] = "published as seconds since the participant's first trial " \
                                 "(browser clock)"

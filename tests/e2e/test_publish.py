@@ -206,7 +206,9 @@ def test_a_model_declared_in_a_toml_is_run_on_the_published_stimuli_and_scored(
     mine = pd.read_csv(tmp_path / "mine.csv", dtype={"stimulus": str, "category": str})
     merged = mine.merge(original, on=["model", "stimulus", "category"], validate="1:1")
     assert len(merged) == len(mine) > 0
-    assert (merged["probability_x"] == merged["probability_y"]).all()
+    # equal up to float32 accumulation order (the two runs batch the images differently)
+    np.testing.assert_allclose(merged["probability_x"], merged["probability_y"], rtol=1e-5,
+                               atol=1e-6)
 
 
 def test_free_text_is_published_only_when_asked(published, tmp_path):

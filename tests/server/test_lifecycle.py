@@ -90,11 +90,25 @@ def test_consenting_twice_is_a_silent_no_op(app, client):
 
 
 def test_the_completion_code_is_the_prolific_code_or_the_participants_own():
+    """Prolific's fixed code; otherwise the participant's own, an HMAC of the public id under the
+    server's key (issue 45 item 9: it was the public id's first 8 characters, visible in the URL)."""
+    import base64
+    import hashlib
+    import hmac
+
+    from flask import Flask
+
     spec = {"completion": {"prolific_code": "CODE1234"}}
     row = SimpleNamespace(public_id="0a1b2c3d4e5f6a7b", experiment=SimpleNamespace(spec=spec))
-    assert completion_code(SimpleNamespace(**vars(row), platform="prolific")) == "CODE1234"
-    assert completion_code(SimpleNamespace(**vars(row), platform="mturk")) == "0A1B2C3D"
-    assert completion_code(SimpleNamespace(**vars(row), platform="local")) == "0A1B2C3D"
+    app = Flask(__name__)
+    app.config["SECRET_KEY"] = "k"
+    own = base64.b32encode(hmac.new(b"k", b"completion:0a1b2c3d4e5f6a7b", hashlib.sha256)
+                           .digest()).decode()[:10]
+    with app.app_context():
+        assert completion_code(SimpleNamespace(**vars(row), platform="prolific")) == "CODE1234"
+        for platform in ("mturk", "local"):
+            code = completion_code(SimpleNamespace(**vars(row), platform=platform))
+            assert code == own and "0A1B2C3D" not in code.upper()
 
 
 @pytest.mark.parametrize("word", [*(s.value for s in ParticipantStatus),

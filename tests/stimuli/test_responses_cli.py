@@ -104,8 +104,11 @@ def test_responses_frame_equals_the_models_outputs_on_the_pngs(cache, digits, tm
         atol=0.05,
     )
     direct = model_responses(demo_models(["logreg"], cache_dir=cache), manifest, digits[1].parent)
+    # batches of 7 against one batch of 30: float32 sums over 784 pixels in another order (torch
+    # 2.13's CPU kernels block by batch size), so equal to float32 accumulation error, 1e-5
     np.testing.assert_allclose(
-        frame[frame.model == "logreg"].logit.to_numpy(), direct.logit.to_numpy(), rtol=1e-6
+        frame[frame.model == "logreg"].logit.to_numpy(), direct.logit.to_numpy(), rtol=1e-5,
+        atol=1e-5,
     )
 
 

@@ -54,7 +54,8 @@ def test_each_rule_is_stated_with_its_threshold_and_the_qcs_verdict():
 def _demo_rules_study(tmp_path: Path):
     spec = write_small_experiment(tmp_path)
     text = spec.read_text()
-    rules = "".join(f"{k} = {v}\n" for k, v in DEMO_RULES.items())
+    rules = "".join(f"{k} = {str(v).lower() if isinstance(v, bool) else v}\n"
+                    for k, v in DEMO_RULES.items())  # TOML's true, as analyse_simulated is
     spec.write_text(text.replace("[exclusion]\nmin_catch_accuracy = 0.5\n", f"[exclusion]\n{rules}"))
     app = create_app({"TESTING": True, "SECRET_KEY": "test-secret",
                       "SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'qc.sqlite'}",
