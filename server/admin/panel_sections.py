@@ -76,7 +76,7 @@ def ec_section(data: Any, settings: dict[str, Any], alpha: float) -> dict[str, A
     from humanlike.analysis.error_consistency.analysis import analyze_error_consistency
     from humanlike.analysis.error_consistency.inputs import ec_trials, has_trials
     from humanlike.analysis.error_consistency.plots import plot_kappa_matrix
-    from humanlike.analysis.figures import to_svg
+    from humanlike.analysis.figures import caption, to_svg
 
     if not has_trials(data):
         return None
@@ -123,6 +123,7 @@ def ec_section(data: Any, settings: dict[str, Any], alpha: float) -> dict[str, A
         matrices[experiment] = {"observers": [str(o) for o in matrix.index],
                                 "kappa": [[_num(v) for v in row] for row in matrix.to_numpy()]}
     figure = plot_kappa_matrix(result.kappa)
+    legend = caption(figure)  # what the colours, crosses and * mean, as the report says it
     return {
         "n_participants": n_people, "confidence_level": level, "n_resamples": n_resamples,
         "n_pairs": len(pairs), "n_significant": int(pairs["significant"].sum()),
@@ -132,7 +133,7 @@ def ec_section(data: Any, settings: dict[str, Any], alpha: float) -> dict[str, A
         "widest_pair": None if widest is None else {
             "condition": str(pairs["condition"].iloc[widest]),
             "n": int(pairs["n"].iloc[widest]), "kappa": _num(pairs["kappa"].iloc[widest])},
-        "svg": to_svg(figure)}
+        "svg": to_svg(figure), "caption": legend}
 
 
 DECISIONS_MAX_TRIALS = 200_000

@@ -320,6 +320,8 @@ def test_the_panel_of_a_simulated_demo_study_shows_all_three_sections(
     assert 'data-ceiling="all-lower"' in html
     assert 'data-section="mlds"' in html and 'data-section="ec"' in html
     assert html.count("<svg") == 2 and 'data-stopping="' in html
+    # the kappa matrix says what its colours, crosses and asterisks mean, as the report does
+    assert "<figcaption>Cohen&#39;s kappa on trial-by-trial correctness for every pair" in html
 
 
 
