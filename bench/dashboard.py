@@ -60,9 +60,9 @@ def time_pages(url: str, spec: Path, repeats: int) -> tuple[dict[str, dict[str, 
     import sqlalchemy as sa
 
     from humanlike.server import create_app
-    from humanlike.server.admin.qc import refresh_qc
     from humanlike.server.extensions import db
-    from humanlike.server.models import AdminUser, Experiment, Participant
+    from humanlike.server.live.qc import refresh_qc
+    from humanlike.server.tables.core import AdminUser, Experiment, Participant
 
     app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "bench",
                       "EXPERIMENT_PATHS": [str(spec)], "WTF_CSRF_ENABLED": False})
@@ -111,7 +111,7 @@ def listing_cost(app, client, repeats: int) -> tuple[dict[str, float], dict[str,
     import sqlalchemy as sa
 
     from humanlike.server.extensions import db
-    from humanlike.server.models import Experiment
+    from humanlike.server.tables.core import Experiment
 
     def listed(on: bool) -> None:
         with app.app_context():
@@ -138,7 +138,7 @@ def list_on_prolific(exp) -> None:
     import sqlalchemy as sa
 
     from humanlike.server.extensions import db
-    from humanlike.server.models import Participant, Payment
+    from humanlike.server.tables.core import Participant, Payment
 
     exp.platform = "prolific"
     exp.recruitment_ref = "6000000000000000000bench"
@@ -168,9 +168,9 @@ def sizes(url: str, spec: Path) -> dict[str, object]:
     import sqlalchemy as sa
 
     from humanlike.server import create_app
-    from humanlike.server.admin.panel import refresh
     from humanlike.server.extensions import db
-    from humanlike.server.models import AdminUser, Experiment
+    from humanlike.server.live.panel import refresh
+    from humanlike.server.tables.core import AdminUser, Experiment
 
     app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "bench",
                       "EXPERIMENT_PATHS": [str(spec)], "WTF_CSRF_ENABLED": False})

@@ -60,9 +60,10 @@ def fill_database(url: str, spec: Path, n_participants: int, n_trials: int) -> N
     """Migrate, load the spec, then bulk-insert participants and their trials."""
     import sqlalchemy as sa
 
-    from humanlike.server import create_app, database, experiments
+    from humanlike.server import create_app, database
     from humanlike.server.extensions import db
-    from humanlike.server.models import Experiment, Participant, Stimulus
+    from humanlike.server.study import experiments
+    from humanlike.server.tables.core import Experiment, Participant, Stimulus
 
     app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "bench",
                       "EXPERIMENT_PATHS": [str(spec)]})

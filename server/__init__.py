@@ -43,11 +43,14 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     login_manager.init_app(app)
     login_manager.login_view = "admin.login"
 
-    from humanlike.server import experiments
+    from humanlike.server.study import experiments
 
     experiments.init_app(app)
 
-    from humanlike.server import admin, api, breaker, errors, health, participant, withdraw_pages
+    from humanlike.server import admin, errors
+    from humanlike.server.live import breaker
+    from humanlike.server.web import api, health, participant
+    from humanlike.server.web import withdraw as withdraw_pages
 
     errors.init_app(app)
     app.register_blueprint(participant.bp)
@@ -56,9 +59,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(admin.bp)
     app.register_blueprint(withdraw_pages.bp)
     app.register_blueprint(breaker.bp)
-    from humanlike.server import lab  # lab sessions (server/lab.py)
+    from humanlike.server.web import lab  # lab sessions (server/web/lab.py)
     app.register_blueprint(lab.bp)
-    from humanlike.server import prolific_hooks  # Prolific's webhooks (server/prolific_hooks.py)
+    from humanlike.server.sources import prolific_events as prolific_hooks
     app.register_blueprint(prolific_hooks.bp)
 
     if app.config.get("PSITURK_PROJECT"):
@@ -70,11 +73,11 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     security.init_app(app)
 
-    from humanlike.deploy import recruiters
+    from humanlike.server.sources import recruiters
 
     recruiters.init_app(app)
     if app.config.get("PANEL_THREAD"):
-        from humanlike.server.admin.panel import start_worker
+        from humanlike.server.live.panel import start_worker
 
         start_worker(app)
     return app

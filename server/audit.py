@@ -6,7 +6,7 @@ import getpass
 from typing import Any
 
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, utcnow
+from humanlike.server.tables.core import AuditEntry, utcnow
 
 
 def cli_actor() -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import fcntl
 import os
 import threading
@@ -111,3 +112,10 @@ def ping() -> bool:
     except sa.exc.SQLAlchemyError:
         db.session.rollback()
         return False
+
+
+def as_utc(value: dt.datetime | None) -> dt.datetime | None:
+    """A stored time as aware UTC (SQLite hands back naive UTC)."""
+    if value is None:
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)

@@ -19,7 +19,7 @@ from flask import Request, current_app, url_for
 from werkzeug.datastructures import MultiDict
 
 if TYPE_CHECKING:
-    from humanlike.server.models import Participant
+    from humanlike.server.tables.core import Participant
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 MTURK_SANDBOX, MTURK_LIVE = "https://workersandbox.mturk.com", "https://www.mturk.com"
@@ -203,7 +203,7 @@ REFUSED_SOURCE = {
 
 def admits(declared: str | Mapping[str, Any] | None, entry: Entry) -> bool:
     """True when a study declaring ``declared`` takes an arrival from ``entry.platform`` (from
-    anyone: the researcher's preview and a rehearsal are decided in ``server/participant.py``)."""
+    anyone: the researcher's preview and a rehearsal are decided in ``server/web/participant.py``)."""
     own = resolve(declared).platform
     if own == Platform.LOCAL:
         return entry.platform in OPEN_SOURCES

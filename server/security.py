@@ -155,7 +155,7 @@ def give_device_cookie(response: Response, username: str) -> None:
 
 def _failures(action: str, since: dt.datetime, actor: str, target: str | None) -> int:
     from humanlike.server.extensions import db
-    from humanlike.server.models import AuditEntry
+    from humanlike.server.tables.core import AuditEntry
 
     stmt = sa.select(sa.func.count()).select_from(AuditEntry).where(
         AuditEntry.action == action, AuditEntry.time >= since, AuditEntry.actor == actor)

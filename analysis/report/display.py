@@ -3,7 +3,7 @@ frames requested and shown and the duration error's mean and SD in ms, the units
 (2020, PeerJ 8:e9414); and the virtual chinrest's results (Li et al. 2020, Sci Rep 10:904).
 
 Reads the export's ``trial_timing`` table (one row per timed, non-practice trial, written by
-``humanlike.server.display.trial_timing``) and its ``display`` table (one row per participant)."""
+``humanlike.server.participants.display.trial_timing``) and its ``display`` table (one row per participant)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ def make_app(experiment_paths: Sequence[str] = (), database_url: str | None = No
     from humanlike.server import create_app
     from humanlike.server.config import normalise_database_url
     from humanlike.server.psiturk.project import PsiturkProjectError
-    from humanlike.server.spec import SpecError
+    from humanlike.server.study.spec import SpecError
 
     config: dict = {"EXPERIMENT_PATHS": list(experiment_paths)} if experiment_paths else {}
     if database_url:

@@ -33,13 +33,13 @@ def _models(model: type[BaseModel], seen: set[type[BaseModel]] | None = None) ->
 
 def field_names() -> list[str]:
     """Every field name of the spec and its tables (what a misspelt key is compared with)."""
-    from humanlike.server.spec import ExperimentSpec
+    from humanlike.server.study.spec import ExperimentSpec
 
     return sorted({name for m in _models(ExperimentSpec) for name in m.model_fields})
 
 
 def _spec_problems(path: Path, raw: dict[str, Any]) -> list[str]:
-    from humanlike.server.spec import ExperimentSpec, describe_loc
+    from humanlike.server.study.spec import ExperimentSpec, describe_loc
 
     try:
         ExperimentSpec.model_validate(raw)
@@ -60,9 +60,9 @@ def _spec_problems(path: Path, raw: dict[str, Any]) -> list[str]:
 
 def check_experiment(path: Path) -> tuple[list[str], str]:
     """``(problems, summary)`` of the experiment at ``path`` (its folder or its spec file)."""
-    from humanlike.server.experiments import load_experiment
-    from humanlike.server.manifest import read_manifest
-    from humanlike.server.spec import SpecError
+    from humanlike.server.study.experiments import load_experiment
+    from humanlike.server.study.manifest import read_manifest
+    from humanlike.server.study.spec import SpecError
 
     spec_path = path / "experiment.toml" if path.is_dir() else path
     if not spec_path.is_file():

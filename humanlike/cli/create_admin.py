@@ -18,7 +18,7 @@ def command(username: str, password: str, database_url: str | None) -> None:
 
     from humanlike.server import database
     from humanlike.server.extensions import db
-    from humanlike.server.models import AdminUser
+    from humanlike.server.tables.core import AdminUser
 
     if len(password) < 8:
         raise click.BadParameter("use at least 8 characters", param_hint="--password")

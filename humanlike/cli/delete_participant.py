@@ -18,7 +18,7 @@ def command(experiment: str, participant: str, reason: str, yes: bool,
             database_url: str | None) -> None:
     """Delete PARTICIPANT (public id or platform id) of EXPERIMENT, audit-logged."""
     from humanlike.server.audit import cli_actor
-    from humanlike.server.deletion import count_rows, delete_participant, find_participant
+    from humanlike.server.rights.deletion import count_rows, delete_participant, find_participant
 
     require_server_key("delete-participant")
     app = make_app(database_url=database_url)

@@ -23,10 +23,11 @@ def command(host: str, port: int, prepare_only: bool, rebuild: bool, simulated: 
     """Serve the demo experiment with participant links for every platform."""
     import sqlalchemy as sa
 
-    from humanlike.server import database, experiments
-    from humanlike.server.demo import DEMO_SLUG, build_demo, demo_is_current
+    from humanlike.server import database
+    from humanlike.server.demo.build import DEMO_SLUG, build_demo, demo_is_current
     from humanlike.server.extensions import db
-    from humanlike.server.models import AdminUser
+    from humanlike.server.study import experiments
+    from humanlike.server.tables.core import AdminUser
 
     probe = make_app(database_url=database_url)
     demo_dir = Path(probe.instance_path) / "demo"
@@ -64,7 +65,7 @@ def command(host: str, port: int, prepare_only: bool, rebuild: bool, simulated: 
     if prepare_only:
         return
     if "panel_worker" not in app.extensions:  # the dashboard's live panel, computed in the background
-        from humanlike.server.admin.panel import start_worker
+        from humanlike.server.live.panel import start_worker
 
         start_worker(app)
     app.run(host=host, port=port, threaded=True)
@@ -75,7 +76,7 @@ def demo_links(base: str, password_file: Path) -> list[tuple[str, str]]:
     running it (the demo declares Prolific, so a plain link is only the logged-in researcher's
     preview), Prolific's study URL template, the admin pages."""
     from humanlike.cli.serve import entry_links
-    from humanlike.server.demo import DEMO_SLUG
+    from humanlike.server.demo.build import DEMO_SLUG
 
     link = f"{base}/start/{DEMO_SLUG}"
     token = secrets.token_hex(3)
@@ -105,17 +106,17 @@ def _simulated_study(app, spec_path: Path, n: int) -> Path | None:
     from humanlike.analysis.io.export import read_export
     from humanlike.analysis.ratings.scores import load_model_responses
     from humanlike.analysis.report import ReportSettings, build_report
-    from humanlike.server.demo import DEMO_SLUG
-    from humanlike.server.export import write_export
-    from humanlike.server.extensions import db
-    from humanlike.server.models import Experiment, Participant
-    from humanlike.server.rehearsal import rehearsal_key
-    from humanlike.server.simulate import (
+    from humanlike.server.demo.build import DEMO_SLUG
+    from humanlike.server.demo.simulate import (
         SimulatedStudy,
         SimulationSettings,
         api_client,
         simulate_participants,
     )
+    from humanlike.server.export.writer import write_export
+    from humanlike.server.extensions import db
+    from humanlike.server.participants.rehearsal import rehearsal_key
+    from humanlike.server.tables.core import Experiment, Participant
 
     if n == 0:
         return None

@@ -33,8 +33,8 @@ def command(experiment: str, out: Path, pseudonymise: bool, key_file: Path | Non
     if fmt == "psiturk":
         _export_psiturk(experiment, out, database_url)
         return
-    from humanlike.server.export import write_export
-    from humanlike.server.pseudonyms import key_from_file, key_from_secret
+    from humanlike.server.export.writer import write_export
+    from humanlike.server.rights.pseudonyms import key_from_file, key_from_secret
 
     app = make_app(database_url=database_url)
     key = None
@@ -59,7 +59,7 @@ def command(experiment: str, out: Path, pseudonymise: bool, key_file: Path | Non
 
 
 def _export_psiturk(experiment: str, out: Path, database_url: str | None) -> None:
-    from humanlike.server.psiturk.transfer import tidy_trials, write_psiturk_csvs, write_tidy_csv
+    from humanlike.server.export.psiturk import tidy_trials, write_psiturk_csvs, write_tidy_csv
 
     app = make_app(database_url=database_url)
     with app.app_context():

@@ -28,13 +28,13 @@ def yield_cpu() -> None:
 def command(database_url: str | None, interval: float, once: bool) -> None:
     """Recompute each experiment's per-participant QC and live panel when its data changed (any
     number of workers and server threads may run: a lease in the database lets one compute)."""
-    from humanlike.server.admin.panel import refresh_all
     from humanlike.server.extensions import db
+    from humanlike.server.live.panel import refresh_all
 
     yield_cpu()
     app = make_app(database_url=database_url)
     if not once:  # the bulk-action jobs whose server's runner died are resumed here too
-        from humanlike.server.jobs import wake
+        from humanlike.server.participants.jobs import wake
 
         wake(app)
     while True:

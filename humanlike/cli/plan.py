@@ -68,9 +68,9 @@ def command(experiment: Path, models_path: Path | None, sizes: str, replications
     """Plan a study on EXPERIMENT (its experiment.toml) by model recovery."""
     from humanlike.analysis.planning.inputs import fit_noise, plan_inputs, read_model_responses
     from humanlike.analysis.planning.recovery import plan_study
-    from humanlike.server.experiments import load_experiment
-    from humanlike.server.spec import SpecError
-    from humanlike.server.trial_types import TRIAL_TYPES
+    from humanlike.server.study.experiments import load_experiment
+    from humanlike.server.study.spec import SpecError
+    from humanlike.server.trial_types.registry import TRIAL_TYPES
 
     n_list = _sizes(sizes)
     try:

@@ -59,7 +59,7 @@ def command(experiment: str, out: Path, license_: str, authors: tuple[str, ...],
     from humanlike.analysis.psychds.publish import publish_export
     from humanlike.analysis.ratings.scores import load_model_responses
     from humanlike.analysis.report.sections import ReportSettings
-    from humanlike.server.export import write_export
+    from humanlike.server.export.writer import write_export
 
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise click.BadParameter(f"{out} exists and is not empty; give a new folder",
@@ -106,8 +106,8 @@ def _study(slug: str) -> tuple[dict, list, Path]:
 
     from humanlike.analysis.psychds.publish import SpecVersion
     from humanlike.server.extensions import db
-    from humanlike.server.models import Experiment, Participant
-    from humanlike.server.models import SpecVersion as Row
+    from humanlike.server.tables.core import Experiment, Participant
+    from humanlike.server.tables.core import SpecVersion as Row
 
     exp = db.session.execute(sa.select(Experiment).where(Experiment.slug == slug)).scalar_one()
     used = set(db.session.execute(sa.select(Participant.spec_version_id).where(

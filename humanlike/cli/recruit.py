@@ -35,8 +35,9 @@ class Context:
         if spec_path:  # a fresh database is created; the experiment named is recorded
             import sqlalchemy as sa
 
-            from humanlike.server import database, experiments
+            from humanlike.server import database
             from humanlike.server.extensions import db
+            from humanlike.server.study import experiments
 
             with self.app.app_context():
                 fresh = not sa.inspect(db.engine).has_table("experiment")
@@ -48,7 +49,7 @@ class Context:
         import sqlalchemy as sa
 
         from humanlike.server.extensions import db
-        from humanlike.server.models import Experiment
+        from humanlike.server.tables.core import Experiment
 
         exp = db.session.execute(sa.select(Experiment).where(Experiment.slug == self.slug)
                                  ).scalar_one_or_none()
@@ -61,7 +62,7 @@ class Context:
         return exp
 
     def spec(self) -> Any:
-        from humanlike.server import experiments
+        from humanlike.server.study import experiments
 
         loaded = experiments.registry().get(self.slug)
         if loaded is None:
@@ -71,21 +72,21 @@ class Context:
 
     def spec_file(self) -> str:
         """The experiment.toml errors about the spec name."""
-        from humanlike.server import experiments
+        from humanlike.server.study import experiments
 
         loaded = experiments.registry().get(self.slug)
         return str(loaded.spec_path) if loaded is not None else f"{self.slug}'s experiment.toml"
 
     def client(self, sandbox: bool | None = None) -> Any:
-        from humanlike.server.actions import PlatformError
+        from humanlike.server.participants.actions import PlatformError
 
         try:
             if self.platform == "prolific":
-                from humanlike.deploy.prolific import ProlificClient
+                from humanlike.server.sources.prolific import ProlificClient
 
                 return ProlificClient(dry_run=self.dry_run, echo=click.echo)
-            from humanlike.deploy.mturk import MTurkClient
-            from humanlike.deploy.recruiters import mturk_sandbox
+            from humanlike.server.sources.mturk import MTurkClient
+            from humanlike.server.sources.recruiters import mturk_sandbox
 
             if sandbox is None:
                 sandbox = mturk_sandbox(self.experiment())
@@ -105,7 +106,7 @@ class Context:
 
 def _run(ctx: Context, body: Callable[[], Any]) -> Any:
     """Run ``body`` in the app context; platform and action errors become CLI errors."""
-    from humanlike.server.actions import ActionError, PlatformError
+    from humanlike.server.participants.actions import ActionError, PlatformError
 
     with ctx.app.app_context():
         try:
@@ -121,7 +122,7 @@ def _participants(exp: Any, ids: tuple[str, ...]) -> list[Any]:
     import sqlalchemy as sa
 
     from humanlike.server.extensions import db
-    from humanlike.server.models import Participant
+    from humanlike.server.tables.core import Participant
 
     out = []
     for ident in ids:
@@ -146,10 +147,10 @@ def _echo_results(results: list[Any]) -> None:
 def _recruiter(ctx: Context, exp: Any) -> Any:
     """The platform's Recruiter with a dry-run client (``--dry-run`` of approve/reject/bonus)."""
     if ctx.platform == "prolific":
-        from humanlike.deploy.prolific import ProlificRecruiter
+        from humanlike.server.sources.prolific import ProlificRecruiter
 
         return ProlificRecruiter(ctx.client(), exp)
-    from humanlike.deploy.mturk import MTurkRecruiter
+    from humanlike.server.sources.mturk import MTurkRecruiter
 
     return MTurkRecruiter(ctx.client(), exp)
 
@@ -169,8 +170,8 @@ def _store(exp: Any, ref: str | None = None, **meta: Any) -> None:
 def server_estimate(slug: str, spec: Any) -> int:
     """The minutes the server tells participants the task takes (``timeline.estimated_minutes``,
     the task page's own estimate), the longest over the conditions."""
-    from humanlike.server import experiments
-    from humanlike.server.timeline import estimated_minutes, generate_timeline
+    from humanlike.server.study import experiments
+    from humanlike.server.study.timeline import estimated_minutes, generate_timeline
 
     loaded = experiments.registry().get(slug)
     stimuli = list(loaded.stimuli) if loaded is not None else []
@@ -209,7 +210,7 @@ def _platform_group(platform: str) -> click.Group:
 
     def make(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool) -> Context:
         if platform == "mturk" and not dry_run:  # MTurk closed: stop unless an endpoint is given
-            from humanlike.deploy.mturk import MTurkClosed, requester_endpoint
+            from humanlike.server.sources.mturk import MTurkClosed, requester_endpoint
             try:
                 requester_endpoint()
             except MTurkClosed as exc:
@@ -237,12 +238,12 @@ def _platform_group(platform: str) -> click.Group:
                 raise click.ClickException(f"{slug} already has {platform} listing "
                                            f"{exp.recruitment_ref} (--force for another)")
             if platform == "prolific":
-                from humanlike.deploy.prolific import (
+                from humanlike.server.extensions import db
+                from humanlike.server.sources.prolific import (
                     completers_group,
                     exclusion_filters,
                     study_body,
                 )
-                from humanlike.server.extensions import db
 
                 spec = ctx.spec()
                 _warn_estimate(slug, spec)
@@ -264,7 +265,7 @@ def _platform_group(platform: str) -> click.Group:
                     click.echo(f"draft study {study['id']} created; publish with "
                                f"`humanlike recruit prolific publish {slug}`")
                 return
-            from humanlike.deploy.mturk import hit_params
+            from humanlike.server.sources.mturk import hit_params
 
             params = hit_params(ctx.spec(), public_url)
             sandbox = ctx.spec().recruitment.mturk.sandbox
@@ -318,7 +319,7 @@ def _platform_group(platform: str) -> click.Group:
             import sqlalchemy as sa
 
             from humanlike.server.extensions import db
-            from humanlike.server.models import Participant
+            from humanlike.server.tables.core import Participant
 
             exp = ctx.experiment()
             ref = ctx.listing(exp)
@@ -344,7 +345,7 @@ def _platform_group(platform: str) -> click.Group:
         ctx = make(slug, spec_path, database_url, dry_run)
 
         def body() -> None:
-            from humanlike.deploy.sync import platform_records, sync_listing
+            from humanlike.server.live.sync import platform_records, sync_listing
 
             exp = ctx.experiment()
             if dry_run:
@@ -375,11 +376,11 @@ def _platform_group(platform: str) -> click.Group:
         def body() -> None:
             import sqlalchemy as sa
 
-            from humanlike.server import actions
-            from humanlike.server.admin.qc import refresh_qc
             from humanlike.server.extensions import db
-            from humanlike.server.models import Participant, ParticipantQC
-            from humanlike.server.overrides import excluded_clause
+            from humanlike.server.live.qc import refresh_qc
+            from humanlike.server.participants import actions
+            from humanlike.server.participants.overrides import excluded_clause
+            from humanlike.server.tables.core import Participant, ParticipantQC
 
             exp = ctx.experiment()
             rows = _participants(exp, participants)
@@ -405,7 +406,7 @@ def _platform_group(platform: str) -> click.Group:
                 if platform != "mturk":
                     raise click.ClickException("--override-rejection is MTurk's (Prolific cannot "
                                                "overturn a rejection)")
-                from humanlike.deploy.mturk import unreject
+                from humanlike.server.sources.mturk import unreject
 
                 if dry_run:
                     for row in rows:
@@ -435,7 +436,7 @@ def _platform_group(platform: str) -> click.Group:
         ctx = make(slug, spec_path, database_url, dry_run)
 
         def body() -> None:
-            from humanlike.server import actions
+            from humanlike.server.participants import actions
 
             exp = ctx.experiment()
             [row] = _participants(exp, (participant,))
@@ -466,7 +467,7 @@ def _platform_group(platform: str) -> click.Group:
         ctx = make(slug, spec_path, database_url, dry_run)
 
         def body() -> None:
-            from humanlike.server import actions
+            from humanlike.server.participants import actions
 
             exp = ctx.experiment()
             wanted: list[tuple[str, str]] = []
@@ -560,10 +561,10 @@ def _groups_command(group: click.Group, make: Callable[..., Context]) -> None:
         def run() -> None:
             import sqlalchemy as sa
 
-            from humanlike.deploy.prolific import completers_group
             from humanlike.server.admin.participants import simulated_ids
             from humanlike.server.extensions import db
-            from humanlike.server.models import Participant
+            from humanlike.server.sources.prolific import completers_group
+            from humanlike.server.tables.core import Participant
             from humanlike.vocabulary import FINISHED_STATUSES
 
             exp = ctx.experiment()
@@ -642,7 +643,7 @@ def _message_command(group: click.Group, make: Callable[..., Context]) -> None:
         ctx = make(slug, spec_path, database_url, dry_run)
 
         def run() -> None:
-            from humanlike.server import actions
+            from humanlike.server.participants import actions
 
             exp = ctx.experiment()
             rows = _participants(exp, participants)
@@ -674,8 +675,8 @@ def _hooks_command(group: click.Group, make: Callable[..., Context]) -> None:
         def body() -> None:
             import os
 
-            from humanlike.deploy.prolific import ProlificError
-            from humanlike.server import prolific_hooks
+            from humanlike.server.sources import prolific_events as prolific_hooks
+            from humanlike.server.sources.prolific import ProlificError
 
             exp = ctx.experiment()
             spec = ctx.spec()
@@ -813,7 +814,7 @@ def _mturk_commands(group: click.Group, make: Callable[..., Context]) -> None:
 
 def fetch_records(platform: str, client: Any, ref: str) -> Any:
     """The platform's submissions / assignments (``deploy.sync.platform_records``)."""
-    from humanlike.deploy.sync import platform_records
+    from humanlike.server.live.sync import platform_records
 
     return platform_records(platform, client, ref)
 

@@ -18,9 +18,10 @@ def command(slug: str, platform_id: str, reason: str, database_url: str | None) 
     (once: that new id is then bound). Stored trials and the status are kept; audit-logged."""
     import sqlalchemy as sa
 
-    from humanlike.server import audit, database, resume
+    from humanlike.server import audit, database
     from humanlike.server.extensions import db
-    from humanlike.server.models import Experiment, Participant
+    from humanlike.server.participants import resume
+    from humanlike.server.tables.core import Experiment, Participant
 
     app = make_app(database_url=database_url)
     database.upgrade(app)

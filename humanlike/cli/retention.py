@@ -28,9 +28,9 @@ def command(experiments: tuple[str, ...], experiment_paths: tuple[str, ...],
             now: dt.datetime | None, database_url: str | None) -> None:
     """Apply the retention period of EXPERIMENTS (default: every served experiment); needs the
     server's SECRET_KEY."""
-    from humanlike.server import experiments as registry
-    from humanlike.server import retention
     from humanlike.server.audit import cli_actor
+    from humanlike.server.rights import retention
+    from humanlike.server.study import experiments as registry
 
     require_server_key("retention")
     app = make_app(experiment_paths, database_url=database_url)

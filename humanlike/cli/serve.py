@@ -12,8 +12,8 @@ def entry_links(base: str, slug: str, declared: object = None) -> list[tuple[str
     """``(label, URL)`` of the links a study's source uses (``server.platforms``): a study without
     a platform its local link; a Prolific or MTurk study the researcher's preview (a plain link
     admits only a logged-in researcher) and the platform's link with its placeholders."""
-    from humanlike.deploy.prolific import study_link
     from humanlike.server.platforms import Platform, resolve
+    from humanlike.server.sources.prolific import study_link
 
     start = f"{base}/start/{slug}"
     if hasattr(declared, "model_dump"):  # the spec's [platform] table
@@ -70,7 +70,7 @@ def command(experiments: tuple[str, ...], host: str, port: int, allow_spec_chang
             psiturk_project: str | None, panel: bool, database_url: str | None) -> None:
     """Serve the experiments at http://HOST:PORT/start/<slug> (and a psiTurk project at /ad)."""
     from humanlike.server import database
-    from humanlike.server import experiments as registry
+    from humanlike.server.study import experiments as registry
 
     if not experiments and not psiturk_project:
         raise click.UsageError("give --experiment SPEC (repeatable) and/or --psiturk FOLDER")
@@ -88,7 +88,7 @@ def command(experiments: tuple[str, ...], host: str, port: int, allow_spec_chang
         click.echo(f"psiTurk project {psiturk_project}: http://{host}:{port}/ad?hitId=debugHIT"
                    "&assignmentId=debugASSIGN&workerId=debugWORKER&mode=debug")
     if panel and "panel_worker" not in app.extensions:
-        from humanlike.server.admin.panel import start_worker
+        from humanlike.server.live.panel import start_worker
 
         start_worker(app)
     app.run(host=host, port=port, threaded=True)

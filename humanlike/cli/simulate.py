@@ -39,7 +39,7 @@ def resolve_spec(experiment: str, database_url: str | None) -> Path:
     if path.is_dir() and (path / "experiment.toml").is_file():
         return path / "experiment.toml"
     if experiment == "demo":
-        from humanlike.server.demo import build_demo, demo_is_current
+        from humanlike.server.demo.build import build_demo, demo_is_current
 
         demo_dir = Path(make_app(database_url=database_url).instance_path) / "demo"
         if not demo_is_current(demo_dir):
@@ -102,9 +102,8 @@ def command(experiment: str, n_participants: int, observer: str | None,
     """Send simulated participants through EXPERIMENT (an experiment.toml, or 'demo')."""
     import pandas as pd
 
-    from humanlike.server import database, experiments
-    from humanlike.server.rehearsal import rehearsal_key as key_of
-    from humanlike.server.simulate import (
+    from humanlike.server import database
+    from humanlike.server.demo.simulate import (
         SimulatedStudy,
         SimulationSettings,
         api_client,
@@ -112,10 +111,12 @@ def command(experiment: str, n_participants: int, observer: str | None,
         load_responses,
         simulate_participants,
     )
+    from humanlike.server.participants.rehearsal import rehearsal_key as key_of
+    from humanlike.server.study import experiments
 
     spec = resolve_spec(experiment, database_url)
     if print_key or rehearsal_key is None:
-        from humanlike.server.spec import load_spec
+        from humanlike.server.study.spec import load_spec
 
         try:
             slug = load_spec(spec).slug

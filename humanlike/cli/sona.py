@@ -21,7 +21,8 @@ def command() -> None:
 def grants(slug: str | None, retry: bool, database_url: str | None) -> None:
     """List each grant (participant, survey code, state, attempts, last error); with --retry send
     the ones not credited first (run it from cron). Exits 1 while any grant is not credited."""
-    from humanlike.server import audit, sona
+    from humanlike.server import audit
+    from humanlike.server.sources import sona
 
     app = make_app(database_url=database_url)
     with app.app_context():

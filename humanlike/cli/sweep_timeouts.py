@@ -12,7 +12,7 @@ from humanlike.cli.app_context import database_option, make_app
 def command(database_url: str | None) -> None:
     """Set ``timed_out`` on participants idle longer than ``timeout_minutes`` (run it from cron;
     a participant who comes back is resumed and nothing they send is lost)."""
-    from humanlike.server import timeouts
+    from humanlike.server.participants import timeouts
 
     app = make_app(database_url=database_url)
     with app.app_context():

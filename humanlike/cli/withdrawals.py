@@ -24,8 +24,8 @@ def command() -> None:
 def reapply(journal: Path | None, database_url: str | None) -> None:
     """Delete again every participant the journal names, and restore its ledger rows; needs the
     server's SECRET_KEY. Idempotent."""
-    from humanlike.server import withdrawal_ledger
     from humanlike.server.audit import cli_actor
+    from humanlike.server.rights import ledger as withdrawal_ledger
 
     require_server_key("withdrawals reapply")
     app = make_app(database_url=database_url)

@@ -16,7 +16,7 @@ branch_labels = None
 depends_on = None
 
 JSON = sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql')
-INTERNAL_KEYS = ("stimulus_id",)  # as humanlike.server.timeline.INTERNAL_KEYS at this revision
+INTERNAL_KEYS = ("stimulus_id",)  # as humanlike.server.study.timeline.INTERNAL_KEYS at this revision
 SUFFIX = "-practice"
 
 participant = sa.table("participant", sa.column("id", sa.Integer), sa.column("timeline", JSON))

@@ -3,7 +3,7 @@
 Backfilled from each stored design with the truthiness the readers used when they parsed it,
 ``bool(design.get('practice'))``: the database narrows the rows down to those whose design holds a
 ``practice`` value other than false or null (a few: the practice trials), and Python decides each.
-New inserts set it from the timeline entry (``humanlike.server.trial_store``).
+New inserts set it from the timeline entry (``humanlike.server.participants.trial_store``).
 
 Revision ID: 0011
 Revises: 0010

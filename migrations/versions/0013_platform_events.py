@@ -1,5 +1,5 @@
 """platform_event: webhook events from Prolific, kept once by their event id, ordered by when
-they happened (server/platform_events.py).
+they happened (server/tables/platform_events.py).
 
 Revision ID: 0013
 Revises: 0015 (0012 not landed; 0016 and 0015 landed before this one)

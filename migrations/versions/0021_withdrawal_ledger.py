@@ -1,5 +1,5 @@
 """withdrawal: the withdrawal ledger (keyed hashes of a deleted participant's ids, its status and
-whether its pay is still owed), re-applied after a restore (server/withdrawal_ledger.py).
+whether its pay is still owed), re-applied after a restore (server/rights/ledger.py).
 
 Revision ID: 0021
 Revises: 0020

@@ -1,6 +1,6 @@
 """platform_event.delivery: a digest of the delivery's signature, unique, so a captured webhook
 delivery replayed under a new (unsigned) X-Event-ID is recognised and not kept again
-(server/prolific_hooks.py).
+(server/sources/prolific_events.py).
 
 Revision ID: 0023
 Revises: 0022

@@ -1,8 +1,8 @@
 """Actions on participants from the dashboard, one at a time or in bulk, each through a confirmation
 page: approve, reject (message >= 100 characters and a category), bonus (amount, reason), exclude /
-include from analysis (reason). Everything is done by ``humanlike.server.actions`` (one
+include from analysis (reason). Everything is done by ``humanlike.server.participants.actions`` (one
 implementation with the CLI: platform call when a recruiter is registered, audit row, bonus
-idempotency), as a background job (``humanlike.server.jobs``: the request does the first few
+idempotency), as a background job (``humanlike.server.participants.jobs``: the request does the first few
 seconds, the server's job runner the rest, ``admin/jobs.py`` shows its progress); this module
 only collects the participants and the inputs."""
 
@@ -14,13 +14,13 @@ import sqlalchemy as sa
 from flask import abort, current_app, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 
-from humanlike.server import actions, jobs
 from humanlike.server.admin import bp, stats
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import APPROVE
-from humanlike.server.models import AuditEntry, Experiment, Participant, ParticipantQC
+from humanlike.server.participants import actions, jobs
+from humanlike.server.tables.core import AuditEntry, Experiment, Participant, ParticipantQC
 
 ACTIONS = {"approve": "Approve", "reject": "Reject", "bonus": "Pay a bonus",
            "exclude": "Exclude from analysis", "include": "Include in analysis",

@@ -17,13 +17,13 @@ from wtforms.validators import DataRequired, Length
 
 from humanlike.server.admin import bp
 from humanlike.server.extensions import db, login_manager
-from humanlike.server.models import AdminUser
 from humanlike.server.security import (
     dummy_password_hash,
     give_device_cookie,
     login_wait,
     record_login_failure,
 )
+from humanlike.server.tables.core import AdminUser
 
 PUBLIC_ENDPOINTS = frozenset({"admin.login"})
 """The only admin endpoints reachable without a login."""

@@ -19,10 +19,10 @@ from humanlike.server import audit
 from humanlike.server.admin import bp
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.experiments import experiment_or_404
-from humanlike.server.export import write_export
+from humanlike.server.export.writer import write_export
 from humanlike.server.extensions import db
-from humanlike.server.models import utcnow
-from humanlike.server.pseudonyms import key_from_secret
+from humanlike.server.rights.pseudonyms import key_from_secret
+from humanlike.server.tables.core import utcnow
 
 CHUNK = 1 << 20
 

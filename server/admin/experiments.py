@@ -14,7 +14,7 @@ from humanlike.server.admin import bp, stats
 from humanlike.server.admin.auth import actor
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import ExperimentStatus
-from humanlike.server.models import Experiment
+from humanlike.server.tables.core import Experiment
 
 
 class StatusForm(FlaskForm):

@@ -1,4 +1,4 @@
-"""The progress of the bulk actions' background jobs (``humanlike.server.jobs``): a job's page
+"""The progress of the bulk actions' background jobs (``humanlike.server.participants.jobs``): a job's page
 (its progress bar, then every participant's result, as the confirm page shows them) and the
 experiment page's list of unfinished and recent jobs; both re-fetched by htmx while a job runs."""
 
@@ -9,13 +9,13 @@ import datetime as dt
 import sqlalchemy as sa
 from flask import abort, render_template
 
-from humanlike.server import jobs
 from humanlike.server.admin import bp
 from humanlike.server.admin.actions import ACTIONS
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.extensions import db
-from humanlike.server.job_models import ActionJob
-from humanlike.server.models import Experiment, utcnow
+from humanlike.server.participants import jobs
+from humanlike.server.tables.core import Experiment, utcnow
+from humanlike.server.tables.jobs import ActionJob
 
 RECENT = dt.timedelta(hours=1)
 """Finished jobs listed on the experiment page for this long."""

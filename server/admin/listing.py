@@ -18,14 +18,15 @@ import sqlalchemy as sa
 from flask import flash, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 
-from humanlike.server import audit, withdrawal_ledger
-from humanlike.server.actions import PlatformError
+from humanlike.server import audit
 from humanlike.server.admin import bp
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import ParticipantStatus
-from humanlike.server.models import Experiment, Participant, Payment
+from humanlike.server.participants.actions import PlatformError
+from humanlike.server.rights import ledger as withdrawal_ledger
+from humanlike.server.tables.core import Experiment, Participant, Payment
 
 STUDY_URL = "https://app.prolific.com/researcher/workspaces/studies/{id}"
 ACTIONS = {"publish": ("PUBLISH", "Publish the study"), "pause": ("PAUSE", "Pause the study"),
@@ -74,7 +75,7 @@ class ListingView:
 
 def _spec_listing(exp: Experiment) -> dict[str, Any]:
     """The loaded spec's ``[recruitment.prolific]`` table (kept out of the stored spec)."""
-    from humanlike.server import experiments
+    from humanlike.server.study import experiments
 
     loaded = experiments.registry().get(exp.slug)
     recruitment = loaded.spec.recruitment if loaded is not None else None
@@ -139,7 +140,7 @@ def listing_view(exp: Experiment) -> ListingView | None:
 
 
 def _client() -> Any:
-    from humanlike.deploy.prolific import ProlificClient
+    from humanlike.server.sources.prolific import ProlificClient
 
     return ProlificClient()
 
@@ -155,7 +156,7 @@ def _back(exp: Experiment):
 @bp.post("/experiments/<slug>/listing/sync")
 def listing_sync(slug: str):
     """Sync now: the participants' statuses and the study's numbers from Prolific (audited)."""
-    from humanlike.deploy.sync import sync_listing
+    from humanlike.server.live.sync import sync_listing
 
     exp = experiment_or_404(slug)  # the CSRF token is checked app-wide before this runs
     try:

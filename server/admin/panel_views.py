@@ -13,10 +13,11 @@ from humanlike.server import audit
 from humanlike.server.admin import bp
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.experiments import experiment_or_404
-from humanlike.server.admin.panel import panel_view
-from humanlike.server.admin.stats import as_utc, without_gc_pauses
+from humanlike.server.admin.stats import without_gc_pauses
+from humanlike.server.database import as_utc
 from humanlike.server.extensions import db
-from humanlike.server.models import Experiment, PanelResult, utcnow
+from humanlike.server.live.panel import panel_view
+from humanlike.server.tables.core import Experiment, PanelResult, utcnow
 
 
 @bp.get("/experiments/<slug>/panel")

@@ -14,16 +14,20 @@ import numpy as np
 import sqlalchemy as sa
 from flask import abort, current_app, redirect, render_template, request, session, url_for
 
-from humanlike.server import audit, display, sona, timeouts, trial_store
+from humanlike.server import audit
 from humanlike.server.admin import bp, charts, stats
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.experiments import experiment_or_404
-from humanlike.server.admin.qc import qc_in_words
+from humanlike.server.database import as_utc
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import ParticipantStatus
-from humanlike.server.models import Event, Participant, ParticipantQC, Payment, Stimulus, Trial
-from humanlike.server.pseudonyms import key_from_secret, pseudonym
-from humanlike.server.trial_types import internal_types, rated_types
+from humanlike.server.live.qc import qc_in_words
+from humanlike.server.participants import display, timeouts, trial_store
+from humanlike.server.rights.pseudonyms import key_from_secret, pseudonym
+from humanlike.server.sources import sona
+from humanlike.server.tables.core import Event, Participant, ParticipantQC, Payment, Stimulus, Trial
+from humanlike.server.trial_types import responses
+from humanlike.server.trial_types.registry import internal_types, rated_types
 
 PAGE_SIZE = 50
 SORTS: dict[str, Any] = {
@@ -144,7 +148,7 @@ def _page(exp: Any, q: TableQuery) -> tuple[list[dict[str, Any]], int]:
     internal = internal_stored(ids)
     # a QC row computed on as many trials as are stored now has their newest time; only the others
     # (participants still sending trials) are looked up
-    seen = {p.id: stats.as_utc(qc.last_trial_at) for p, qc in rows
+    seen = {p.id: as_utc(qc.last_trial_at) for p, qc in rows
             if qc is not None and qc.last_trial_at is not None and qc.n_stored == stored.get(p.id, 0)}
     seen.update(stats.last_seen([i for i in ids if i not in seen]))
     simulated = simulated_ids(ids)
@@ -153,8 +157,8 @@ def _page(exp: Any, q: TableQuery) -> tuple[list[dict[str, Any]], int]:
     for p, qc in rows:
         bonus = float(p.bonus) if p.bonus is not None else None
         earned = reward if reward is not None and p.status == ParticipantStatus.APPROVED else None
-        started = stats.as_utc(p.started_at or p.created_at)
-        end = stats.as_utc(p.completed_at) or seen.get(p.id)
+        started = as_utc(p.started_at or p.created_at)
+        end = as_utc(p.completed_at) or seen.get(p.id)
         out.append({
             "p": p, "qc": qc, "stored": stored.get(p.id, 0) - internal.get(p.id, 0),
             "n_task": task_total(p),
@@ -227,8 +231,8 @@ def experiment(slug: str):
         db.session.commit()
     context = _table_context(slug)
     from humanlike.server.admin.listing import listing_view
-    from humanlike.server.admin.panel import panel_view
     from humanlike.server.admin.safety import safety_view
+    from humanlike.server.live.panel import panel_view
 
     return render_template(
         "admin/experiment.html", **context, statuses=stats.STATUSES, balance=stats.condition_balance(exp.id),
@@ -313,7 +317,7 @@ def _trial_rows(participant_id: int) -> list[TrialRow]:
     from the one trial reader (``trial_store.trial_chunks``)."""
     frame = next(trial_store.trial_chunks(TrialRow._fields, participant_ids=[participant_id],
                                           chunk_rows=None))
-    frame = frame.assign(response=trial_store.json_values(frame["response"])).astype(object)
+    frame = frame.assign(response=responses.json_values(frame["response"])).astype(object)
     frame = frame.where(frame.notna(), None)
     return [TrialRow._make(row) for row in frame.itertuples(index=False, name=None)]
 

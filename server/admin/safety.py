@@ -14,13 +14,16 @@ from typing import Any
 import sqlalchemy as sa
 from flask import abort, flash, redirect, render_template, request, url_for
 
-from humanlike.server import breaker, resume_policy, sona, withdrawal
 from humanlike.server.admin import bp
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Experiment, Participant
-from humanlike.server.sona_models import GrantState
+from humanlike.server.live import breaker
+from humanlike.server.participants import resume_policy
+from humanlike.server.rights import withdrawal
+from humanlike.server.sources import sona
+from humanlike.server.tables.core import AuditEntry, Experiment, Participant
+from humanlike.server.tables.sona import GrantState
 
 RETRYABLE = frozenset({GrantState.PENDING.value, GrantState.FAILED.value})
 """Grant states the page offers to send again (a granted one is done, a sending one is in flight)."""

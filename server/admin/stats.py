@@ -13,12 +13,14 @@ from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
 
-from humanlike.server import overrides, withdrawal
 from humanlike.server.admin.charts import Chart, cumulative
-from humanlike.server.breaker_models import BreakerTrip
+from humanlike.server.database import as_utc
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import DONE, ParticipantStatus
-from humanlike.server.models import AuditEntry, Experiment, Participant, ParticipantQC, Trial
+from humanlike.server.participants import overrides
+from humanlike.server.rights import withdrawal
+from humanlike.server.tables.breaker import BreakerTrip
+from humanlike.server.tables.core import AuditEntry, Experiment, Participant, ParticipantQC, Trial
 
 STATUSES = [status.value for status in ParticipantStatus]
 View = TypeVar("View", bound=Callable[..., Any])
@@ -45,13 +47,6 @@ def without_gc_pauses(view: View) -> View:
     return cast(View, wrapper)
 
 
-def as_utc(value: dt.datetime | None) -> dt.datetime | None:
-    """A stored time as aware UTC (SQLite hands back naive UTC)."""
-    if value is None:
-        return None
-    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
-
-
 def excluded_clause() -> sa.ColumnElement[bool]:
     """Excluded from analysis (``overrides.excluded_clause``: the researcher's decision beats QC)
     of a participant row with its ``ParticipantQC`` outer-joined."""
@@ -74,7 +69,7 @@ class ExperimentSummary:
     excluded: int = 0
     last_activity: dt.datetime | None = None
     paused_by_breaker: bool = False
-    """An open circuit-breaker trip closes the study link to newcomers (``server/breaker.py``)."""
+    """An open circuit-breaker trip closes the study link to newcomers (``server/live/breaker.py``)."""
     withdrawn: int = 0
     """Participants who withdrew (their rows are gone; counted from the audit log)."""
     simulated: int = 0
@@ -163,14 +158,6 @@ def stored_counts(participant_ids: list[int]) -> dict[int, int]:
         sa.select(Trial.participant_id, sa.func.count())
         .where(Trial.participant_id.in_(participant_ids)).group_by(Trial.participant_id)).all())
     return {**record_counts(participant_ids), **counts}
-
-
-def experiment_stored_counts(experiment_id: int) -> dict[int, int]:
-    """Trials stored per participant (database id) of the whole experiment (an index-only count)."""
-    return dict(db.session.execute(  # type: ignore[arg-type]
-        sa.select(Trial.participant_id, sa.func.count())
-        .join(Participant, Trial.participant_id == Participant.id)
-        .where(Participant.experiment_id == experiment_id).group_by(Trial.participant_id)).all())
 
 
 def last_seen(participant_ids: list[int]) -> dict[int, dt.datetime]:

@@ -80,7 +80,7 @@ def install_psiturk_modules(project: PsiturkProject) -> None:
     this stack, so the stand-ins take its place even where it is installed)."""
     from humanlike.server.extensions import db
     from humanlike.server.psiturk import errors, participants
-    from humanlike.server.psiturk.models import PsiturkAssignment
+    from humanlike.server.tables.psiturk import PsiturkAssignment
 
     def module(name: str, **attrs: Any) -> types.ModuleType:
         mod = types.ModuleType(name)

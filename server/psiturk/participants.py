@@ -13,13 +13,13 @@ from flask import current_app
 
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import ExperimentStatus, ParticipantStatus
-from humanlike.server.models import Experiment, Participant, utcnow
+from humanlike.server.participants.tokens import hash_token, new_token
 from humanlike.server.platforms import Platform
-from humanlike.server.psiturk.models import PsiturkAssignment
 from humanlike.server.psiturk.modes import MTURK_MODES
 from humanlike.server.psiturk.project import PsiturkProject
-from humanlike.server.tokens import hash_token, new_token
-from humanlike.server.trial_types import PSITURK_KIND
+from humanlike.server.tables.core import Experiment, Participant, utcnow
+from humanlike.server.tables.psiturk import PsiturkAssignment
+from humanlike.server.trial_types.registry import PSITURK_KIND
 
 # psiTurk's status codes (psiturk_statuses.py)
 NOT_ACCEPTED, ALLOCATED, STARTED, COMPLETED, SUBMITTED, CREDITED, QUITEARLY, BONUSED = range(8)

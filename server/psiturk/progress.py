@@ -13,10 +13,10 @@ import sqlalchemy as sa
 
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import ParticipantStatus
-from humanlike.server.models import Experiment, Participant
 from humanlike.server.psiturk import participants as pp
-from humanlike.server.psiturk.models import PsiturkAssignment
-from humanlike.server.trial_types import PSITURK_KIND
+from humanlike.server.tables.core import Experiment, Participant
+from humanlike.server.tables.psiturk import PsiturkAssignment
+from humanlike.server.trial_types.registry import PSITURK_KIND
 
 
 def is_psiturk(exp: Experiment) -> bool:

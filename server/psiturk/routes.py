@@ -30,15 +30,20 @@ from werkzeug.exceptions import NotFound
 
 from humanlike.server.database import write_lock
 from humanlike.server.extensions import db
-from humanlike.server.models import utcnow
+from humanlike.server.participants.tokens import token_matches
 from humanlike.server.platforms import Platform, completion_code
 from humanlike.server.psiturk import participants as pp
 from humanlike.server.psiturk.errors import ExperimentApiError, ExperimentError
-from humanlike.server.psiturk.models import PsiturkAssignment
 from humanlike.server.psiturk.modes import MTURK_MODES, Mode
 from humanlike.server.psiturk.project import PsiturkProject
-from humanlike.server.psiturk.storage import BlobError, blob, fallback_blob, store_blob
-from humanlike.server.tokens import token_matches
+from humanlike.server.tables.core import utcnow
+from humanlike.server.tables.psiturk import (
+    BlobError,
+    PsiturkAssignment,
+    blob,
+    fallback_blob,
+    store_blob,
+)
 
 bp = Blueprint("psiturk", __name__)
 
@@ -288,7 +293,7 @@ def start_exp() -> Response:
             else:
                 matches = _worker_assignments(worker_id)
             if not matches:
-                from humanlike.server.models import Experiment
+                from humanlike.server.tables.core import Experiment
 
                 exp = db.session.get(Experiment, st.experiment_id)
                 assert exp is not None
@@ -331,7 +336,7 @@ def start_exp() -> Response:
 
 
 def _renew_token(part: PsiturkAssignment) -> str:
-    from humanlike.server.tokens import hash_token, new_token
+    from humanlike.server.participants.tokens import hash_token, new_token
 
     token = new_token()
     part.participant.token_hash = hash_token(token)

@@ -14,7 +14,7 @@
  *       rendered size (presentation.image_height_px set from image_height_deg), the record POSTed to
  *       /display; false (with the "display not suitable" screen) when the display cannot run the study.
  *
- * The same numbers, limits and rounding as server/display.py (which refuses a record that does not
+ * The same numbers, limits and rounding as server/participants/display.py (which refuses a record that does not
  * follow from its answers).
  */
 var HumanlikeDisplay = (function () {

@@ -1,5 +1,5 @@
 // @ts-check
-/* The browser half of the trial-type registry (the server's is humanlike.server.trial_types).
+/* The browser half of the trial-type registry (the server's is humanlike.server.trial_types.registry).
  *
  * Each trial type's file (static/js/plugins/<name>.js) registers, under the type's name, the
  * builder that turns one entry of the participant's timeline into a jsPsych trial; the runner
@@ -41,7 +41,7 @@
  * @property {Array<{name: string, text: string, options?: string[] | null}>} debrief
  * @property {{mode: string, duration_ms: number | null, mask: string | null, image_height_px: number,
  *   image_height_deg?: number | null, fixation_ms?: number, iti_ms?: number}} presentation
- * @property {Record<string, any>} [display] the spec's [display] table (server/display.py)
+ * @property {Record<string, any>} [display] the spec's [display] table (server/participants/display.py)
  * @property {Record<string, any> | null} [calibration] the calibration stored earlier, reused on a resume
  * @property {Record<string, {intro: string, trial_type: string, practice_feedback: boolean}>} [blocks]
  * @property {number | null} [break_every]

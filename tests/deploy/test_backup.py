@@ -21,9 +21,11 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from humanlike.cli import main
-from humanlike.server import breaker, create_app, database, experiments
-from humanlike.server.export import write_export
+from humanlike.server import create_app, database
+from humanlike.server.export.writer import write_export
 from humanlike.server.extensions import db
+from humanlike.server.live import breaker
+from humanlike.server.study import experiments
 from tests.conftest import ON_CI, PG_URL
 from tests.server.conftest import auth, enter, write_small_experiment
 from tests.server.test_retention import every_text, holds

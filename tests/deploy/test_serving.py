@@ -25,7 +25,8 @@ import yaml
 
 from humanlike.deploy import stack
 from humanlike.deploy.stack import AppServer, Caddy, caddy_binary, running
-from humanlike.server import create_app, database, experiments
+from humanlike.server import create_app, database
+from humanlike.server.study import experiments
 from tests.conftest import ON_CI
 from tests.server.conftest import write_small_experiment
 

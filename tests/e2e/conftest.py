@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from werkzeug.serving import make_server
 
-from humanlike.server import create_app, database, experiments
+from humanlike.server import create_app, database
+from humanlike.server.study import experiments
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: F401 - re-exported for older imports
 
 
@@ -21,7 +22,7 @@ def demo_spec(tmp_path_factory) -> Path:
     """The demo experiment exactly as `make demo` builds it (~20 s: its models are trained), built
     once per test run: under pytest-xdist the first worker to need it builds it in the run's shared
     temporary folder while the others wait, then all read it."""
-    from humanlike.server.demo import build_demo
+    from humanlike.server.demo.build import build_demo
 
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
         return build_demo(tmp_path_factory.mktemp("demo") / "demo")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from humanlike.server.export import write_export
+from humanlike.server.export.writer import write_export
 from tests.e2e.participant_driver import Played, play
 from tests.e2e.test_demo_experiment import PROLIFIC_DONE, QUERY, new_page, stored
 

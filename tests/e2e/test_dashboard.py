@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server.admin.panel import refresh_all
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Participant, Payment
+from humanlike.server.live.panel import refresh_all
+from humanlike.server.tables.core import AuditEntry, Participant, Payment
 from tests.e2e.conftest import serving
 from tests.e2e.participant_driver import Played, play
 from tests.server.admin.dashboard_helpers import add_admin, run_participant
@@ -165,7 +165,7 @@ def test_researcher_watches_judges_and_pays_without_reloads(dashboard_server, ch
 
 
 def stored_of_db(app, public_id: str) -> int:
-    from humanlike.server.models import Trial
+    from humanlike.server.tables.core import Trial
 
     with app.app_context():
         return db.session.execute(sa.select(sa.func.count()).select_from(Trial).join(Participant)
@@ -194,7 +194,7 @@ def three_hundred(app) -> None:
     import datetime as dt
     import secrets
 
-    from humanlike.server.models import Event, utcnow
+    from humanlike.server.tables.core import Event, utcnow
     from tests.server.conftest import enter
 
     enter(app.test_client(), "PROLIFIC_PID=SIM-0000&STUDY_ID=sim-study&SESSION_ID=SIM-0000-s")

@@ -10,16 +10,17 @@ import pandas as pd
 from click.testing import CliRunner
 
 from humanlike.cli import main
-from humanlike.server import create_app, database, experiments
-from humanlike.server.export import write_export
+from humanlike.server import create_app, database
+from humanlike.server.export.writer import write_export
+from humanlike.server.study import experiments
 
 
 def _simulate(app, n_participants: int, responses_path, seed: int = 0) -> None:
     """Participants whose ratings are the CNN's probabilities plus noise, rounded to the 5 levels;
     triads answered by a known MLDS observer; classifications by the CNN with lapses
-    (:mod:`humanlike.server.simulate`, through the HTTP API in-process); none fails catch trials."""
+    (:mod:`humanlike.server.demo.simulate`, through the HTTP API in-process); none fails catch trials."""
     from humanlike.analysis.ratings.scores import load_model_responses
-    from humanlike.server.simulate import (
+    from humanlike.server.demo.simulate import (
         SimulatedStudy,
         SimulationSettings,
         api_client,
@@ -127,7 +128,7 @@ def test_the_demo_export_feeds_the_ratings_and_mlds_analyses(demo_spec, tmp_path
 def _partial(client, study, number: int, n_trials: int) -> str:
     """A participant who answers the first ``n_trials`` trials and leaves (the simulation's own
     answers and timing); returns the public id."""
-    from humanlike.server.simulate import _check
+    from humanlike.server.demo.simulate import _check
 
     s = study.settings
     start = _check(client.get(f"/start/{study.slug}", params={
@@ -153,16 +154,16 @@ def test_one_analysed_set_gives_one_n_everywhere(demo_spec, tmp_path):
     import sqlalchemy as sa
 
     from humanlike.analysis.ratings.scores import load_model_responses
-    from humanlike.server.actions import set_analysis_override
-    from humanlike.server.admin.panel import refresh
-    from humanlike.server.extensions import db
-    from humanlike.server.models import Experiment, PanelResult, Participant
-    from humanlike.server.simulate import (
+    from humanlike.server.demo.simulate import (
         SimulatedStudy,
         SimulationSettings,
         api_client,
         simulate_participants,
     )
+    from humanlike.server.extensions import db
+    from humanlike.server.live.panel import refresh
+    from humanlike.server.participants.actions import set_analysis_override
+    from humanlike.server.tables.core import Experiment, PanelResult, Participant
 
     app = create_app({"SECRET_KEY": "x", "SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path}/d.sqlite",
                       "EXPERIMENT_PATHS": [str(demo_spec)]})
@@ -267,9 +268,9 @@ def _rating_frames(spec_path, n: int, kind: str, seed: int, noise: float = 0.25)
     level (both answer the catch images right, as the issue's random responder did), ``straight``
     gives the same response on every trial."""
     from humanlike.analysis.ratings.scores import load_model_responses
-    from humanlike.server.experiments import load_experiment
-    from humanlike.server.simulate import SimulatedStudy, SimulationSettings
-    from humanlike.server.timeline import generate_timeline
+    from humanlike.server.demo.simulate import SimulatedStudy, SimulationSettings
+    from humanlike.server.study.experiments import load_experiment
+    from humanlike.server.study.timeline import generate_timeline
 
     loaded = load_experiment(spec_path)
     study = SimulatedStudy(spec_path, SimulationSettings(n_participants=n, noise=noise, seed=seed),
@@ -312,7 +313,7 @@ def test_the_demo_rules_keep_attentive_people_and_catch_random_responders(demo_s
 
     from humanlike.analysis.exclusions import ExclusionRules
     from humanlike.analysis.ratings.data import attach_stimuli, clean_ratings, participant_qc
-    from humanlike.server.experiments import load_experiment
+    from humanlike.server.study.experiments import load_experiment
 
     rules = ExclusionRules.from_mapping(tomllib.loads(demo_spec.read_text())["exclusion"])
     assert rules.max_identical_run_share and rules.min_natural_accuracy and rules.min_median_rt_ms

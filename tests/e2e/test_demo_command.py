@@ -12,9 +12,9 @@ from humanlike.cli import main
 
 def test_demo_prepares_participants_report_and_a_panel_that_scores_the_models(tmp_path, monkeypatch):
     from humanlike.server import create_app
-    from humanlike.server.admin import panel
     from humanlike.server.extensions import db
-    from humanlike.server.models import Experiment, PanelResult, Participant
+    from humanlike.server.live import panel
+    from humanlike.server.tables.core import Experiment, PanelResult, Participant
 
     monkeypatch.setenv("HUMANLIKE_INSTANCE", str(tmp_path / "instance"))
     url = f"sqlite:///{tmp_path / 'demo.sqlite'}"

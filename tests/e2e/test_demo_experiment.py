@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server.export import write_export
+from humanlike.server.export.writer import write_export
 from humanlike.server.extensions import db
-from humanlike.server.models import Participant, Trial
+from humanlike.server.tables.core import Participant, Trial
 from tests.e2e.participant_driver import Played, play
 
 pytestmark = pytest.mark.browser

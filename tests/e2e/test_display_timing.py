@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import display
 from humanlike.server.extensions import db
-from humanlike.server.models import Participant, Trial
+from humanlike.server.participants import display
+from humanlike.server.tables.core import Participant, Trial
 from tests.e2e import participant_driver
 from tests.e2e.conftest import serving
 from tests.e2e.participant_driver import Played, play

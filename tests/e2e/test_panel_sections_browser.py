@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from humanlike.server.admin.panel import refresh_all
 from humanlike.server.extensions import db
+from humanlike.server.live.panel import refresh_all
 from tests.e2e.conftest import LiveServer
 from tests.server.admin.dashboard_helpers import add_admin
 from tests.server.admin.test_dashboard_panel import demo_app, demo_study, simulate
@@ -21,7 +21,7 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
 
 @pytest.fixture(scope="module")
 def demo_folder(tmp_path_factory):
-    from humanlike.server.demo import build_demo
+    from humanlike.server.demo.build import build_demo
 
     return build_demo(tmp_path_factory.mktemp("panel-demo") / "demo", controversial=False).parent
 

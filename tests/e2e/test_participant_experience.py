@@ -12,9 +12,10 @@ from urllib.parse import parse_qs
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import create_app, database, experiments
+from humanlike.server import create_app, database
 from humanlike.server.extensions import db
-from humanlike.server.models import Event, Participant, Trial
+from humanlike.server.study import experiments
+from humanlike.server.tables.core import Event, Participant, Trial
 from tests.e2e.conftest import LiveServer
 from tests.e2e.participant_driver import STATE_JS, Played, play
 
@@ -32,7 +33,7 @@ SCREEN_JS = """() => {
 
 def experience_spec(dest: Path) -> Path:
     """The demo's stimuli with a short timeline and every experience setting switched on."""
-    from humanlike.server.demo import build_demo
+    from humanlike.server.demo.build import build_demo
 
     spec = build_demo(dest, controversial=False, classification=False)  # rating + triad screens
     text = spec.read_text()

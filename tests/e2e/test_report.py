@@ -93,7 +93,7 @@ def test_the_mlds_bootstrap_covers_the_generating_scale_in_about_95_percent_of_l
     from humanlike.analysis.mlds.batch import fit_many
     from humanlike.analysis.mlds.simulate import simulate_responses
     from humanlike.analysis.report import coverage
-    from humanlike.server.simulate import observer_psi
+    from humanlike.server.demo.simulate import observer_psi
     from humanlike.stimuli.mlds_design import all_triads
 
     rng = np.random.default_rng(7)
@@ -141,8 +141,8 @@ def test_simulate_speaks_http_to_a_running_server(demo_server, demo_spec, tmp_pa
     import sqlalchemy as sa
 
     from humanlike.server.extensions import db
-    from humanlike.server.models import Participant, Trial
-    from humanlike.server.rehearsal import rehearsal_key
+    from humanlike.server.participants.rehearsal import rehearsal_key
+    from humanlike.server.tables.core import Participant, Trial
 
     result = CliRunner().invoke(main, ["simulate", str(demo_spec), "--participants", "2",
                                        "--fail-catch", "0", "--url", demo_server.url,

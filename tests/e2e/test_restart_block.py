@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from humanlike.server.extensions import db
-from humanlike.server.models import Event, Participant, Trial
+from humanlike.server.tables.core import Event, Participant, Trial
 from tests.e2e.conftest import serving
 from tests.e2e.participant_driver import Played
 from tests.e2e.test_participant_experience import experience_spec, prolific_page, run_study, shoot

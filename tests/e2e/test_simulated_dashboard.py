@@ -17,13 +17,13 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "simulated"
 
 def test_the_experiments_page_counts_simulated_participants_apart(database_url, tmp_path,
                                                                   chromium):
-    from humanlike.server.rehearsal import rehearsal_key
-    from humanlike.server.simulate import (
+    from humanlike.server.demo.simulate import (
         SimulatedStudy,
         SimulationSettings,
         api_client,
         simulate_participants,
     )
+    from humanlike.server.participants.rehearsal import rehearsal_key
 
     small = write_small_experiment(tmp_path / "small")
 

@@ -14,10 +14,11 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import create_app, database, experiments
-from humanlike.server.export import write_export
+from humanlike.server import create_app, database
+from humanlike.server.export.writer import write_export
 from humanlike.server.extensions import db
-from humanlike.server.models import Event, Participant
+from humanlike.server.study import experiments
+from humanlike.server.tables.core import Event, Participant
 from tests.e2e.conftest import LiveServer
 from tests.e2e.participant_driver import Played, play
 from tests.server.conftest import write_small_experiment

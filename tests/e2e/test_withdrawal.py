@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Participant, Trial
+from humanlike.server.tables.core import AuditEntry, Participant, Trial
 from tests.e2e.conftest import serving
 from tests.e2e.participant_driver import STATE_JS, Played, play
 from tests.server.conftest import write_small_experiment

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from humanlike.server import create_app, database, experiments
+from humanlike.server import create_app, database
+from humanlike.server.study import experiments
 
 SMALL_SPEC = """\
 slug = "small"

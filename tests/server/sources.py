@@ -7,7 +7,8 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-from humanlike.server import create_app, database, experiments
+from humanlike.server import create_app, database
+from humanlike.server.study import experiments
 from tests.server.conftest import auth
 
 LABELS = [str(d) for d in range(10)]

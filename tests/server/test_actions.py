@@ -8,9 +8,9 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import actions
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Participant, Payment
+from humanlike.server.participants import actions
+from humanlike.server.tables.core import AuditEntry, Participant, Payment
 from tests.server.conftest import enter
 
 GOOD_MESSAGE = ("Your submission could not be approved because the attention checks embedded in "

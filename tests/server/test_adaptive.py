@@ -14,16 +14,17 @@ import pytest
 import sqlalchemy as sa
 from PIL import Image
 
-from humanlike.server import create_app, database, experiments
-from humanlike.server.adaptive_models import AdaptiveDesign
-from humanlike.server.extensions import db
-from humanlike.server.models import Experiment, Participant
-from humanlike.server.simulate import (
+from humanlike.server import create_app, database
+from humanlike.server.demo.simulate import (
     SimulatedStudy,
     SimulationSettings,
     api_client,
     simulate_participants,
 )
+from humanlike.server.extensions import db
+from humanlike.server.study import experiments
+from humanlike.server.tables.adaptive import AdaptiveDesign
+from humanlike.server.tables.core import Experiment, Participant
 
 MODELS = ("m0", "m1", "m2")
 LABELS = ("a", "b", "c", "d")
@@ -147,7 +148,7 @@ def _draws(app) -> list[dict]:
 
 def _run_study(app, spec: Path) -> tuple[list[dict], dict]:
     """8 participants, the panel worker's refresh, 8 more."""
-    from humanlike.server.admin import panel
+    from humanlike.server.live import panel
 
     _arrive(app, spec, 8, "first", 1)
     with app.app_context():
@@ -204,7 +205,7 @@ def test_adaptive_allocation_through_the_api(database_url, adaptive_spec, tmp_pa
     # balanced over conditions as without [adaptive]
     assert sorted(pd.Series([d["condition"] for d in draws]).value_counts()) == [8, 8]
     # the export records each draw
-    from humanlike.server.export import write_export
+    from humanlike.server.export.writer import write_export
 
     with app.app_context():
         write_export("adaptive", tmp_path / "out")
@@ -258,7 +259,7 @@ def test_simultaneous_arrivals_draw_once_each_and_stay_balanced(database_url, ad
 
 def test_a_comparison_leans_once_its_holm_sidak_p_is_below_the_lean_level():
     from humanlike.analysis.planning.adaptive import LEAN_P
-    from humanlike.server.adaptive import directions
+    from humanlike.server.live.adaptive import directions
 
     def comparison(a, b, difference, p):
         return {"subset": "all", "a": a, "b": b, "difference": difference, "p_holm_sidak": p,

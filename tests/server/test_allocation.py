@@ -16,10 +16,11 @@ import pytest
 import sqlalchemy as sa
 from werkzeug.serving import make_server
 
-from humanlike.server import create_app, database, experiments
-from humanlike.server.allocation import choose_condition
+from humanlike.server import create_app, database
 from humanlike.server.extensions import db
-from humanlike.server.models import Participant
+from humanlike.server.participants.allocation import choose_condition
+from humanlike.server.study import experiments
+from humanlike.server.tables.core import Participant
 from tests.server.conftest import auth, write_small_experiment
 from tests.server.test_faults import Gunicorn
 

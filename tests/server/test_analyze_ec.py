@@ -249,10 +249,10 @@ def test_a_rating_only_studys_report_and_panel_show_the_kappa_matrix_of_analyze_
 
     from humanlike.analysis.io.export import read_export
     from humanlike.analysis.report import ReportSettings, build_report
-    from humanlike.server.admin.panel import refresh
-    from humanlike.server.export import write_export
+    from humanlike.server.export.writer import write_export
     from humanlike.server.extensions import db
-    from humanlike.server.models import Experiment, PanelResult
+    from humanlike.server.live.panel import refresh
+    from humanlike.server.tables.core import Experiment, PanelResult
     from tests.server.conftest import enter
     from tests.server.test_export import run_participant
 

@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from humanlike.server.extensions import db
-from humanlike.server.models import Event, Participant, Trial
+from humanlike.server.tables.core import Event, Participant, Trial
 from tests.server.conftest import auth, enter
 
 LABELS = [str(d) for d in range(10)]

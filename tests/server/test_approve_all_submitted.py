@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from humanlike.server.admin.qc import refresh_qc
 from humanlike.server.extensions import db
-from humanlike.server.models import Experiment, Participant, ParticipantQC
+from humanlike.server.live.qc import refresh_qc
+from humanlike.server.tables.core import Experiment, Participant, ParticipantQC
 from tests.server import test_recruit_prolific as prolific
 from tests.server.test_recruit_prolific import recruit, take_part
 

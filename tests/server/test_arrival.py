@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import allocation, export, resume
+from humanlike.server.export import writer as export
 from humanlike.server.extensions import db
-from humanlike.server.models import Event, Experiment, Participant
-from humanlike.server.rehearsal import REHEARSAL_HEADER, rehearsal_key
+from humanlike.server.participants import allocation, resume
+from humanlike.server.participants.rehearsal import REHEARSAL_HEADER, rehearsal_key
+from humanlike.server.tables.core import Event, Experiment, Participant
 from tests.server.admin.dashboard_helpers import login
 from tests.server.conftest import auth, enter
 from tests.server.sources import answer, app_factory, spec_with

@@ -16,15 +16,17 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import breaker, create_app, database, experiments
-from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Experiment
-from humanlike.server.simulate import (
+from humanlike.server import create_app, database
+from humanlike.server.demo.simulate import (
     SimulatedStudy,
     SimulationSettings,
     api_client,
     run_participant,
 )
+from humanlike.server.extensions import db
+from humanlike.server.live import breaker
+from humanlike.server.study import experiments
+from humanlike.server.tables.core import AuditEntry, Experiment
 from tests.server.conftest import auth, enter, write_small_experiment
 from tests.server.fake_prolific import FakeProlific, Server
 from tests.server.test_export import run_participant as run_by_hand

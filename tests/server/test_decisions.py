@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from humanlike.server.export import write_export
-from humanlike.server.trial_types import decision_tie_seeds, splitmix64
+from humanlike.server.export.writer import write_export
+from humanlike.server.trial_types.rating import decision_tie_seeds, splitmix64
 from tests.server.conftest import enter
 from tests.server.test_export import run_participant
 

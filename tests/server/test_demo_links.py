@@ -11,9 +11,9 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from humanlike.cli.demo import demo_links
-from humanlike.server.demo import demo_text
+from humanlike.server.demo.build import demo_text
 from humanlike.server.extensions import db
-from humanlike.server.models import Event, Participant
+from humanlike.server.tables.core import Event, Participant
 from tests.server.admin.dashboard_helpers import login
 from tests.server.sources import app_factory
 

@@ -1,5 +1,5 @@
 """The display record, sizes in degrees, durations in whole frames and the timing certificate
-(server/display.py): geometry against independent trigonometry, the API's checks, the export's
+(server/participants/display.py): geometry against independent trigonometry, the API's checks, the export's
 tables and the frame-miss QC rule."""
 
 from __future__ import annotations
@@ -10,16 +10,19 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import create_app, database, display, experiments
-from humanlike.server.extensions import db
-from humanlike.server.models import Participant
-from humanlike.server.simulate import (
+from humanlike.server import create_app, database
+from humanlike.server.demo.simulate import (
     SimulatedStudy,
     SimulationSettings,
     api_client,
     simulate_participants,
 )
-from humanlike.server.spec import ExperimentSpec, SpecError, load_spec
+from humanlike.server.extensions import db
+from humanlike.server.participants import display
+from humanlike.server.study import experiments
+from humanlike.server.study.settings import DisplaySettings
+from humanlike.server.study.spec import ExperimentSpec, SpecError, load_spec
+from humanlike.server.tables.core import Participant
 from tests.server.conftest import auth, enter, write_small_experiment
 
 # ---------------------------------------------------------------- geometry and frames (no database
@@ -50,10 +53,10 @@ def test_frames_for_rounds_half_up_and_gives_at_least_one_frame():
 
 
 def test_the_display_settings_accept_rates_within_the_tolerance():
-    s = display.DisplaySettings(refresh_hz=[60, 120], refresh_tolerance_hz=2)
+    s = DisplaySettings(refresh_hz=[60, 120], refresh_tolerance_hz=2)
     assert s.refresh_accepted(59.94) and s.refresh_accepted(121.5)
     assert not s.refresh_accepted(144.0) and not s.refresh_accepted(75.0)
-    assert display.DisplaySettings().refresh_accepted(144.0)
+    assert DisplaySettings().refresh_accepted(144.0)
 
 
 # ---------------------------------------------------------------- the spec
@@ -207,7 +210,7 @@ def _answer_trials(client, pid, token, frames_of, hz):
 @pytest.mark.parametrize("hz, requested", [(60.0, 12), (120.0, 24)])
 def test_the_certificate_and_the_export_report_whole_frames_at_the_measured_rate(
         timed_app, hz, requested):
-    from humanlike.server.export import export_frames
+    from humanlike.server.export.writer import export_frames
 
     client = timed_app.test_client()
     pid, token = _consented(client)
@@ -239,7 +242,7 @@ def test_the_certificate_and_the_export_report_whole_frames_at_the_measured_rate
 
 
 def test_a_participant_whose_frames_missed_by_more_than_the_limit_is_excluded(timed_app):
-    from humanlike.server.export import export_frames
+    from humanlike.server.export.writer import export_frames
 
     client = timed_app.test_client()
     pid, token = _consented(client)
@@ -272,7 +275,7 @@ def classification_app(database_url, tmp_path):
 
 def simulated_export(app, path, out, **settings):
     """``settings`` simulated participants through the app's API, exported to ``out``."""
-    from humanlike.server.export import write_export
+    from humanlike.server.export.writer import write_export
 
     study = SimulatedStudy(path, SimulationSettings(fail_catch=0, **settings))
     with api_client(app=app) as client:

@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from humanlike.analysis.exclusions import ExclusionRules
-from humanlike.server.spec import ExperimentSpec
+from humanlike.server.study.spec import ExperimentSpec
 
 
 def test_min_rt_ms_is_a_deprecated_alias_of_min_trial_rt_ms():

@@ -9,9 +9,9 @@ import pandas as pd
 import sqlalchemy as sa
 from click.testing import CliRunner
 
-from humanlike.server.export import write_export
+from humanlike.server.export.writer import write_export
 from humanlike.server.extensions import db
-from humanlike.server.models import Trial
+from humanlike.server.tables.core import Trial
 from tests.server.conftest import auth, enter
 
 

@@ -8,8 +8,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from humanlike.server.export import _experiment, export_frames, trial_chunks, write_export
-from humanlike.server.export_sink import is_formula_like
+from humanlike.server.export.sink import is_formula_like
+from humanlike.server.export.writer import _experiment, export_frames, trial_chunks, write_export
 from tests.server.conftest import auth, enter
 from tests.server.test_export import run_participant
 

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 
 from humanlike.deploy.stack import AppServer
 from humanlike.server.extensions import db
-from humanlike.server.models import Trial
+from humanlike.server.tables.core import Trial
 
 
 def app_env(spec: Path, database_url: str, instance: Path) -> dict[str, str]:

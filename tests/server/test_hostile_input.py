@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from werkzeug.serving import make_server
 
 from humanlike.server.extensions import db
-from humanlike.server.models import Event, Participant, Trial
+from humanlike.server.tables.core import Event, Participant, Trial
 from tests.server.conftest import auth, enter
 from tests.server.test_api_trials import consent, count_rows, first_rating_index, rating_body
 

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from humanlike.server.lab import IdFormat, describe_id_pattern
 from humanlike.server.platforms import ID_PATTERN
+from humanlike.server.web.lab import IdFormat, describe_id_pattern
 from tests.server.sources import app_factory, spec_with
 
 

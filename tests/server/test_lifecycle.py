@@ -21,8 +21,8 @@ from humanlike.server.lifecycle import (
     ExperimentStatus,
     ParticipantStatus,
 )
-from humanlike.server.models import Participant
 from humanlike.server.platforms import completion_code
+from humanlike.server.tables.core import Participant
 from humanlike.vocabulary import STIMULUS_KINDS
 from tests.server.conftest import auth, enter
 

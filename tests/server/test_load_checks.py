@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from humanlike.server.experiments import load_experiment
-from humanlike.server.spec import SpecError
+from humanlike.server.study.experiments import load_experiment
+from humanlike.server.study.spec import SpecError
 from tests.server.conftest import write_small_experiment
 
 TRIAD_SPEC = """\

@@ -29,7 +29,7 @@ def test_export_of_an_uninitialised_database_says_so_in_one_line(tmp_path):
 
 def test_serve_prints_the_entry_link_each_source_uses():
     from humanlike.cli.serve import entry_links
-    from humanlike.server.spec import PlatformSettings
+    from humanlike.server.study.spec import PlatformSettings
 
     base = "http://h:1"
     assert entry_links(base, "s", {"preset": "sona"}) == [
@@ -61,7 +61,7 @@ def test_the_participant_page_counts_trials_as_the_participant_saw_them(app, cli
     login(app, client)
     with app.app_context():
         from humanlike.server.extensions import db
-        from humanlike.server.models import Participant
+        from humanlike.server.tables.core import Participant
 
         p = db.session.query(Participant).filter_by(public_id=good).one()
         n_task = sum(t["type"] != "debrief" for t in p.timeline["trials"])
@@ -109,7 +109,7 @@ def test_the_participant_rows_count_task_trials_too(app, client, built_study):
     login(app, client)
     with app.app_context():
         from humanlike.server.extensions import db
-        from humanlike.server.models import Participant
+        from humanlike.server.tables.core import Participant
 
         n_task = db.session.query(Participant).filter_by(public_id=good).one().n_trials - 1
     html = client.get("/admin/experiments/small").get_data(as_text=True)

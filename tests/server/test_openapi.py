@@ -21,7 +21,7 @@ from schemathesis.checks import (
 )
 from schemathesis.config import SchemathesisConfig
 
-from humanlike.server.openapi import openapi_document
+from humanlike.server.web.openapi import openapi_document
 from tests.server.conftest import auth, enter
 
 
@@ -112,9 +112,9 @@ def test_the_published_refusals_are_the_servers(app, client):
 
     server = Path(__file__).resolve().parents[2] / "server"
     raised = {(code, int(status)) for status, code in re.findall(
-        r'api_abort\((\d{3}), "([a-z_]+)"', (server / "api.py").read_text())}
+        r'api_abort\((\d{3}), "([a-z_]+)"', (server / "web" / "api.py").read_text())}
     raised |= {(code, 400) for code in re.findall(
-        r'JSONPolicyError\("([a-z_]+)"', (server / "payloads.py").read_text())}
+        r'JSONPolicyError\("([a-z_]+)"', (server / "participants" / "payloads.py").read_text())}
     doc = client.get("/api/v1/openapi.json").get_json()
     published = {(code, r["status"]) for item in doc["paths"].values() for op in item.values()
                  if isinstance(op, dict) for code, r in op.get("x-refusals", {}).items()}

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import create_app, database, experiments
+from humanlike.server import create_app, database
 from humanlike.server.extensions import db
-from humanlike.server.models import AdminUser, Participant
+from humanlike.server.study import experiments
+from humanlike.server.tables.core import AdminUser, Participant
 from tests.server.conftest import auth, enter
 from tests.server.sources import app_factory, spec_with
 

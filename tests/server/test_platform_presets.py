@@ -11,9 +11,9 @@ from werkzeug.datastructures import MultiDict
 
 from humanlike.server import platforms
 from humanlike.server.extensions import db
-from humanlike.server.models import Participant
 from humanlike.server.platforms import PRESETS, Entry, EntryError, Platform, entry_from_params
-from humanlike.server.spec import SpecError, load_spec
+from humanlike.server.study.spec import SpecError, load_spec
+from humanlike.server.tables.core import Participant
 from tests.server.conftest import auth, enter
 from tests.server.sources import answer, app_factory, spec_with
 

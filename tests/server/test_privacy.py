@@ -12,14 +12,14 @@ from click.testing import CliRunner
 
 from humanlike.cli import main
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Event, Participant, Trial
-from humanlike.server.pseudonyms import (
+from humanlike.server.rights.pseudonyms import (
     PREFIX,
     PSEUDONYM_HEX,
     key_from_secret,
     keyed_hash,
     pseudonym,
 )
+from humanlike.server.tables.core import AuditEntry, Event, Participant, Trial
 from tests.server.conftest import auth, enter
 from tests.server.test_api_trials import consent, first_rating_index, rating_body
 

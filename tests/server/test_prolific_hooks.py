@@ -15,8 +15,8 @@ import time
 import sqlalchemy as sa
 
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Experiment
-from humanlike.server.platform_events import PlatformEvent
+from humanlike.server.tables.core import AuditEntry, Experiment
+from humanlike.server.tables.platform_events import PlatformEvent
 from tests.server.test_recruit_prolific import (  # noqa: F401  (fixtures)
     fake,
     rapp,

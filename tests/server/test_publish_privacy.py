@@ -89,7 +89,7 @@ def test_published_times_are_days_and_no_arrival_second_is_in_any_file(published
 def test_every_spec_field_is_either_published_or_withheld_by_name():
     """A field added to the spec is published only once someone lists it (and what it may hold)."""
     from humanlike.analysis.psychds.disclosure import PUBLISHED_SPEC, WITHHELD_SPEC
-    from humanlike.server.spec import Completion, ExperimentSpec, PlatformSettings
+    from humanlike.server.study.spec import Completion, ExperimentSpec, PlatformSettings
 
     for prefix, model in (("", ExperimentSpec), ("platform.", PlatformSettings),
                           ("completion.", Completion)):

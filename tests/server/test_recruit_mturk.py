@@ -12,13 +12,15 @@ import pytest
 import sqlalchemy as sa
 from botocore.stub import ANY, Stubber
 
-from humanlike.deploy import mturk
-from humanlike.deploy.mturk import MTurkClient, MTurkRecruiter, hit_params
-from humanlike.deploy.sync import apply
-from humanlike.server import actions, create_app, database, experiments
+from humanlike.server import create_app, database
 from humanlike.server.extensions import db
-from humanlike.server.models import Experiment, Participant, Payment
-from humanlike.server.spec import SpecError, load_spec
+from humanlike.server.live.sync import apply
+from humanlike.server.participants import actions
+from humanlike.server.sources import mturk
+from humanlike.server.sources.mturk import MTurkClient, MTurkRecruiter, hit_params
+from humanlike.server.study import experiments
+from humanlike.server.study.spec import SpecError, load_spec
+from humanlike.server.tables.core import Experiment, Participant, Payment
 from tests.server.conftest import enter, write_small_experiment
 
 GOOD_MESSAGE = ("Your submission could not be approved because the attention checks embedded in "
@@ -324,7 +326,7 @@ def test_mturk_commands_on_a_default_configuration_stop_with_the_closure_notice(
     from click.testing import CliRunner
 
     from humanlike.cli import main
-    from humanlike.deploy.recruiters import mturk_recruiter
+    from humanlike.server.sources.recruiters import mturk_recruiter
 
     monkeypatch.delenv(mturk.ENDPOINT_VARIABLE, raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")  # credentials are not what is missing

@@ -16,11 +16,13 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from humanlike.cli import main
-from humanlike.deploy.prolific import ProlificClient, ProlificError, study_body
-from humanlike.server import actions, create_app, database, experiments
+from humanlike.server import create_app, database
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Experiment, Participant, Payment
-from humanlike.server.spec import SpecError, load_spec
+from humanlike.server.participants import actions
+from humanlike.server.sources.prolific import ProlificClient, ProlificError, study_body
+from humanlike.server.study import experiments
+from humanlike.server.study.spec import SpecError, load_spec
+from humanlike.server.tables.core import AuditEntry, Experiment, Participant, Payment
 from tests.server.conftest import enter, write_small_experiment
 from tests.server.fake_prolific import FakeProlific, NotEligible, Server
 from tests.server.test_export import run_participant

@@ -3,7 +3,7 @@ answers dispatch through it, psiTurk's records are an entry that reads its own s
 module outside the registry compares a trial type to a literal (the lint below).
 
 The lint's rule, over every module of server/, analysis/, stimuli/, deploy/ and humanlike/ but the
-registry (``server/trial_types.py``):
+registry (``server/trial_types/registry.py``):
 
 * a trial type's name (a key of ``TRIAL_TYPES``: rating, triad, classification, debrief) may not be
   an operand of a comparison (``==``, ``!=``, ``in``, ``not in``, ``is``; alone or inside a tuple,
@@ -30,28 +30,30 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from humanlike.server.codebook import codebook
-from humanlike.server.experiments import load_experiment
-from humanlike.server.payloads import TrialIn
-from humanlike.server.spec import SpecError
-from humanlike.server.timeline import estimated_minutes, generate_timeline
-from humanlike.server.trial_types import (
+from humanlike.server.export.codebook import codebook
+from humanlike.server.export.stored_records import (
     STORED_RECORDS,
-    TRIAL_TYPES,
     StoredRecords,
-    TrialType,
+    psiturk_records,
+    stored_record_tables,
+)
+from humanlike.server.participants.payloads import TrialIn
+from humanlike.server.study.experiments import load_experiment
+from humanlike.server.study.spec import SpecError
+from humanlike.server.study.timeline import estimated_minutes, generate_timeline
+from humanlike.server.trial_types.base import TrialType
+from humanlike.server.trial_types.rating import rating_frame
+from humanlike.server.trial_types.registry import (
+    TRIAL_TYPES,
     block_settings,
     block_trial_types,
     browser_trial_types,
     check_trial_type,
-    psiturk_records,
-    rating_frame,
-    stored_record_tables,
 )
 
 REPO = Path(__file__).resolve().parents[2]
 ROOTS = ("server", "analysis", "stimuli", "deploy", "humanlike")
-REGISTRY = {"server/trial_types.py"}
+REGISTRY = {p.relative_to(REPO).as_posix() for p in (REPO / "server" / "trial_types").glob("*.py")}
 KIND_WORDS = {"kind", "kinds", "type", "types", "trial_type", "trial_types"}
 COMPARING_CALLS = {"isin", "in_", "not_in", "notin_", "eq", "ne", "__eq__", "__ne__",
                    "__contains__", "issubset", "issuperset", "isdisjoint", "intersection",
@@ -143,10 +145,10 @@ def _lint(source: str, filename: str = "planted.py") -> list[str]:
 
 def test_no_module_outside_the_registry_compares_a_trial_type_to_a_literal():
     modules = _modules()
-    assert len(modules) > 100 and REPO / "server" / "timeline.py" in modules
+    assert len(modules) > 100 and REPO / "server" / "study" / "timeline.py" in modules
     offences = [o for path in modules
                 for o in _lint(path.read_text(encoding="utf-8"), path.relative_to(REPO).as_posix())]
-    assert not offences, ("compare trial types through the registry (server/trial_types.py), not "
+    assert not offences, ("compare trial types through the registry (server/trial_types/registry.py), not "
                           "to literals:\n" + "\n".join(offences))
 
 
@@ -296,7 +298,7 @@ def test_block_settings_belong_to_the_types_that_accept_them(small_experiment, m
 
 
 def test_a_simulated_answer_is_its_types_entry(monkeypatch):
-    from humanlike.server.simulate import SimulatedStudy
+    from humanlike.server.demo.simulate import SimulatedStudy
 
     study = SimulatedStudy.__new__(SimulatedStudy)
     seen = []
@@ -364,7 +366,7 @@ def test_a_psiturk_experiments_table_is_read_from_psiturk_storage(database_url, 
 
     from humanlike.server import database
     from humanlike.server.extensions import db
-    from humanlike.server.models import Experiment
+    from humanlike.server.tables.core import Experiment
     from tests.server.psiturk.conftest import WHEEL, make_app, setup_example
 
     if not WHEEL.is_file():

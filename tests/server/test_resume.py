@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Event, Participant
+from humanlike.server.tables.core import AuditEntry, Event, Participant
 from tests.server.conftest import auth, enter
 from tests.server.sources import app_factory, spec_with
 

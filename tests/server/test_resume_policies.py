@@ -14,11 +14,13 @@ import time
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import create_app, database, experiments, resume_policy
-from humanlike.server.export import export_frames
+from humanlike.server import create_app, database
+from humanlike.server.export.writer import export_frames
 from humanlike.server.extensions import db
-from humanlike.server.models import Event, Experiment, Participant, Trial
-from humanlike.server.spec import load_spec
+from humanlike.server.participants import resume_policy
+from humanlike.server.study import experiments
+from humanlike.server.study.spec import load_spec
+from humanlike.server.tables.core import Event, Experiment, Participant, Trial
 from tests.server.conftest import auth, enter, write_small_experiment
 from tests.server.test_api_trials import consent, rating_body
 

@@ -26,14 +26,15 @@ from humanlike.analysis.ratings.data import (
     rating_array,
 )
 from humanlike.cli import main
-from humanlike.server import audit, create_app, database, experiments
-from humanlike.server.export import write_export
+from humanlike.server import audit, create_app, database
+from humanlike.server.export.writer import write_export
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Participant, Payment
-from humanlike.server.platform_events import PlatformEvent
-from humanlike.server.pseudonyms import key_from_secret, pseudonym
-from humanlike.server.psiturk.models import PsiturkAssignment, PsiturkTrial
-from humanlike.server.sona_models import SonaGrant
+from humanlike.server.rights.pseudonyms import key_from_secret, pseudonym
+from humanlike.server.study import experiments
+from humanlike.server.tables.core import AuditEntry, Participant, Payment
+from humanlike.server.tables.platform_events import PlatformEvent
+from humanlike.server.tables.psiturk import PsiturkAssignment, PsiturkTrial
+from humanlike.server.tables.sona import SonaGrant
 from tests.server.conftest import auth, enter, write_small_experiment
 from tests.server.fake_sona import RunningSona
 from tests.server.sources import answer, app_factory, spec_with

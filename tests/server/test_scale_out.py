@@ -17,9 +17,9 @@ import pytest
 import sqlalchemy as sa
 
 from humanlike.deploy.stack import AppServer, Caddy, caddy_binary, running
-from humanlike.server.deletion import delete_participant
 from humanlike.server.extensions import db
-from humanlike.server.models import Event, Participant, Trial
+from humanlike.server.rights.deletion import delete_participant
+from humanlike.server.tables.core import Event, Participant, Trial
 from tests.conftest import ON_CI
 from tests.server.test_allocation import (  # noqa: F401 (fixtures)
     arrive_together,

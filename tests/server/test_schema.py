@@ -9,7 +9,7 @@ from alembic.migration import MigrationContext
 
 from humanlike.server.audit import record
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry
+from humanlike.server.tables.core import AuditEntry
 
 
 def test_the_migrated_schema_matches_the_models(app):

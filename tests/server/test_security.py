@@ -7,9 +7,10 @@ import re
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import create_app, database, experiments
+from humanlike.server import create_app, database
 from humanlike.server.extensions import db
-from humanlike.server.models import AdminUser, Participant
+from humanlike.server.study import experiments
+from humanlike.server.tables.core import AdminUser, Participant
 
 MTURK = "https://www.mturk.com https://workersandbox.mturk.com"
 
@@ -169,8 +170,8 @@ def test_a_lab_behind_one_address_can_start_and_a_limited_start_gets_a_friendly_
 
 
 def test_unknown_usernames_cost_a_password_check_like_known_ones(make_app, monkeypatch):
-    from humanlike.server import models
     from humanlike.server.admin import auth as admin
+    from humanlike.server.tables import core as models
 
     calls = []
     real = admin.check_password_hash

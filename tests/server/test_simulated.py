@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from humanlike.server.extensions import db
-from humanlike.server.models import Participant
+from humanlike.server.tables.core import Participant
 from tests.server.conftest import auth, enter
 from tests.server.test_export import run_participant
 
@@ -17,7 +17,7 @@ ENTRY = "PROLIFIC_PID={pid}&STUDY_ID=s1&SESSION_ID={pid}-x"
 
 
 def _rehearse(app, spec, n: int, key: str | None):
-    from humanlike.server.simulate import (
+    from humanlike.server.demo.simulate import (
         SimulatedStudy,
         SimulationSettings,
         api_client,
@@ -38,9 +38,9 @@ def _flags(app) -> dict[str, bool]:
 def test_a_rehearsal_with_the_researchers_key_is_exported_simulated_and_not_analysed(
         app, client, small_experiment):
     from humanlike.analysis.sample import Sample
-    from humanlike.server.codebook import codebook
-    from humanlike.server.export import export_frames
-    from humanlike.server.rehearsal import rehearsal_key
+    from humanlike.server.export.codebook import codebook
+    from humanlike.server.export.writer import export_frames
+    from humanlike.server.participants.rehearsal import rehearsal_key
 
     _rehearse(app, small_experiment, 2, rehearsal_key(app.config["SECRET_KEY"], "small"))
     pid, token = enter(client, ENTRY.format(pid="REAL1"))
@@ -51,8 +51,8 @@ def test_a_rehearsal_with_the_researchers_key_is_exported_simulated_and_not_anal
     assert people["simulated"].to_dict() == {"sim1-0000": True, "sim1-0001": True, "REAL1": False}
     assert people["analysed"].to_dict() == {"sim1-0000": False, "sim1-0001": False, "REAL1": True}
     assert people.loc["sim1-0000", "analysed_reason"] == "simulated"
-    from humanlike.server.admin.panel_ratings import exclusions
-    from humanlike.server.models import Experiment
+    from humanlike.server.live.panel_ratings import exclusions
+    from humanlike.server.tables.core import Experiment
 
     with app.app_context():  # the live panel decides the same
         panel = exclusions(db.session.execute(sa.select(Experiment)).scalar_one())
@@ -66,7 +66,11 @@ def test_a_rehearsal_with_the_researchers_key_is_exported_simulated_and_not_anal
 
 
 def test_a_forged_rehearsal_flag_is_ignored(app, client):
-    from humanlike.server.rehearsal import REHEARSAL_HEADER, SIMULATED_HEADER, rehearsal_key
+    from humanlike.server.participants.rehearsal import (
+        REHEARSAL_HEADER,
+        SIMULATED_HEADER,
+        rehearsal_key,
+    )
 
     forged = {
         "F1": {REHEARSAL_HEADER: "0" * 64},  # a made-up key
@@ -101,7 +105,7 @@ def test_the_simulator_stops_when_the_server_does_not_recognise_its_key(app, sma
 
 
 def test_the_dashboard_counts_simulated_participants_apart(app, client, small_experiment):
-    from humanlike.server.rehearsal import rehearsal_key
+    from humanlike.server.participants.rehearsal import rehearsal_key
     from tests.server.admin.dashboard_helpers import login
 
     _rehearse(app, small_experiment, 2, rehearsal_key(app.config["SECRET_KEY"], "small"))
@@ -116,7 +120,7 @@ def test_the_dashboard_counts_simulated_participants_apart(app, client, small_ex
 def test_the_cli_rehearsal_is_marked_and_prints_its_key(database_url, small_experiment, tmp_path):
     from humanlike.cli import main
     from humanlike.cli.app_context import make_app
-    from humanlike.server.rehearsal import rehearsal_key
+    from humanlike.server.participants.rehearsal import rehearsal_key
 
     runner = CliRunner()
     out = runner.invoke(main, ["simulate", str(small_experiment), "--print-key",
@@ -137,7 +141,7 @@ def test_the_cli_rehearsal_is_marked_and_prints_its_key(database_url, small_expe
 
 
 def test_the_default_fail_catch_fits_the_number_of_participants():
-    from humanlike.server.simulate import SimulationSettings
+    from humanlike.server.demo.simulate import SimulationSettings
 
     counts = {n: SimulationSettings(n_participants=n).fail_catch for n in (1, 2, 3, 5, 6, 12)}
     assert counts == {1: 0, 2: 0, 3: 1, 5: 1, 6: 2, 12: 2}
@@ -198,7 +202,7 @@ def test_the_cli_says_which_observer_answers_and_where_its_responses_came_from(
 
 
 def test_the_panels_model_responses_are_the_simulators_too(small_experiment, tmp_path):
-    from humanlike.server.simulate import (
+    from humanlike.server.demo.simulate import (
         SimulatedStudy,
         SimulationSettings,
         find_model_responses,
@@ -222,7 +226,7 @@ def test_the_panels_model_responses_are_the_simulators_too(small_experiment, tmp
 def test_a_rehearsal_is_simulated_in_the_insert_that_allocates_it(app, client, monkeypatch):
     """A crash right after the allocation's commit (before the arrival's reply) leaves the row
     marked: the flag is written with the participant, not in a second transaction."""
-    from humanlike.server import rehearsal
+    from humanlike.server.participants import rehearsal
 
     def crash(*args, **kwargs):
         raise RuntimeError("process died after the allocation")
@@ -241,7 +245,7 @@ def test_a_rehearsal_is_simulated_in_the_insert_that_allocates_it(app, client, m
 def test_a_models_folder_is_its_csv_files_and_an_empty_one_is_an_error(small_experiment, tmp_path):
     import pytest
 
-    from humanlike.server.simulate import load_responses
+    from humanlike.server.demo.simulate import load_responses
 
     spec = _copy_small(small_experiment, tmp_path / "exp")
     _write_models(tmp_path / "models" / "a.csv", _natural_stimuli(spec, 2), ("alpha",))

@@ -11,10 +11,10 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
-from humanlike.server import sona
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Participant
-from humanlike.server.sona_models import SonaGrant
+from humanlike.server.sources import sona
+from humanlike.server.tables.core import AuditEntry, Participant
+from humanlike.server.tables.sona import SonaGrant
 from tests.server.conftest import auth, enter
 from tests.server.fake_sona import CREDIT_TOKEN, EXPERIMENT_ID, RunningSona
 from tests.server.sources import answer, app_factory, spec_with

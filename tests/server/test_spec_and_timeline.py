@@ -7,9 +7,9 @@ from collections import Counter
 import pytest
 
 from humanlike.server.config import ConfigError
-from humanlike.server.experiments import load_experiment
-from humanlike.server.spec import SpecError, load_spec
-from humanlike.server.timeline import generate_timeline
+from humanlike.server.study.experiments import load_experiment
+from humanlike.server.study.spec import SpecError, load_spec
+from humanlike.server.study.timeline import generate_timeline
 
 
 def _rewrite(src, dest, old, new):
@@ -124,7 +124,7 @@ def test_the_demo_texts_agree_with_its_timeline(tmp_path, mlds, classification):
     import re
     from pathlib import Path
 
-    from humanlike.server.demo import build_demo
+    from humanlike.server.demo.build import build_demo
 
     root = Path(__file__).resolve().parents[2]
     js = {name: (root / "static" / "js" / name).read_text()

@@ -8,11 +8,12 @@ import pytest
 import sqlalchemy as sa
 from flask_migrate import upgrade as alembic_upgrade
 
-from humanlike.server import create_app, database, experiments
-from humanlike.server.export import write_export
+from humanlike.server import create_app, database
+from humanlike.server.export.writer import write_export
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Experiment, JSONType, Participant, SpecVersion
-from humanlike.server.spec import SpecError
+from humanlike.server.study import experiments
+from humanlike.server.study.spec import SpecError
+from humanlike.server.tables.core import AuditEntry, Experiment, JSONType, Participant, SpecVersion
 from tests.server.conftest import auth, enter, write_small_experiment
 
 

@@ -9,9 +9,9 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from humanlike.cli import main
-from humanlike.server import timeouts
 from humanlike.server.extensions import db
-from humanlike.server.models import Event, Participant, Trial, utcnow
+from humanlike.server.participants import timeouts
+from humanlike.server.tables.core import Event, Participant, Trial, utcnow
 from tests.server.conftest import auth, enter
 
 LABELS = [str(d) for d in range(10)]

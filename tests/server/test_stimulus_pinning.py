@@ -11,9 +11,9 @@ import logging
 import sqlalchemy as sa
 from PIL import Image
 
-from humanlike.server import experiments
 from humanlike.server.extensions import db
-from humanlike.server.models import Participant, SpecVersion
+from humanlike.server.study import experiments
+from humanlike.server.tables.core import Participant, SpecVersion
 from tests.server.test_spec_versions import (  # noqa: F401  (fixtures)
     first_worker_with_a_participant_in_b,
     make,
@@ -41,12 +41,12 @@ def test_a_file_overwritten_while_the_server_runs_is_not_served(make, spec_path)
     seen: list[logging.LogRecord] = []
     handler = logging.Handler(logging.ERROR)  # the migrations' logging config replaced caplog's
     handler.emit = seen.append  # type: ignore[method-assign]
-    logging.getLogger("humanlike.server.experiments").addHandler(handler)
+    logging.getLogger("humanlike.server.study.experiments").addHandler(handler)
     try:
         for _ in range(3):
             assert client.get(f"/stimuli/small/{key}").status_code == 404
     finally:
-        logging.getLogger("humanlike.server.experiments").removeHandler(handler)
+        logging.getLogger("humanlike.server.study.experiments").removeHandler(handler)
     warned = [r for r in seen if key in r.getMessage()]
     assert len(warned) == 1 and "changed on disk" in warned[0].getMessage()
     file.write_bytes(original)  # restored: served again

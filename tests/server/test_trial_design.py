@@ -11,9 +11,9 @@ from flask_migrate import upgrade
 from sqlalchemy.dialects import postgresql
 
 from humanlike.server import create_app, database
-from humanlike.server.export import write_export
+from humanlike.server.export.writer import write_export
 from humanlike.server.extensions import db
-from humanlike.server.models import Participant, Trial
+from humanlike.server.tables.core import Participant, Trial
 from tests.server.conftest import auth, enter
 from tests.server.test_export import run_participant
 

@@ -1,4 +1,4 @@
-"""The trial table's one home (``humanlike.server.trial_store``): migration 0011's practice column,
+"""The trial table's one home (``humanlike.server.participants.trial_store``): migration 0011's practice column,
 the one streamed reader (whole participants, every row, typed columns), the override rule stated
 once in SQL and once in pandas, the export's QC in a worker process and its CSV neutralising."""
 
@@ -17,10 +17,12 @@ import pytest
 import sqlalchemy as sa
 from flask_migrate import upgrade
 
-from humanlike.server import create_app, database, export, overrides, trial_store
-from humanlike.server.export_sink import _FORMULA, _NUMBER_FULL, neutralise_csv_cells
+from humanlike.server import create_app, database
+from humanlike.server.export import writer as export
+from humanlike.server.export.sink import _FORMULA, _NUMBER_FULL, neutralise_csv_cells
 from humanlike.server.extensions import db
-from humanlike.server.models import (
+from humanlike.server.participants import overrides, trial_store
+from humanlike.server.tables.core import (
     Experiment,
     JSONType,
     Participant,
@@ -28,7 +30,8 @@ from humanlike.server.models import (
     Stimulus,
     Trial,
 )
-from humanlike.server.trial_types import rated_types
+from humanlike.server.trial_types import responses as parsed
+from humanlike.server.trial_types.registry import rated_types
 from humanlike.vocabulary import AnalysisOverride
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -197,8 +200,8 @@ def test_the_readers_columns_are_typed_and_hold_the_stored_values(stored):
     assert list(frame["is_repeat"]) == [t.is_repeat for t in orm]
     assert [None if pd.isna(v) else v for v in frame["rt_ms"]] == [t.rt_ms for t in orm]
     assert [None if pd.isna(v) else v for v in frame["frames"]] == [t.frames for t in orm]
-    assert trial_store.json_values(frame["response"]) == [t.response for t in orm]
-    assert trial_store.json_values(frame["design"]) == [t.design for t in orm]
+    assert parsed.json_values(frame["response"]) == [t.response for t in orm]
+    assert parsed.json_values(frame["design"]) == [t.design for t in orm]
     assert [t.to_pydatetime() for t in frame["server_time"]] == [
         (t.server_time if t.server_time.tzinfo else t.server_time.replace(tzinfo=dt.UTC))
         for t in orm]
@@ -222,9 +225,9 @@ def test_rating_values_parse_text_and_objects_alike():
     responses = [{"ratings": {"a": 0.25, "b": 1, "c": 0.1}}, {"ratings": {"a": 0, "b": 0.5}}]
     texts = [json.dumps(r) for r in responses]
     expected = np.array([[1.0, 0.25, 0.1], [0.5, 0.0, np.nan]])
-    np.testing.assert_array_equal(trial_store.rating_values(texts, labels), expected)
-    np.testing.assert_array_equal(trial_store.rating_values(responses, labels), expected)
-    assert trial_store.rating_values([], labels).shape == (0, 3)
+    np.testing.assert_array_equal(parsed.rating_values(texts, labels), expected)
+    np.testing.assert_array_equal(parsed.rating_values(responses, labels), expected)
+    assert parsed.rating_values([], labels).shape == (0, 3)
 
 
 # --------------------------------------------------------------------------- the override rule

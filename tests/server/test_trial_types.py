@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from humanlike.server.codebook import codebook
-from humanlike.server.payloads import TrialIn
-from humanlike.server.spec import Block, SpecError, load_spec
-from humanlike.server.trial_types import (
+from humanlike.server.export.codebook import codebook
+from humanlike.server.participants.payloads import TrialIn
+from humanlike.server.study.spec import Block, SpecError, load_spec
+from humanlike.server.trial_types.base import TrialType
+from humanlike.server.trial_types.rating import rating_frame
+from humanlike.server.trial_types.registry import (
     TRIAL_TYPES,
-    TrialType,
     block_trial_types,
     browser_trial_types,
-    rating_frame,
 )
 
 REPO = Path(__file__).resolve().parents[2]

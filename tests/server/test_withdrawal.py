@@ -13,12 +13,14 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import audit, create_app, database, experiments, withdrawal
-from humanlike.server.export import write_export
+from humanlike.server import audit, create_app, database
+from humanlike.server.export.writer import write_export
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Experiment, Participant, ParticipantQC, Payment
-from humanlike.server.pseudonyms import key_from_secret, keyed_hash
-from humanlike.server.psiturk.models import PsiturkAssignment, PsiturkTrial
+from humanlike.server.rights import withdrawal
+from humanlike.server.rights.pseudonyms import key_from_secret, keyed_hash
+from humanlike.server.study import experiments
+from humanlike.server.tables.core import AuditEntry, Experiment, Participant, ParticipantQC, Payment
+from humanlike.server.tables.psiturk import PsiturkAssignment, PsiturkTrial
 from tests.server.conftest import auth, enter, write_small_experiment
 from tests.server.test_api_trials import consent, first_rating_index, rating_body
 from tests.server.test_export import run_participant
@@ -257,7 +259,7 @@ def test_a_webhook_event_arriving_after_the_withdrawal_is_forgotten_by_the_next_
     webhook_event(app, session, "evt-late-1", outcome="unknown")
     webhook_event(app, "SESS-SOMEONE-ELSE", "evt-other-1", outcome="unknown")
     assert holds(every_text(app), session)  # the check below can fail
-    from humanlike.deploy.sync import apply
+    from humanlike.server.live.sync import apply
     with app.app_context():
         exp = db.session.execute(sa.select(Experiment)).scalar_one()
         apply(exp, [])  # any sync (Sync now, recruit prolific sync, on a schedule)

@@ -15,10 +15,10 @@ import numpy as np
 import sqlalchemy as sa
 
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry
-from humanlike.server.sona_models import SonaGrant
-from humanlike.server.withdrawal import platform_advice
-from humanlike.server.withdrawal_models import Withdrawal
+from humanlike.server.rights.withdrawal import platform_advice
+from humanlike.server.tables.core import AuditEntry
+from humanlike.server.tables.sona import SonaGrant
+from humanlike.server.tables.withdrawal import Withdrawal
 from tests.server.admin.dashboard_helpers import csrf_from, login
 from tests.server.conftest import enter
 from tests.server.fake_sona import RunningSona

@@ -3,7 +3,7 @@
  * survey-html-form plugin (static/vendor/plugins/plugin-survey-html-form.js). A question with
  * options is a group of radio buttons (the first required), one without a text box. Registered
  * with HumanlikeTrialTypes (static/js/trial_types.js); escapes text with HumanlikeScreens. Above
- * the questions, the page header's "withdraw and delete my data" link again (server/withdraw_pages.py). */
+ * the questions, the page header's "withdraw and delete my data" link again (server/web/withdraw.py). */
 HumanlikeTrialTypes.register("debrief", function debriefTrial(entry, ctx) {
   "use strict";
   var escapeHtml = HumanlikeScreens.escapeHtml;

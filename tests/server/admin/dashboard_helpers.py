@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from humanlike.server.extensions import db
-from humanlike.server.models import AdminUser
+from humanlike.server.tables.core import AdminUser
 from tests.server.conftest import auth, enter
 
 LABELS = [str(d) for d in range(10)]

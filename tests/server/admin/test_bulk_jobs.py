@@ -1,4 +1,4 @@
-"""Bulk actions as background jobs (server/jobs.py): the request that asks for one returns at once
+"""Bulk actions as background jobs (server/participants/jobs.py): the request that asks for one returns at once
 with a progress page, the job runner does the work, an interrupted job resumes without acting on
 anyone twice, a participant withdrawn under a job is reported as such; and the QC pass stores the
 other participants' QC when one is withdrawn under it, without a raw SQL error."""
@@ -12,11 +12,11 @@ from typing import ClassVar
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import actions, jobs
-from humanlike.server.admin import panel, qc
 from humanlike.server.extensions import db
-from humanlike.server.job_models import ActionJob, ActionJobItem
-from humanlike.server.models import (
+from humanlike.server.live import panel, qc
+from humanlike.server.participants import actions, jobs
+from humanlike.server.rights.withdrawal import withdraw
+from humanlike.server.tables.core import (
     AuditEntry,
     Experiment,
     Participant,
@@ -24,7 +24,7 @@ from humanlike.server.models import (
     Payment,
     utcnow,
 )
-from humanlike.server.withdrawal import withdraw
+from humanlike.server.tables.jobs import ActionJob, ActionJobItem
 from tests.server.admin.dashboard_helpers import csrf_from, login, run_participant
 from tests.server.admin.test_experiment_page import completed
 

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from humanlike.server.admin.auth import PUBLIC_ENDPOINTS
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Participant
+from humanlike.server.tables.core import AuditEntry, Participant
 from tests.server.admin.dashboard_helpers import add_admin, csrf_from, login, run_participant
 
 SAMPLE_ARGS = {"slug": "small", "public_id": "0123456789abcdef", "job_id": "1"}

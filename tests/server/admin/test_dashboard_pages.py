@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import actions
-from humanlike.server.admin.panel import refresh_all
-from humanlike.server.export import export_frames
+from humanlike.server.export.writer import export_frames
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Participant
+from humanlike.server.live.panel import refresh_all
+from humanlike.server.participants import actions
+from humanlike.server.tables.core import AuditEntry, Participant
 from tests.server.admin.dashboard_helpers import csrf_from, login, run_participant
 
 

@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import create_app, database, experiments
-from humanlike.server.admin import panel
+from humanlike.server import create_app, database
 from humanlike.server.extensions import db
-from humanlike.server.models import Experiment, PanelResult, Participant, Stimulus, Trial
+from humanlike.server.live import panel
+from humanlike.server.study import experiments
+from humanlike.server.tables.core import Experiment, PanelResult, Participant, Stimulus, Trial
 from tests.server.admin.dashboard_helpers import login
 
 LABELS = [str(d) for d in range(10)]
@@ -175,7 +176,7 @@ def test_the_experiment_page_shows_the_panel_when_and_on_how_many(sim_app):
     assert json.dumps("noise ceiling (lower)")[1:-1] in html
 
 
-# --- triad and classification sections, on simulated demo studies (humanlike.server.simulate) ---
+# --- triad and classification sections, on simulated demo studies (humanlike.server.demo.simulate) ---
 
 MLDS_THRESHOLD = 0.06
 
@@ -183,7 +184,7 @@ MLDS_THRESHOLD = 0.06
 @pytest.fixture(scope="module")
 def demo_folder(tmp_path_factory):
     """The demo experiment (ratings, triads, classifications) without controversial images."""
-    from humanlike.server.demo import build_demo
+    from humanlike.server.demo.build import build_demo
 
     return build_demo(tmp_path_factory.mktemp("panel-demo") / "demo", controversial=False).parent
 
@@ -207,7 +208,7 @@ def simulate(app, study, n: int, prefix: str) -> None:
     """``n`` more simulated participants of ``study`` (same observer, same psi) through the API."""
     from dataclasses import replace
 
-    from humanlike.server.simulate import api_client, simulate_participants
+    from humanlike.server.demo.simulate import api_client, simulate_participants
 
     study.settings = replace(study.settings, n_participants=n, id_prefix=prefix)
     with api_client(app=app) as client:
@@ -215,7 +216,7 @@ def simulate(app, study, n: int, prefix: str) -> None:
 
 
 def demo_study(spec):
-    from humanlike.server.simulate import SimulatedStudy, SimulationSettings
+    from humanlike.server.demo.simulate import SimulatedStudy, SimulationSettings
 
     return SimulatedStudy(spec, SimulationSettings(n_participants=1, fail_catch=0, lapse=0.1,
                                                    seed=3))

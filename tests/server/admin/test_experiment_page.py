@@ -9,9 +9,10 @@ import re
 
 import sqlalchemy as sa
 
-from humanlike.server import actions, audit
+from humanlike.server import audit
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Participant
+from humanlike.server.participants import actions
+from humanlike.server.tables.core import AuditEntry, Participant
 from tests.server.admin.dashboard_helpers import csrf_from, login
 
 GOOD_MESSAGE = ("Your submission could not be approved because the attention checks embedded in "
@@ -19,7 +20,7 @@ GOOD_MESSAGE = ("Your submission could not be approved because the attention che
 
 
 def completed(app, client, who: str, simulated: bool = False) -> str:
-    from humanlike.server.rehearsal import REHEARSAL_HEADER, rehearsal_key
+    from humanlike.server.participants.rehearsal import REHEARSAL_HEADER, rehearsal_key
 
     # a simulated participant arrives as `humanlike simulate` does: with the study's rehearsal key
     headers = {REHEARSAL_HEADER: rehearsal_key(app.config["SECRET_KEY"], "small")} if simulated \

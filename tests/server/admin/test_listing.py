@@ -10,9 +10,9 @@ import time
 
 import sqlalchemy as sa
 
-from humanlike.server import actions
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry
+from humanlike.server.participants import actions
+from humanlike.server.tables.core import AuditEntry
 from tests.server.admin.dashboard_helpers import csrf_from, login
 from tests.server.test_recruit_prolific import (  # noqa: F401  (fixtures)
     fake,

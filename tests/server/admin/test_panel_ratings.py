@@ -20,11 +20,12 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import create_app, database, experiments
-from humanlike.server.admin import panel, panel_ratings
-from humanlike.server.admin.qc import refresh_qc
+from humanlike.server import create_app, database
 from humanlike.server.extensions import db
-from humanlike.server.models import Experiment, PanelResult, Participant, Stimulus, Trial
+from humanlike.server.live import panel, panel_ratings
+from humanlike.server.live.qc import refresh_qc
+from humanlike.server.study import experiments
+from humanlike.server.tables.core import Experiment, PanelResult, Participant, Stimulus, Trial
 
 LABELS = ["2", "10", "1", "7"]  # the array orders them 1, 2, 7, 10
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -162,7 +163,7 @@ def export_path_analysis(exp: Experiment, tmp: Path):
     from humanlike.analysis.io.export import read_export
     from humanlike.analysis.ratings.analysis import analyze_ratings
     from humanlike.analysis.ratings.scores import load_model_responses
-    from humanlike.server.export import write_export
+    from humanlike.server.export.writer import write_export
 
     write_export(exp.slug, tmp, raw_parquet=False)
     data = read_export(tmp)
@@ -326,8 +327,8 @@ def test_the_stored_qc_read_from_plain_rows_is_the_exports_qc(lean_app):
     the ratings table; its numbers must be those of the export's participants table."""
     import math
 
-    from humanlike.server.export import export_frames
-    from humanlike.server.models import ParticipantQC
+    from humanlike.server.export.writer import export_frames
+    from humanlike.server.tables.core import ParticipantQC
 
     fill(lean_app)
     with lean_app.app_context():

@@ -10,9 +10,9 @@ import logging
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server.admin import panel
 from humanlike.server.extensions import db
-from humanlike.server.models import Experiment, PanelResult, Participant
+from humanlike.server.live import panel
+from humanlike.server.tables.core import Experiment, PanelResult, Participant
 from tests.server.admin.dashboard_helpers import csrf_from, login
 from tests.server.admin.test_dashboard_panel import (  # noqa: F401  (demo_folder is a fixture)
     demo_app,
@@ -83,7 +83,7 @@ def test_arrivals_without_trials_then_a_recompute_finish_and_store_a_result(
 def partial(app, platform_id: str, n: int, timed: bool = True) -> None:
     """A participant who consented and sent the first ``n`` trials of the timeline (without RT
     unless ``timed``) through the API."""
-    from humanlike.server.simulate import SimulatedStudy  # noqa: F401  (the answers' shapes)
+    from humanlike.server.demo.simulate import SimulatedStudy  # noqa: F401  (the answers' shapes)
 
     client = app.test_client()
     answer = client.get(f"/start/demo?PROLIFIC_PID={platform_id}&STUDY_ID=s&SESSION_ID=x")
@@ -130,7 +130,7 @@ def test_practice_only_mid_way_and_untimed_participants_leave_every_section_comp
         exp = demo(app)
         qc = {p.platform_id: p for p in db.session.execute(sa.select(Participant).where(
             Participant.experiment_id == exp.id)).scalars()}
-        from humanlike.server.models import ParticipantQC
+        from humanlike.server.tables.core import ParticipantQC
 
         rows = {r.participant_id: r for r in db.session.execute(sa.select(ParticipantQC)
                                                                 ).scalars()}
@@ -151,7 +151,7 @@ def test_the_timing_qc_reads_rows_of_an_untyped_empty_batch_and_skips_practice()
     participants without trials) selects rows, not columns; practice trials are not timed QC."""
     import pandas as pd
 
-    from humanlike.server.admin.qc import TRIAL_FIELDS, timing
+    from humanlike.server.live.qc import TRIAL_FIELDS, timing
 
     empty = pd.DataFrame({name: pd.Series([], dtype=object) for name in TRIAL_FIELDS})
     assert timing(empty, 100.0) == ({}, {})
@@ -165,7 +165,7 @@ def test_the_timing_qc_reads_rows_of_an_untyped_empty_batch_and_skips_practice()
 @SQLITE
 def test_a_failing_section_shows_its_error_the_others_compute_and_it_is_logged_once(
         database_url, demo_folder, tmp_path, caplog, monkeypatch):  # noqa: F811
-    from humanlike.server.admin import panel_sections
+    from humanlike.server.live import panel_sections
 
     app, spec = demo_app(database_url, demo_folder, tmp_path,
                          'measure = "noise_ceiling_halfwidth"\nthreshold = 0.05')
@@ -219,8 +219,8 @@ def test_the_lease_is_renewed_while_computing(
     first one."""
     import time
 
-    from humanlike.server.admin import panel_sections
-    from humanlike.server.models import utcnow
+    from humanlike.server.live import panel_sections
+    from humanlike.server.tables.core import utcnow
 
     app, spec = demo_app(database_url, demo_folder, tmp_path,
                          'measure = "noise_ceiling_halfwidth"\nthreshold = 0.05')
@@ -243,7 +243,7 @@ def test_the_lease_is_renewed_while_computing(
     with app.app_context():
         assert panel.refresh(demo(app), "worker")
     assert seen["claimed"] is False
-    from humanlike.server.admin.stats import as_utc
+    from humanlike.server.database import as_utc
 
     assert as_utc(seen["until"]) > seen["began"] + dt_seconds(0.5)
     assert stored(app).lease_until is None and stored(app).result["ec"]["conditions"]
@@ -266,8 +266,8 @@ def test_a_worker_killed_mid_computation_blocks_the_panel_for_under_a_minute(
     import sys
     import time
 
-    from humanlike.server.admin.stats import as_utc
-    from humanlike.server.models import utcnow
+    from humanlike.server.database import as_utc
+    from humanlike.server.tables.core import utcnow
 
     app, spec = demo_app(database_url, demo_folder, tmp_path,
                          'measure = "noise_ceiling_halfwidth"\nthreshold = 0.05')

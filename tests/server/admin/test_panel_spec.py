@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from humanlike.server.spec import ExperimentSpec, SpecError, load_spec
+from humanlike.server.study.spec import ExperimentSpec, SpecError, load_spec
 
 
 def write(folder, extra: str):

@@ -9,7 +9,7 @@ import datetime as dt
 import sqlalchemy as sa
 
 from humanlike.server.extensions import db
-from humanlike.server.models import Experiment, PanelResult
+from humanlike.server.tables.core import Experiment, PanelResult
 from tests.server.admin.dashboard_helpers import login
 
 BIG = "<svg>" + "<rect/>" * 300_000 + "</svg>"  # a 2 MB figure stored in the panel's result

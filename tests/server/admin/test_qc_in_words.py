@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from humanlike.analysis.exclusions import ExclusionRules
-from humanlike.server import create_app, database, experiments
-from humanlike.server.admin.panel import refresh_all
-from humanlike.server.admin.qc import qc_in_words
-from humanlike.server.demo import demo_text
+from humanlike.server import create_app, database
+from humanlike.server.demo.build import demo_text
 from humanlike.server.extensions import db
-from humanlike.server.models import Participant, ParticipantQC
+from humanlike.server.live.panel import refresh_all
+from humanlike.server.live.qc import qc_in_words
+from humanlike.server.study import experiments
+from humanlike.server.tables.core import Participant, ParticipantQC
 from tests.server.admin.dashboard_helpers import login, run_participant
 from tests.server.conftest import write_small_experiment
 

@@ -13,10 +13,12 @@ import re
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import breaker, resume_policy, sona
-from humanlike.server.breaker_models import BreakerTrip
 from humanlike.server.extensions import db
-from humanlike.server.models import AuditEntry, Experiment
+from humanlike.server.live import breaker
+from humanlike.server.participants import resume_policy
+from humanlike.server.sources import sona
+from humanlike.server.tables.breaker import BreakerTrip
+from humanlike.server.tables.core import AuditEntry, Experiment
 from tests.server.admin.dashboard_helpers import csrf_from, login, run_participant
 from tests.server.conftest import enter
 from tests.server.fake_sona import RunningSona

@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from humanlike.cli import main
 from humanlike.server import create_app, database
 from humanlike.server.extensions import db
-from humanlike.server.models import Participant
-from humanlike.server.psiturk.models import PsiturkAssignment, PsiturkTrial
+from humanlike.server.tables.core import Participant
+from humanlike.server.tables.psiturk import PsiturkAssignment, PsiturkTrial
 
 DDL = Path(__file__).parent / "fixtures" / "psiturk_assignments.sql"
 

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from humanlike.server import database
 from humanlike.server.extensions import db
-from humanlike.server.psiturk.models import PsiturkAssignment
+from humanlike.server.tables.psiturk import PsiturkAssignment
 from tests.e2e.conftest import LiveServer
 from tests.server.psiturk.conftest import make_app
 from tests.server.psiturk.test_stroop_browser import participant, records, shot
@@ -96,7 +96,7 @@ def test_a_task_calling_psiturk_without_new_completes(chromium, server, mode, id
     tests = [r["trialdata"] for r in data if r["trialdata"].get("phase") == "TEST"]
     assert [t["trial"] for t in tests] == list(range(N_TRIALS))
     with server.app.app_context():
-        from humanlike.server.psiturk.storage import blob
+        from humanlike.server.tables.psiturk import blob
 
         stored = blob(db.session.execute(sa.select(PsiturkAssignment).where(
             PsiturkAssignment.uniqueid == uid)).scalar_one())

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from humanlike.server.extensions import db
-from humanlike.server.models import Experiment, PanelResult, Participant
+from humanlike.server.tables.core import Experiment, PanelResult, Participant
 from tests.server.psiturk.test_protocol import blob, start
 
 SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
@@ -31,8 +31,8 @@ def psiturk_experiment() -> Experiment:
 
 @SQLITE
 def test_records_mode_and_panel_of_psiturk_participants(psiturk_app, database_url):
-    from humanlike.server.admin import panel
-    from humanlike.server.export import participant_table
+    from humanlike.server.export.writer import participant_table
+    from humanlike.server.live import panel
     from humanlike.server.psiturk.progress import psiturk_columns
 
     done, busy, debug = (psiturk_app.test_client() for _ in range(3))
@@ -84,7 +84,7 @@ def test_participants_csv_has_the_records_and_the_mode_of_psiturk_participants(
 
     import pandas as pd
 
-    from humanlike.server.export import write_export
+    from humanlike.server.export.writer import write_export
 
     client = psiturk_app.test_client()
     uid = start(client, "hitId=H1&assignmentId=A1&workerId=W1", mode="sandbox")

@@ -12,8 +12,8 @@ import sqlalchemy as sa
 
 from humanlike.server import database
 from humanlike.server.extensions import db
-from humanlike.server.models import Participant
-from humanlike.server.psiturk.models import PsiturkAssignment, PsiturkQuestion, PsiturkTrial
+from humanlike.server.tables.core import Participant
+from humanlike.server.tables.psiturk import PsiturkAssignment, PsiturkQuestion, PsiturkTrial
 from tests.server.psiturk.conftest import make_app
 
 IDS = "hitId=H1&assignmentId=A1&workerId=W1"
@@ -222,7 +222,7 @@ def test_custom_py_routes_are_served(client):
 
 
 def test_psiturk_participants_appear_in_the_dashboard(client, psiturk_app):
-    from humanlike.server.models import AdminUser
+    from humanlike.server.tables.core import AdminUser
 
     uid = start(client)
     client.post("/inexp", data={"uniqueId": uid})
@@ -264,8 +264,8 @@ def test_timeout_sweep_sees_psiturk_saves(client, psiturk_app):
     """A psiTurk participant saving through /sync is active; an idle one times out."""
     import datetime as dt
 
-    from humanlike.server import timeouts
-    from humanlike.server.models import utcnow
+    from humanlike.server.participants import timeouts
+    from humanlike.server.tables.core import utcnow
 
     busy = start(client)
     start(client, "hitId=H1&assignmentId=A8&workerId=W8")
@@ -319,7 +319,7 @@ def test_shorter_copy_waiting_behind_a_longer_one_keeps_its_answers(psiturk_app,
     import threading
     import time
 
-    from humanlike.server.psiturk import storage
+    from humanlike.server.tables import psiturk as storage
 
     uid = start(client)
     client.put(f"/sync/{uid}", json=blob(uid, 38, {"q": "after 38"}))
@@ -357,8 +357,8 @@ def test_first_arrivals_at_once_create_the_experiment_row_once(psiturk_app):
     (the bench at 25 concurrent arrivals on PostgreSQL got a 500 from the unique slug)."""
     import threading
 
-    from humanlike.server.models import Experiment
     from humanlike.server.psiturk.participants import experiment_row
+    from humanlike.server.tables.core import Experiment
 
     with psiturk_app.app_context():
         if db.engine.dialect.name != "postgresql":

@@ -12,10 +12,11 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server import database, experiments
+from humanlike.server import database
 from humanlike.server.extensions import db
-from humanlike.server.models import Participant
-from humanlike.server.psiturk.models import PsiturkAssignment
+from humanlike.server.study import experiments
+from humanlike.server.tables.core import Participant
+from humanlike.server.tables.psiturk import PsiturkAssignment
 from tests.server.conftest import enter
 from tests.server.psiturk.conftest import make_app
 from tests.server.psiturk.test_protocol import blob, start, stored

@@ -15,9 +15,9 @@ import sqlalchemy as sa
 
 from humanlike.server import database
 from humanlike.server.extensions import db
-from humanlike.server.models import Participant
 from humanlike.server.platforms import participant_code
-from humanlike.server.psiturk.models import PsiturkAssignment, PsiturkTrial
+from humanlike.server.tables.core import Participant
+from humanlike.server.tables.psiturk import PsiturkAssignment, PsiturkTrial
 from tests.e2e.conftest import LiveServer
 from tests.server.psiturk.conftest import make_app
 
@@ -130,7 +130,7 @@ def test_mturk_sandbox_worker_runs_the_stroop_example(chromium, server):
     assert sorted(t["word"] for t in tests) == sorted(
         ["SHIP", "MONKEY", "ZAMBONI", "RED", "GREEN", "BLUE", "GREEN", "BLUE", "RED"])
     with server.app.app_context():
-        from humanlike.server.psiturk.storage import blob
+        from humanlike.server.tables.psiturk import blob
 
         stored = blob(db.session.execute(sa.select(PsiturkAssignment).where(
             PsiturkAssignment.uniqueid == "W1:A1")).scalar_one())

@@ -1,0 +1,83 @@
+"""Adaptive allocation's draw at a participant's arrival (the spec's ``[adaptive]``,
+docs/adaptive.md): the latest weights the panel worker stored (``live/adaptive.py``), the block's
+pool, and the draw: ``random_share`` of the block's ``max_trials`` stimuli uniformly, the rest in
+proportion to the weights. The draw (design version, weights' hash, seed, which stimuli came from
+which part) is the participant's allocation record and exported (``export_columns``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import sqlalchemy as sa
+
+from humanlike.analysis.planning.adaptive import weights_hash
+from humanlike.analysis.planning.simulate import draw_split
+from humanlike.server.extensions import db
+from humanlike.server.study.spec import ExperimentSpec
+from humanlike.server.tables.adaptive import AdaptiveDesign
+from humanlike.server.tables.core import Participant
+
+
+def current_design(experiment_id: int) -> AdaptiveDesign | None:
+    """The experiment's latest weights, or None before the first."""
+    return db.session.execute(
+        sa.select(AdaptiveDesign).where(AdaptiveDesign.experiment_id == experiment_id)
+        .order_by(AdaptiveDesign.version.desc()).limit(1)).scalar_one_or_none()
+
+
+def pool_keys(spec: ExperimentSpec, keys_by_kind: dict[str, list[str]],
+              block_of: dict[str, str | None]) -> list[str]:
+    """The adaptive block's stimuli (its kinds; those whose manifest ``block`` names it when there
+    are any, as ``timeline._pool``), in manifest order."""
+    block = spec.adaptive_block()
+    keys = [k for kind in block.kinds for k in keys_by_kind.get(kind, [])]
+    named = [k for k in keys if block_of.get(k) == block.name]
+    return named or [k for k in keys if block_of.get(k) in (None, "")]
+
+
+def draw(spec: ExperimentSpec, pool: list[str], design: AdaptiveDesign | None,
+         seed: int) -> dict[str, Any]:
+    """A participant's stimuli of the adaptive block, drawn with ``np.random.default_rng(seed)``:
+    the record ``{block, design_version, weights_hash, seed, random_share, random, weighted}``
+    (``random`` / ``weighted``: the keys from the uniform and the weighted part)."""
+    settings = spec.adaptive
+    assert settings is not None
+    block = spec.adaptive_block()
+    n_trials = min(int(block.max_trials or len(pool)), len(pool))
+    if design is None:
+        weights = np.full(len(pool), 1.0 / max(len(pool), 1))
+        version, digest = 0, weights_hash(pool, weights)
+    else:
+        weights = np.array([float(design.weights.get(k, 0.0)) for k in pool])
+        version, digest = design.version, design.weights_hash
+    chosen, uniform = draw_split(weights, n_trials, (), np.random.default_rng(seed),
+                                 random_share=settings.random_share)
+    return {"block": block.name, "design_version": version, "weights_hash": digest, "seed": seed,
+            "random_share": settings.random_share,
+            "random": [k for k, u in zip(pool, uniform) if u],
+            "weighted": [k for k, c, u in zip(pool, chosen, uniform) if c and not u]}
+
+
+def export_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """The participants ``frame`` (column ``id``) with each participant's adaptive draw, when any
+    participant of it has one (else unchanged)."""
+    if frame.empty:
+        return frame
+    ids = [int(i) for i in frame["id"]]
+    records = {pid: (allocation or {}).get("adaptive") for pid, allocation in db.session.execute(
+        sa.select(Participant.id, Participant.allocation).where(Participant.id.in_(ids))).all()}
+    if not any(records.values()):
+        return frame
+    draws = [records.get(i) or {} for i in ids]
+    def column(values: list[Any]) -> pd.Series:
+        return pd.Series(values, index=frame.index, dtype=object)
+
+    return frame.assign(
+        adaptive_design_version=pd.array([d.get("design_version") for d in draws], dtype="Int64"),
+        adaptive_weights_hash=column([d.get("weights_hash") for d in draws]),
+        adaptive_seed=column([str(d["seed"]) if "seed" in d else None for d in draws]),
+        adaptive_random=column([";".join(d["random"]) if "random" in d else None for d in draws]),
+        adaptive_weighted=column([";".join(d["weighted"]) if "weighted" in d else None
+                                  for d in draws]))

@@ -1,0 +1,97 @@
+"""The spec's optional tables, one model each: ``[adaptive]`` (adaptive stimulus allocation,
+docs/adaptive.md), ``[panel]`` and ``[stopping]`` (the live analysis panel and its target,
+docs/dashboard.md) and ``[display]`` (calibration and timing, docs/display-and-timing.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+# --------------------------------------------------------------------------- [adaptive]
+
+ADAPTIVE_EXPORT_COLUMNS = {
+    "adaptive_design_version": "[adaptive] only: version of the stored weights the participant's "
+                               "stimuli were drawn with (0: uniform, before the first weights)",
+    "adaptive_weights_hash": "[adaptive] only: sha256 of those weights (stimulus ids and values)",
+    "adaptive_seed": "[adaptive] only: seed of the draw (numpy default_rng)",
+    "adaptive_random": "[adaptive] only: the stimuli drawn uniformly at random (the random share), "
+                       "separated by ';'",
+    "adaptive_weighted": "[adaptive] only: the stimuli drawn in proportion to the weights, "
+                         "separated by ';'",
+}
+"""The participants table's columns for adaptive allocation's draw (codebook entries)."""
+
+
+class AdaptiveSettings(BaseModel):
+    """``[adaptive]``: each participant's ``block`` stimuli (default: the first rated block; it
+    needs ``max_trials``) are drawn with the weights the panel worker last computed, except
+    ``random_share`` of them, drawn uniformly at random. ``min_participants`` analysed participants
+    come before the first weights (until then every draw is uniform); ``noise_sd`` is the assumed
+    human noise before there are data (and ``humanlike plan``'s default)."""
+
+    model_config = ConfigDict(extra="forbid")
+    block: str | None = None
+    random_share: Annotated[float, Field(ge=0, le=1)] = 0.25
+    min_participants: Annotated[int, Field(ge=2, le=100_000)] = 4
+    noise_sd: Annotated[float, Field(gt=0, le=1)] = 0.25
+
+
+# --------------------------------------------------------------------------- [panel], [stopping]
+
+StoppingMeasure = Literal["noise_ceiling_halfwidth", "comparisons_decided", "kappa_halfwidth",
+                          "mlds_halfwidth"]
+
+
+class PanelSettings(BaseModel):
+    """``[panel]``: model responses to score (CSV files in the experiment folder, the format of
+    ``humanlike analyze ratings --models``) and the bootstrap size."""
+
+    model_config = ConfigDict(extra="forbid")
+    model_responses: list[str] = Field(default_factory=list)
+    n_resamples: Annotated[int, Field(ge=100, le=100_000)] = 1000
+    confidence_level: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
+
+
+class Stopping(BaseModel):
+    """``[stopping]``: when the study has answered its question.
+
+    ``noise_ceiling_halfwidth``: the lower noise ceiling's CI half-width (r) is at most ``threshold``;
+    ``comparisons_decided``: every pairwise model comparison is significant at ``alpha``
+    (Holm-Sidak); ``kappa_halfwidth``: the widest CI half-width of the kappa matrix is at most
+    ``threshold``; ``mlds_halfwidth``: the widest CI half-width of the MLDS scale values is at most
+    ``threshold``."""
+
+    model_config = ConfigDict(extra="forbid")
+    measure: StoppingMeasure
+    threshold: Annotated[float, Field(gt=0, lt=10)] | None = None
+    alpha: Annotated[float, Field(gt=0, lt=0.5)] = 0.05
+
+    @model_validator(mode="after")
+    def _threshold(self) -> Stopping:
+        if self.measure.endswith("_halfwidth") and self.threshold is None:
+            raise ValueError(f"stopping.measure = {self.measure!r} needs a threshold "
+                             "(the largest acceptable CI half-width)")
+        return self
+
+
+# --------------------------------------------------------------------------- [display]
+
+
+class DisplaySettings(BaseModel):
+    """The spec's ``[display]`` table: calibration before the first trial, accepted refresh rates,
+    a whole-frame requirement and the timing QC rule (docs/display-and-timing.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    calibration: bool = False
+    refresh_hz: list[Annotated[float, Field(gt=0, le=1000)]] | None = None
+    refresh_tolerance_hz: Annotated[float, Field(ge=0, le=100)] = 2.0
+    whole_frames: bool = False
+    whole_frame_tolerance: Annotated[float, Field(gt=0, lt=0.5)] = 0.1
+    max_frame_miss: Annotated[int, Field(ge=0)] | None = None
+
+    def refresh_accepted(self, refresh_hz: float) -> bool:
+        """Whether a measured rate is within ``refresh_tolerance_hz`` of an accepted rate (any
+        rate when none is listed)."""
+        return self.refresh_hz is None or any(
+            abs(refresh_hz - hz) <= self.refresh_tolerance_hz for hz in self.refresh_hz)
