@@ -27,8 +27,8 @@ from tests.server.conftest import write_small_experiment
 REPO = Path(__file__).resolve().parent.parent
 VENDOR = REPO / "static" / "vendor"
 
-# the folders that make up the `humanlike` namespace (pyproject [tool.setuptools] package-dir):
-# humanlike/ is itself, every other one is humanlike/<folder>
+# the folders that make up the `humanlike` namespace: humanlike/ is itself, every other one is
+# humanlike/<folder> (a committed directory link in humanlike/)
 PACKAGE_FOLDERS = ("humanlike", "server", "analysis", "stimuli", "static", "templates", "deploy",
                    "migrations")
 # tracked files under those folders that deliberately stay out of the wheel: none
@@ -37,9 +37,10 @@ NOT_SHIPPED: frozenset[str] = frozenset()
 
 def _committed_files() -> list[str]:
     """Every file under the package folders in HEAD (what `git archive HEAD` exports)."""
-    out = subprocess.run(["git", "ls-tree", "-r", "--name-only", "HEAD", "--", *PACKAGE_FOLDERS],
+    out = subprocess.run(["git", "ls-tree", "-r", "HEAD", "--", *PACKAGE_FOLDERS],
                          cwd=REPO, check=True, capture_output=True, text=True).stdout
-    return out.split()
+    # humanlike/<folder> are links to the folders (mode 120000): their files are listed there
+    return [line.split("\t", 1)[1] for line in out.splitlines() if not line.startswith("120000")]
 
 
 def _in_wheel(path: str) -> str:
@@ -95,12 +96,12 @@ def test_the_wheel_holds_one_namespace_with_static_files_templates_and_migration
                    "humanlike/migrations/versions/0001_initial_schema.py",
                    "humanlike/migrations/versions/0002_trial_design.py",
                    "humanlike/vocabulary.py",
-                   "humanlike/server/demo_files/experiment.toml",
-                   "humanlike/server/demo_files/mlds_block.toml",
-                   "humanlike/server/demo_files/consent.md",
-                   "humanlike/server/demo_files/instructions.md",
+                   "humanlike/server/demo/files/experiment.toml",
+                   "humanlike/server/demo/files/mlds_block.toml",
+                   "humanlike/server/demo/files/consent.md",
+                   "humanlike/server/demo/files/instructions.md",
                    "humanlike/analysis/report/templates/report.html.j2",
-                   "humanlike/analysis/figures.py", "humanlike/server/simulate.py",
+                   "humanlike/analysis/figures.py", "humanlike/server/demo/simulate.py",
                    "humanlike/deploy/gunicorn_conf.py", "humanlike/deploy/stack.py",
                    "humanlike/deploy/Caddyfile", "humanlike/deploy/granian.env",
                    "humanlike/server/admin/__init__.py"):
@@ -156,7 +157,8 @@ APP_SCRIPT = textwrap.dedent("""\
     from pathlib import Path
 
     import humanlike.server
-    from humanlike.server import create_app, database, experiments
+    from humanlike.server import create_app, database
+    from humanlike.server.study import experiments
 
     where, spec = Path(sys.argv[1]), sys.argv[2]
     print("FILE", humanlike.server.__file__)
