@@ -167,6 +167,21 @@ def _store(exp: Any, ref: str | None = None, **meta: Any) -> None:
     db.session.commit()
 
 
+def _prolific_transition(ctx: Context, exp: Any, ref: str, action: str) -> dict[str, Any] | None:
+    """PUBLISH / PAUSE / START / STOP through the listing service the dashboard and the breaker
+    use (stored, audited); with --dry-run only printed (None)."""
+    from humanlike.server.extensions import db
+    from humanlike.server.sources import listing
+
+    if ctx.dry_run:
+        ctx.client().transition_study(ref, action)
+        return None
+    try:
+        return listing.transition(exp, action, ctx.client(), ctx.actor)
+    finally:
+        db.session.commit()  # the change, or the audited failure
+
+
 def server_estimate(slug: str, spec: Any) -> int:
     """The minutes the server tells participants the task takes (``timeline.estimated_minutes``,
     the task page's own estimate), the longest over the conditions."""
@@ -259,7 +274,7 @@ def _platform_group(platform: str) -> click.Group:
                     meta = exp.recruitment_meta or {}
                     earlier = meta.get("studies") or ([exp.recruitment_ref]
                                                       if exp.recruitment_ref else [])
-                    _store(exp, study["id"], status=study.get("status", "UNPUBLISHED"),
+                    _store(exp, study["id"], platform_status=study.get("status", "UNPUBLISHED"),
                            studies=[*earlier, study["id"]], excluded=exclude,
                            **({"completers_group": meta["completers_group"]} if group else {}))
                     click.echo(f"draft study {study['id']} created; publish with "
@@ -290,9 +305,7 @@ def _platform_group(platform: str) -> click.Group:
             exp = ctx.experiment()
             if platform == "prolific":
                 ref = ctx.listing(exp)
-                reply = ctx.client().transition_study(ref, "PUBLISH")
-                if not dry_run:
-                    _store(exp, status=reply.get("status", "PUBLISHING"))
+                if _prolific_transition(ctx, exp, ref, "PUBLISH") is not None:
                     click.echo(f"study {ref} published")
                 return
             draft = (exp.recruitment_meta or {}).get("draft")
@@ -514,14 +527,14 @@ def _platform_group(platform: str) -> click.Group:
                 exp = ctx.experiment()
                 ref = ctx.listing(exp)
                 if platform == "prolific":
-                    reply = ctx.client().transition_study(ref, prolific_action)
-                    state = reply.get("status", prolific_action)
-                else:
-                    ctx.client().expire(ref)
-                    state = "expired"
+                    reply = _prolific_transition(ctx, exp, ref, prolific_action)
+                    if reply is not None:
+                        click.echo(f"{ref}: {reply.get('status', prolific_action)}")
+                    return
+                ctx.client().expire(ref)
                 if not dry_run:
-                    _store(exp, status=state)
-                    click.echo(f"{ref}: {state}")
+                    _store(exp, status="expired")
+                    click.echo(f"{ref}: expired")
 
             _run(ctx, body)
 
@@ -752,19 +765,23 @@ def _places_command(group: click.Group, make: Callable[..., Context]) -> None:
         ctx = make(slug, spec_path, database_url, dry_run)
 
         def body() -> None:
+            from humanlike.server.extensions import db
+            from humanlike.server.sources import listing
+
             exp = ctx.experiment()
             ref = ctx.listing(exp)
             client = ctx.client()
-            current = None if dry_run else (client.get_study(ref) or {}).get(
-                "total_available_places")
-            if current is not None and total <= int(current):
-                raise click.ClickException(
-                    f"{ref} has {current} places: Prolific only allows increasing them, so "
-                    f"--total {total} is refused (nothing was sent)")
-            client.set_places(ref, total)
-            if not dry_run:
-                _store(exp, places=total)
-                click.echo(f"{ref}: {total} places")
+            if dry_run:
+                client.set_places(ref, total)  # printed, not sent
+                return
+            current = (client.get_study(ref) or {}).get("total_available_places")
+            try:
+                listing.set_places(exp, total, client, ctx.actor, current)
+            except listing.PlacesRefused as exc:
+                raise click.ClickException(f"{ref}: {exc}; --total {total}") from exc
+            finally:
+                db.session.commit()  # the change, or the audited failure
+            click.echo(f"{ref}: {total} places")
 
         _run(ctx, body)
 

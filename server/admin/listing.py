@@ -8,7 +8,6 @@ here (Prolific only allows more)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -26,6 +25,7 @@ from humanlike.server.extensions import db
 from humanlike.server.lifecycle import ParticipantStatus
 from humanlike.server.participants.actions import PlatformError
 from humanlike.server.rights import ledger as withdrawal_ledger
+from humanlike.server.sources import listing
 from humanlike.server.tables.core import Experiment, Participant, Payment
 
 STUDY_URL = "https://app.prolific.com/researcher/workspaces/studies/{id}"
@@ -117,16 +117,16 @@ def listing_view(exp: Experiment) -> ListingView | None:
     if exp.platform != "prolific" or not exp.recruitment_ref:
         return None
     meta = exp.recruitment_meta or {}
+    state = listing.state(exp)
     spec = _spec_listing(exp)
     reward = meta.get("study_reward", spec.get("reward"))
     median, finished = median_minutes(exp)
     rewards, bonuses, fees, unknown = money(exp, reward)
     return ListingView(
         ref=exp.recruitment_ref, link=STUDY_URL.format(id=exp.recruitment_ref),
-        status=meta.get("platform_status") or meta.get("status"),
-        places_taken=meta.get("study_places_taken"),
-        places_total=meta.get("study_total_available_places", meta.get("places",
-                                                                         spec.get("places"))),
+        status=state.platform_status,
+        places_taken=state.places_taken,
+        places_total=state.places_total if state.places_total is not None else spec.get("places"),
         reward_minor=reward,
         estimated_minutes=meta.get("study_estimated_completion_time",
                                    spec.get("estimated_minutes")),
@@ -238,23 +238,13 @@ def listing_apply(slug: str):
                                form=ListingForm()), 400
     try:
         client = _client()
-        reply = (client.set_places(view.ref, int(total or 0)) if action == "places"
-                 else client.transition_study(view.ref, str(ACTIONS[action][0])))
+        reply = (listing.set_places(exp, int(total or 0), client, actor(), view.places_total)
+                 if action == "places"
+                 else listing.transition(exp, str(ACTIONS[action][0]), client, actor()))
     except PlatformError as exc:
-        audit.record(actor(), f"listing_{action}", experiment=exp.slug, target=view.ref,
-                     detail={"ok": False, "message": str(exc), "reply": exc.reply})
-        db.session.commit()
+        db.session.commit()  # the audited failure
         flash(f"{ACTIONS[action][1]}: not done: {exc}", LISTING)
         return _back(exp)
-    meta = dict(exp.recruitment_meta or {})
-    if reply.get("status"):
-        meta["platform_status"] = reply["status"]
-    if action == "places":
-        meta["study_total_available_places"] = total
-    meta["listing_changed_at"] = dt.datetime.now(dt.UTC).isoformat()
-    exp.recruitment_meta = meta
-    audit.record(actor(), f"listing_{action}", experiment=exp.slug, target=view.ref,
-                 detail={"ok": True, "total": total, "status": reply.get("status")})
     db.session.commit()
     flash(f"{ACTIONS[action][1]}: done" + (f" (now {reply['status']})" if reply.get("status")
                                            else ""), LISTING)

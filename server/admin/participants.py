@@ -22,7 +22,7 @@ from humanlike.server.database import as_utc
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import ParticipantStatus
 from humanlike.server.live.qc import qc_in_words
-from humanlike.server.participants import display, timeouts, trial_store
+from humanlike.server.participants import display, overrides, timeouts, trial_store
 from humanlike.server.rights.pseudonyms import key_from_secret, pseudonym
 from humanlike.server.sources import sona
 from humanlike.server.tables.core import Event, Participant, ParticipantQC, Payment, Stimulus, Trial
@@ -168,8 +168,7 @@ def _page(exp: Any, q: TableQuery) -> tuple[list[dict[str, Any]], int]:
             "cost": None if earned is None and bonus is None else (earned or 0.0) + (bonus or 0.0),
             "started_at": started, "last_seen": seen.get(p.id),
             "duration_s": (end - started).total_seconds() if end and started else None,
-            "excluded": (p.analysis_override == "exclude"
-                         or (bool(qc and qc.qc_failed) and p.analysis_override != "include")),
+            "excluded": overrides.excluded(p.analysis_override, qc.qc_failed if qc else None),
         })
     return out, total
 

@@ -1,1 +1,1 @@
-"""TODO"""
+"""The demo experiment (built offline at set-up) and simulated participants."""

@@ -391,18 +391,19 @@ def paused(exp: Experiment) -> bool:
     return open_trip(exp) is not None
 
 
-def _transition(exp: Experiment, action: str) -> str:
+def _transition(exp: Experiment, action: str, actor: str) -> str:
     """Send ``action`` (PAUSE / START) to the experiment's Prolific study; what happened, in words."""
     prolific = exp.platform == "prolific" and os.environ.get("PROLIFIC_TOKEN")
     study = exp.recruitment_ref if prolific else None
     if not study:
         link = "closed to newcomers" if action == "PAUSE" else "open again"
         return f"local only (no Prolific listing or token): the study link is {link}"
+    from humanlike.server.sources import listing
     from humanlike.server.sources.prolific import ProlificClient, ProlificError
 
     client = ProlificClient(retries=1, timeout=5.0)  # inside a participant's request: bounded
     try:
-        client.transition_study(study, action)
+        listing.transition(exp, action, client, actor)
     except ProlificError as exc:
         return f"prolific: {action} failed: {exc}"
     finally:
@@ -440,7 +441,7 @@ def check(exp: Experiment, now: dt.datetime | None = None) -> BreakerTrip | None
         except BaseException:
             db.session.rollback()
             raise
-    trip.platform_action = _transition(exp, "PAUSE")
+    trip.platform_action = _transition(exp, "PAUSE", "breaker")
     db.session.commit()
     log.warning("circuit breaker tripped for %s: %s (%s)", exp.slug, trip.reason, trip.platform_action)
     return trip
@@ -469,7 +470,7 @@ def resume(exp: Experiment, actor: str, note: str = "") -> BreakerTrip | None:
     if trip is None:
         return None
     trip.resumed_at, trip.resumed_by = utcnow(), actor[:120]
-    action = _transition(exp, "START")
+    action = _transition(exp, "START", actor)
     audit.record(actor, "breaker_resume", experiment=exp.slug, target=str(trip.id),
                  detail={"note": note, "reason": trip.reason, "platform_action": action})
     db.session.commit()

@@ -6,9 +6,10 @@
   ``researcher include: <reason>``;
 - no decision: excluded when QC failed, with QC's reasons.
 
-The rule is written twice, once per language it runs in, and tested equal on every combination:
-``excluded_clause`` (SQL, for the dashboard's filters and counts) and ``decide`` (pandas, for the
-export's participants table and the live panel)."""
+The rule is written once per language it runs in, and tested equal on every combination:
+``excluded_clause`` (SQL, for the dashboard's filters and counts), ``decide`` (pandas, for the
+export's participants table and the live panel) and ``excluded`` (one participant, for a page
+row)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,14 @@ def excluded_clause(override: Any, qc_failed: Any) -> sa.ColumnElement[bool]:
         sa.and_(sa.func.coalesce(qc_failed, sa.false()),
                 decision != AnalysisOverride.INCLUDE.value),
     )
+
+
+def excluded(decision: object, qc_failed: object) -> bool:
+    """One participant: excluded from analysis, given the override (None: no decision) and QC's
+    failed flag (None: no QC row)."""
+    if decision == AnalysisOverride.EXCLUDE:
+        return True
+    return bool(qc_failed) and decision != AnalysisOverride.INCLUDE
 
 
 def _text(value: object) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from humanlike.server.extensions import db
+from humanlike.server.participants import trial_store
 from humanlike.server.study import experiments
 from humanlike.server.tables.core import Event, Participant, Trial, utcnow
 
@@ -83,14 +84,11 @@ def decide(participant: Participant, now: dt.datetime) -> Decision:
 
 def _restart(participant: Participant, indices: list[int]) -> list[dict[str, Any]]:
     """Remove the block's stored trials so they are asked again; returns them (for the event)."""
-    rows = db.session.execute(sa.select(Trial).where(
-        Trial.participant_id == participant.id, Trial.trial_index.in_(indices))).scalars().all()
+    rows = trial_store.remove(participant.id, indices)
     kept = [{"trial_index": r.trial_index, "response": r.response, "rt_ms": r.rt_ms,
              "first_rt_ms": r.first_rt_ms, "presented_ms": r.presented_ms, "frames": r.frames,
              "client_time": r.client_time, "server_time": _aware(r.server_time).isoformat()}
             for r in sorted(rows, key=lambda r: r.trial_index)]
-    db.session.execute(sa.delete(Trial).where(Trial.participant_id == participant.id,
-                                              Trial.trial_index.in_(indices)))
     return kept
 
 

@@ -175,6 +175,16 @@ def check_replay(values: dict[str, Any]) -> None:
             "message": "a different trial is already stored under this index; the first one stays"})
 
 
+def remove(participant_id: int, indices: Collection[int]) -> list[Trial]:
+    """Delete a participant's trials at ``indices`` (a block restarted on resume) in the session's
+    transaction; returns the rows as they were, for the record of what was asked again."""
+    rows = list(db.session.execute(sa.select(Trial).where(
+        Trial.participant_id == participant_id, Trial.trial_index.in_(indices))).scalars())
+    db.session.execute(sa.delete(Trial).where(Trial.participant_id == participant_id,
+                                              Trial.trial_index.in_(indices)))
+    return rows
+
+
 def stored_indices(participant_id: int) -> list[int]:
     """The trial indices stored for a participant, in order."""
     return list(db.session.execute(

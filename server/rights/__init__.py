@@ -1,1 +1,1 @@
-"""TODO"""
+"""Participants' rights (docs/participants-rights.md): deletion, withdrawal and its ledger, retention, pseudonyms."""

@@ -1,1 +1,1 @@
-"""TODO"""
+"""The trial types, one file each, and their registry (DESIGN.md, Trial types)."""

@@ -272,6 +272,18 @@ def test_the_override_rule_in_sql_and_in_pandas_agree_on_every_combination(app):
         for k, (d, f) in enumerate(combos)]
 
 
+def test_the_override_rule_for_one_participant_agrees_with_the_pandas_rule_on_every_combination():
+    """The dashboard's page rows ask ``overrides.excluded`` (one participant); it says what
+    ``decide`` says for every decision and QC outcome (QC None: no QC row)."""
+    combos = list(itertools.product(OVERRIDES, QC_FAILED))
+    frame = pd.DataFrame(combos, columns=["override", "qc_failed"])
+    empty = pd.Series([""] * len(frame))
+    excluded, _ = overrides.decide(frame["override"], empty, frame["qc_failed"], empty)
+    assert [overrides.excluded(d, f) for d, f in combos] == list(excluded)
+    assert [overrides.excluded(d, f) for d, f in combos] == [
+        d == "exclude" or (f is True and d != "include") for d, f in combos]
+
+
 # --------------------------------------------------------------------------- the export
 
 
