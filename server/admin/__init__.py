@@ -10,11 +10,7 @@ Prolific listing: its numbers, "Sync now", publish / pause / resume / stop / pla
 
 from __future__ import annotations
 
-from flask import Blueprint
-
-bp = Blueprint("admin", __name__, url_prefix="/admin")
-
-from humanlike.server.admin import (  # noqa: E402  (the modules add their routes to bp)
+from humanlike.server.admin import (  # the modules add their routes to bp
     actions,
     auth,
     downloads,
@@ -25,6 +21,7 @@ from humanlike.server.admin import (  # noqa: E402  (the modules add their route
     participants,
     safety,
 )
+from humanlike.server.admin.blueprint import bp
 
 __all__ = ["actions", "auth", "bp", "downloads", "experiments", "jobs", "listing", "panel_views",
            "participants", "safety"]

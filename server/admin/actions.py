@@ -14,8 +14,9 @@ import sqlalchemy as sa
 from flask import abort, current_app, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 
-from humanlike.server.admin import bp, stats
+from humanlike.server.admin import stats
 from humanlike.server.admin.auth import actor
+from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import APPROVE

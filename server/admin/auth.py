@@ -15,7 +15,7 @@ from werkzeug.security import check_password_hash
 from wtforms import PasswordField, StringField
 from wtforms.validators import DataRequired, Length
 
-from humanlike.server.admin import bp
+from humanlike.server.admin.blueprint import bp
 from humanlike.server.extensions import db, login_manager
 from humanlike.server.security import (
     dummy_password_hash,

@@ -16,8 +16,8 @@ from pathlib import Path
 from flask import Response, current_app, request, stream_with_context
 
 from humanlike.server import audit
-from humanlike.server.admin import bp
 from humanlike.server.admin.auth import actor
+from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.export.writer import write_export
 from humanlike.server.extensions import db

@@ -10,8 +10,9 @@ from wtforms import SelectField
 from wtforms.validators import DataRequired
 
 from humanlike.server import audit
-from humanlike.server.admin import bp, stats
+from humanlike.server.admin import stats
 from humanlike.server.admin.auth import actor
+from humanlike.server.admin.blueprint import bp
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import ExperimentStatus
 from humanlike.server.tables.core import Experiment

@@ -9,8 +9,8 @@ import datetime as dt
 import sqlalchemy as sa
 from flask import abort, render_template
 
-from humanlike.server.admin import bp
 from humanlike.server.admin.actions import ACTIONS
+from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.extensions import db
 from humanlike.server.participants import jobs

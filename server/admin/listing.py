@@ -18,8 +18,8 @@ from flask import flash, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 
 from humanlike.server import audit
-from humanlike.server.admin import bp
 from humanlike.server.admin.auth import actor
+from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import ParticipantStatus
@@ -85,7 +85,7 @@ def _spec_listing(exp: Experiment) -> dict[str, Any]:
 
 def median_minutes(exp: Experiment) -> tuple[float | None, int]:
     """Median of completed_at - started_at over the finished participants, and their number."""
-    from humanlike.server.admin.participants import finished_minutes
+    from humanlike.server.admin.stats import finished_minutes
 
     minutes = finished_minutes(exp.id)
     return (float(np.median(minutes)) if minutes.size else None), int(minutes.size)

@@ -10,8 +10,8 @@ import sqlalchemy as sa
 from flask import flash, make_response, redirect, render_template, request, url_for
 
 from humanlike.server import audit
-from humanlike.server.admin import bp
 from humanlike.server.admin.auth import actor
+from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.admin.stats import without_gc_pauses
 from humanlike.server.database import as_utc

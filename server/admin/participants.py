@@ -15,8 +15,9 @@ import sqlalchemy as sa
 from flask import abort, current_app, redirect, render_template, request, session, url_for
 
 from humanlike.server import audit
-from humanlike.server.admin import bp, charts, stats
+from humanlike.server.admin import charts, stats
 from humanlike.server.admin.auth import actor
+from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.database import as_utc
 from humanlike.server.extensions import db
@@ -241,19 +242,9 @@ def experiment(slug: str):
         timeout_minutes=timeouts.timeout_minutes(exp.spec))
 
 
-def finished_minutes(experiment_id: int) -> np.ndarray:
-    """Minutes from start to completion of each finished participant (the time-taken histogram,
-    the listing's measured median)."""
-    rows = db.session.execute(sa.select(Participant.started_at, Participant.completed_at).where(
-        Participant.experiment_id == experiment_id, Participant.completed_at.is_not(None),
-        Participant.started_at.is_not(None))).all()
-    return np.array([(done - began).total_seconds() / 60.0 for began, done in rows
-                     if began is not None and done is not None], dtype=np.float64)
-
-
 def time_taken_chart(experiment_id: int) -> charts.Chart:
     """Histogram of minutes from start to completion over the finished participants."""
-    return charts.histogram(finished_minutes(experiment_id), bins=20, x_label="minutes",
+    return charts.histogram(stats.finished_minutes(experiment_id), bins=20, x_label="minutes",
                             y_label="participants")
 
 

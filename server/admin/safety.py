@@ -14,8 +14,8 @@ from typing import Any
 import sqlalchemy as sa
 from flask import abort, flash, redirect, render_template, request, url_for
 
-from humanlike.server.admin import bp
 from humanlike.server.admin.auth import actor
+from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.extensions import db
 from humanlike.server.live import breaker

@@ -42,6 +42,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from humanlike.server.database import as_utc
 from humanlike.server.extensions import db
 from humanlike.server.live.panel_ratings import PanelRatings, panel_ratings, stored_trial_types
+from humanlike.server.live.panel_sections import MLDS_SECTION
 from humanlike.server.live.qc import refresh_qc
 from humanlike.server.psiturk.progress import is_psiturk, psiturk_panel
 from humanlike.server.tables.core import Experiment, PanelResult, Participant, Trial, utcnow
@@ -55,8 +56,6 @@ RENEW_EVERY = 10.0
 """Seconds between renewals of the lease by the computing worker (``LeaseKeeper``)."""
 REFERENCE_MODEL = "__reference__"
 """Placeholder model scored when the spec names none (the analysis needs one); never shown."""
-MLDS_SECTION = "mlds_scales"
-"""The panel result's key for the triad section (MLDS scales per sequence)."""
 SECTIONS = ("qc", "psiturk", "ratings", MLDS_SECTION, "ec", "stopping")
 """The parts of a pass that fail alone: each one's error is stored in the result's ``errors``
 (shown on the dashboard) while the others compute."""

@@ -65,6 +65,9 @@ def mlds_section(data: Any, settings: dict[str, Any]) -> dict[str, Any] | None:
             "sequences": sequences, "max_halfwidth": halfwidth,
             "svg": to_svg(plot_scales(fits, participants=result.per_participant))}
 
+MLDS_SECTION = "mlds_scales"
+"""The panel result's key for the triad section (MLDS scales per sequence)."""
+
 
 def ec_section(data: Any, settings: dict[str, Any], alpha: float) -> dict[str, Any] | None:
     """Cohen's kappa on trial-by-trial correctness of every participant pair within each stimulus

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from humanlike.server.live.panel import MLDS_SECTION
+from humanlike.server.live.panel_sections import MLDS_SECTION
 
 
 def projected_n(n: int, halfwidth: float, target: float) -> int | None:
