@@ -50,6 +50,7 @@ from humanlike.server.trial_types.registry import TRIAL_TYPES, rated_types
 
 log = logging.getLogger(__name__)
 LEASE = dt.timedelta(seconds=45)
+NEVER = dt.datetime.max.replace(tzinfo=dt.UTC)  # sorts a participant without a time last
 """A lease not renewed for this long is taken to belong to a worker that died mid-computation
 (a killed or redeployed server's panel is computed again within a minute)."""
 RENEW_EVERY = 10.0
@@ -206,7 +207,11 @@ def _ratings_panel(exp: Experiment, settings: dict[str, Any],
     if reference:
         scores = scores[scores["model"] != REFERENCE_MODEL]
         comparisons = comparisons.iloc[0:0]
+    sequential = None
+    if stopping and stopping.get("measure") == "comparisons_decided" and len(comparisons):
+        sequential = _sequential(exp, ratings, models, comparisons, stopping)
     return {
+        "sequential": sequential,
         "kind": "ratings",
         "n_participants": len(ratings.array.participants),
         "n_excluded": ratings.n_excluded,
@@ -217,6 +222,31 @@ def _ratings_panel(exp: Experiment, settings: dict[str, Any],
                                               "ci_high", "p_holm_sidak", "significant"]),
         "alpha": alpha,
     }
+
+
+def _sequential(exp: Experiment, ratings: PanelRatings, responses: pd.DataFrame,
+                comparisons: pd.DataFrame, stopping: dict[str, Any]) -> dict[str, Any]:
+    """The comparisons under the declared monitoring (``stopping.sequential_section``), from each
+    analysed participant's Pearson r per model, participants in completion order."""
+    from humanlike.analysis.ratings.scores import model_predictions, participant_scores
+    from humanlike.server.live.stopping import sequential_section
+
+    array = ratings.array
+    predictions = model_predictions(responses, array)
+    r, _ = participant_scores(array, predictions.probabilities)
+    finished = dict(db.session.execute(
+        sa.select(Participant.public_id, sa.func.coalesce(Participant.completed_at,
+                                                          Participant.created_at))
+        .where(Participant.experiment_id == exp.id,
+               Participant.public_id.in_(list(array.participants)))).all())
+    db.session.rollback()
+    order = sorted(range(len(array.participants)),
+                   key=lambda i: (as_utc(finished.get(array.participants[i])) or NEVER, i))
+    names = set(map(str, predictions.models))  # model pairs only (not a model vs a ceiling)
+    pairs = [(str(a), str(b)) for a, b in comparisons.loc[comparisons["subset"] == "all",
+                                                        ["a", "b"]].itertuples(index=False)
+             if str(a) in names and str(b) in names]
+    return sequential_section(r[:, order], list(predictions.models), pairs, stopping)
 
 
 SECTION_TABLES = ("triads", "classifications", "participants", "stimuli")

@@ -1,6 +1,12 @@
 """The stopping indicator: the spec's ``[stopping]`` target checked against the live panel's result,
 with a projection of the participants still needed (docs/dashboard.md).
 
+``comparisons_decided`` is met only when the declared monitoring scheme's test decides every model
+pair (``sequential_section``: per-participant Pearson r differences in completion order through
+``analysis.sequential.decide``), so looking at the panel after every participant keeps the
+family-wise error at ``alpha`` under ``continuous`` monitoring; under ``fixed_n`` and
+``group_sequential`` only the declared looks count.
+
 Projection: a bootstrap CI half-width ``h`` on ``n`` participants shrinks as ``1/sqrt(n)`` (standard
 error of a mean over independent participants), so ``n_needed = ceil(n * (h / target)**2)``. For
 an undecided model comparison the target is ``|difference|`` (the interval must exclude zero)."""
@@ -9,6 +15,8 @@ from __future__ import annotations
 
 import math
 from typing import Any
+
+import numpy as np
 
 from humanlike.server.live.panel_sections import MLDS_SECTION
 
@@ -29,7 +37,84 @@ def _noise_ceiling(stopping: dict[str, Any], result: dict[str, Any]) -> dict[str
             "needed": projected_n(result["n_participants"], value, stopping["threshold"])}
 
 
+def sequential_section(r: np.ndarray, models: list[str], pairs: list[tuple[str, str]],
+                       stopping: dict[str, Any]) -> dict[str, Any]:
+    """Every model pair decided under the declared ``monitoring`` from ``r`` (models x
+    participants, participants in completion order): the scheme, its guarantee, the participants
+    analysed and per pair the running difference, its e-value / statistic, the confidence-sequence
+    bounds (continuous) and the decision (``analysis.sequential.decide``)."""
+    from humanlike.analysis.sequential import decide
+
+    scheme = str(stopping.get("monitoring") or "continuous")
+    alpha = float(stopping.get("alpha", 0.05))
+    index = {m: i for i, m in enumerate(models)}
+    d = np.stack([r[index[a]] - r[index[b]] for a, b in pairs], axis=1)  # participants x pairs
+    d = d[np.all(np.isfinite(d), axis=1)]  # r undefined (constant ratings): not analysable
+    n = len(d)
+    declared = [int(x) for x in stopping.get("looks") or []]
+    state: dict[str, Any] = {"scheme": scheme, "alpha": alpha, "n": n, "looks": declared}
+    if n < 2:
+        return {**state, "guarantee": None, "pairs": [], "note": "fewer than 2 participants "
+                "with a defined score difference"}
+    if scheme == "continuous":
+        decision = decide(d, "continuous", alpha)
+        last = -1
+    else:  # the declared schedule, the looks not reached yet padded (nothing decided there)
+        end = max(declared[-1], n)
+        padded = np.full((end, d.shape[1]), np.nan)
+        padded[:n] = d
+        decision = decide(padded, scheme, alpha, looks=declared)
+        reached = [j for j, look in enumerate(declared) if look <= n]
+        last = reached[-1] if reached else None
+        if last is None:
+            state["note"] = f"the first declared look is at N = {declared[0]}; nothing is decided before"
+    # a look not reached yet decides nothing (the padded rows carry no data)
+    decided = np.asarray(decision.decided) & (np.asarray(decision.decided_at) <= n)
+    out = []
+    for k, (a, b) in enumerate(pairs):
+        row = {"a": a, "b": b, "difference": float(np.mean(d[:, k])),
+               "decided": bool(decided[k]),
+               "direction": int(decision.direction[k]) if decided[k] else 0,
+               "decided_at": int(decision.decided_at[k]) if decided[k] else None}
+        if last is not None:
+            stat = float(decision.statistic[last, k])
+            row["statistic"] = stat if np.isfinite(stat) else None
+        if decision.lower is not None and decision.upper is not None:
+            row["lower"], row["upper"] = float(decision.lower[-1, k]), float(decision.upper[-1, k])
+        out.append(row)
+    return {**state, "guarantee": decision.guarantee, "pairs": out}
+
+
+def _declared(stopping: dict[str, Any], result: dict[str, Any]) -> dict[str, Any] | None:
+    """``comparisons_decided`` under the declared scheme, from the panel's ``sequential`` section."""
+    section = result.get("sequential")
+    if not section or not section.get("pairs"):
+        return None
+    pairs = section["pairs"]
+    decided = sum(p["decided"] for p in pairs)
+    state: dict[str, Any] = {
+        "value": f"{decided} of {len(pairs)} decided", "scheme": section["scheme"],
+        "met": decided == len(pairs), "guarantee": section["guarantee"],
+        "n": section["n"]}
+    if section.get("note"):
+        state["note"] = section["note"]
+    if decided < len(pairs):
+        # an undecided pair's difference may be zero: no count of participants is promised;
+        # the fixed-design count below assumes its observed difference is the true one
+        rows = {(c["a"], c["b"]): c for c in result.get("comparisons", []) if c["subset"] == "all"}
+        needed = [projected_n(section["n"], (c["ci_high"] - c["ci_low"]) / 2, abs(c["difference"]))
+                  for p in pairs if not p["decided"]
+                  for c in [rows.get((p["a"], p["b"]))] if c and c["difference"]]
+        state["needed_if_real"] = max([x for x in needed if x is not None], default=None)
+        state["projection"] = ("not promised: an undecided pair's true difference may be zero; "
+                               "needed_if_real assumes the observed differences are the true ones")
+    return state
+
+
 def _comparisons(stopping: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    declared = _declared(stopping, result)
+    if declared is not None:
+        return declared
     rows = [c for c in result.get("comparisons", []) if c["subset"] == "all"]
     if not rows:
         return {"value": None, "met": False}

@@ -39,6 +39,9 @@ class AdaptiveSettings(BaseModel):
 
 # --------------------------------------------------------------------------- [panel], [stopping]
 
+Monitoring = Literal["continuous", "fixed_n", "group_sequential"]
+"""How a study's model comparisons are looked at (docs/dashboard.md, Stopping)."""
+
 StoppingMeasure = Literal["noise_ceiling_halfwidth", "comparisons_decided", "kappa_halfwidth",
                           "mlds_halfwidth"]
 
@@ -60,18 +63,37 @@ class Stopping(BaseModel):
     ``comparisons_decided``: every pairwise model comparison is significant at ``alpha``
     (Holm-Sidak); ``kappa_halfwidth``: the widest CI half-width of the kappa matrix is at most
     ``threshold``; ``mlds_halfwidth``: the widest CI half-width of the MLDS scale values is at most
-    ``threshold``."""
+    ``threshold``.
+
+    ``monitoring`` (``comparisons_decided``) is how the comparisons may be looked at with the
+    family-wise error kept at ``alpha``: ``continuous`` (the default; any number of looks, any
+    time: anytime-valid e-processes, ``analysis.sequential``), ``fixed_n`` (one look, at the one
+    participant count in ``looks``) or ``group_sequential`` (the declared ``looks``, increasing,
+    with O'Brien-Fleming-type alpha spending, Lan & DeMets 1983)."""
 
     model_config = ConfigDict(extra="forbid")
     measure: StoppingMeasure
     threshold: Annotated[float, Field(gt=0, lt=10)] | None = None
     alpha: Annotated[float, Field(gt=0, lt=0.5)] = 0.05
+    monitoring: Monitoring = "continuous"
+    looks: list[Annotated[int, Field(ge=2, le=100_000)]] | None = None
 
     @model_validator(mode="after")
     def _threshold(self) -> Stopping:
         if self.measure.endswith("_halfwidth") and self.threshold is None:
             raise ValueError(f"stopping.measure = {self.measure!r} needs a threshold "
                              "(the largest acceptable CI half-width)")
+        if self.monitoring == "continuous" and self.looks is not None:
+            raise ValueError("stopping.looks: continuous monitoring looks at any time; declare "
+                             "looks only with monitoring = 'fixed_n' or 'group_sequential'")
+        if self.monitoring == "fixed_n" and (self.looks is None or len(self.looks) != 1):
+            raise ValueError("stopping.looks: monitoring = 'fixed_n' needs exactly one look, the "
+                             "declared N (e.g. looks = [120])")
+        if self.monitoring == "group_sequential" and (
+                self.looks is None or len(self.looks) < 2
+                or any(b <= a for a, b in zip(self.looks, self.looks[1:]))):
+            raise ValueError("stopping.looks: monitoring = 'group_sequential' needs two or more "
+                             "increasing looks (participant counts, e.g. [40, 80, 120])")
         return self
 
 

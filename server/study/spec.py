@@ -495,6 +495,12 @@ class ExperimentSpec(_Strict):
         for name in ("panel", "stopping", "resume", "adaptive"):
             if data.get(name) is None:
                 data.pop(name, None)
+        stopping = data.get("stopping")
+        if isinstance(stopping, dict):  # the default monitoring keeps the hash of older specs
+            if stopping.get("looks") is None:
+                stopping.pop("looks", None)
+            if stopping.get("monitoring") == "continuous":
+                stopping.pop("monitoring", None)
         for block in data.get("blocks") or []:
             if isinstance(block, dict) and block.get("resume") is None:
                 block.pop("resume", None)

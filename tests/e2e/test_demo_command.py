@@ -46,7 +46,10 @@ def test_demo_prepares_participants_report_and_a_panel_that_scores_the_models(tm
     # the 6 pairs of 4 models and each model against the noise ceiling's lower bound
     assert len(pairs) == 10 and sum("lower" in p for p in pairs) == 4
     stop = result["stopping"]
-    assert stop["measure"] == "comparisons_decided" and stop["value"].endswith("of 10 decided")
+    # the stopping rule decides model pairs under its declared monitoring (issue 38): the 6 pairs,
+    # not the 4 comparisons with the ceiling, which no model comparison can settle
+    assert stop["measure"] == "comparisons_decided" and stop["value"].endswith("of 6 decided")
+    assert stop["scheme"] == "continuous" and "at any number of looks" in stop["guarantee"]
     assert result["mlds_scales"] and result["ec"]
 
 

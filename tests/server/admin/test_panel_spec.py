@@ -31,6 +31,10 @@ def test_a_stopping_target_is_read_and_stored(tmp_path):
     ('[stopping]\nmeasure = "noise_ceiling_halfwidth"\n', "stopping"),  # no threshold
     ('[stopping]\nmeasure = "vibes"\nthreshold = 0.1\n', "stopping.measure"),
     ('[stopping]\nmeasure = "comparisons_decided"\nalpha = 0.9\n', "stopping.alpha"),
+    ('[stopping]\nmeasure = "comparisons_decided"\nmonitoring = "daily"\n', "stopping.monitoring"),
+    ('[stopping]\nmeasure = "comparisons_decided"\nmonitoring = "fixed_n"\n', "stopping"),
+    ('[stopping]\nmeasure = "comparisons_decided"\nmonitoring = "group_sequential"\n'
+     'looks = [80, 40]\n', "stopping"),
     ('[panel]\nn_resamples = 5\n', "panel.n_resamples"),
     ('[panel]\nmodels = ["a.csv"]\n', "panel.models"),
 ])
@@ -38,6 +42,18 @@ def test_bad_dashboard_tables_name_the_field(tmp_path, extra, field):
     with pytest.raises(SpecError) as error:
         load_spec(write(tmp_path / "b", "\n" + extra))
     assert f": {field}" in str(error.value) and "experiment.toml" in str(error.value)
+
+
+def test_a_declared_monitoring_scheme_is_read_and_the_default_keeps_older_hashes(tmp_path):
+    old = load_spec(write(tmp_path / "d", '\n[stopping]\nmeasure = "comparisons_decided"\n'))
+    said = load_spec(write(tmp_path / "e", '\n[stopping]\nmeasure = "comparisons_decided"\n'
+                                            'monitoring = "continuous"\n'))
+    looks = load_spec(write(tmp_path / "f", '\n[stopping]\nmeasure = "comparisons_decided"\n'
+                                             'monitoring = "group_sequential"\nlooks = [40, 80]\n'))
+    assert old.stopping is not None and old.stopping.monitoring == "continuous"
+    assert said.spec_hash() == old.spec_hash() != looks.spec_hash()
+    assert "monitoring" not in old.model_dump(mode="json")["stopping"]
+    assert looks.stopping is not None and looks.stopping.looks == [40, 80]
 
 
 def test_specs_without_the_tables_keep_their_hash(tmp_path):
