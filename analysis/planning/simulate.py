@@ -27,28 +27,38 @@ def draw_split(
     weights: np.ndarray, n_trials: int, shape: tuple[int, ...], rng: np.random.Generator,
     random_share: float = 1.0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Boolean (*shape, S) masks of ``n_trials`` stimuli each: ``round(random_share * n_trials)``
-    uniformly at random, the rest without replacement in proportion to ``weights`` (Gumbel-top-k;
-    a zero weight is drawn only when the positive ones run out); and the mask of the uniform part."""
+    """Boolean (*shape, S) masks of ``n_trials`` stimuli each: ``random_share * n_trials`` drawn
+    uniformly at random, exactly in expectation (its whole part always, one more with probability
+    its fractional part: randomised rounding, so a share of 0.25 of 10 trials is 2.5 on average, not
+    2), the rest without replacement in proportion to ``weights`` (Gumbel-top-k; a zero weight is
+    drawn only when the positive ones run out); and the mask of the uniform part."""
     w = np.asarray(weights, dtype=float)
     n_stimuli = w.shape[-1]
     if not 0 < n_trials <= n_stimuli:
         raise ValueError(f"n_trials must be between 1 and the {n_stimuli} stimuli, got {n_trials}")
-    n_random = round(random_share * n_trials)
+    if not 0 <= random_share <= 1:
+        raise ValueError(f"random_share must be in [0, 1], got {random_share}")
+    exact = random_share * n_trials
+    whole = int(np.floor(exact + 1e-9))
+    fraction = exact - whole if exact - whole > 1e-9 else 0.0
+    n_random = whole + (rng.random(shape) < fraction if fraction else np.zeros(shape, dtype=int))
+    n_random = np.minimum(n_random, n_trials)[..., None]  # (*shape, 1)
     uniform_keys = rng.random((*shape, n_stimuli))
-    order = np.argsort(uniform_keys, axis=-1)
-    chosen = np.zeros((*shape, n_stimuli), dtype=bool)
-    np.put_along_axis(chosen, order[..., :n_random], True, axis=-1)
-    uniform = chosen.copy()
+    uniform = _rank(uniform_keys) < n_random
+    chosen = uniform.copy()
     rest = n_trials - n_random
-    if rest:
+    if np.any(rest > 0):
         with np.errstate(divide="ignore"):
             keys = np.log(np.maximum(np.broadcast_to(w, (*shape, n_stimuli)), 1e-300)) + rng.gumbel(
                 size=(*shape, n_stimuli))
         keys = np.where(chosen, -np.inf, keys)
-        picked = np.argsort(-keys, axis=-1)[..., :rest]
-        np.put_along_axis(chosen, picked, True, axis=-1)
+        chosen |= _rank(-keys) < rest
     return chosen, uniform
+
+
+def _rank(keys: np.ndarray) -> np.ndarray:
+    """Each entry's 0-based rank along the last axis, smallest key first."""
+    return np.argsort(np.argsort(keys, axis=-1, kind="stable"), axis=-1, kind="stable")
 
 
 def simulate_ratings(

@@ -90,3 +90,17 @@ def test_pilot_noise_is_the_pooled_sd_around_each_entry_mean():
     squares = (rows["rating"] - groups.transform("mean")) ** 2
     dof = (groups.count() - 1).clip(lower=0).sum()
     assert abs(fit_noise(sim.ratings) - np.sqrt(squares.sum() / dof)) < 1e-12
+
+
+def test_the_random_share_is_exact_in_expectation_not_rounded_down():
+    """0.25 of 10 trials: 2 or 3 uniform draws, 2.5 on average (randomised rounding; round() gave
+    2 every time); an integer share (0.25 of 8) is exact in every draw."""
+    from humanlike.analysis.planning.simulate import draw_split
+
+    rng = np.random.default_rng(5)
+    shown, uniform = draw_split(np.ones(30), 10, (20_000,), rng, random_share=0.25)
+    counts = uniform.sum(-1)
+    assert (shown.sum(-1) == 10).all() and set(np.unique(counts)) == {2, 3}
+    assert abs(counts.mean() - 2.5) < 4 * 0.5 / np.sqrt(20_000)  # Bernoulli(0.5) SE
+    _, whole = draw_split(np.ones(30), 8, (1_000,), rng, random_share=0.25)
+    assert (whole.sum(-1) == 2).all()
