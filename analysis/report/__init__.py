@@ -122,7 +122,7 @@ def build_report(
     step("sample and timing")
     sections = [sample_section(export), timing_section(export, spec), display_section(export),
                 allocation_section(export)]
-    sections += ratings_sections(export, models, rule_set, settings, results, step)
+    sections += ratings_sections(export, models, rule_set, settings, results, step, spec)
     sections.append(kappa_section(export, settings, results, step, models))
     sections += mlds_sections(export, settings, results,
                               None if truth is None else {k: np.asarray(v)

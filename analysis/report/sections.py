@@ -140,8 +140,10 @@ def timing_section(export: Export, spec: Mapping[str, Any] | None) -> Section:
 
 def ratings_sections(export: Export, models: pd.DataFrame | None, rules: Any,
                      settings: ReportSettings, results: StudyResults,
-                     progress: Progress) -> list[Section]:
-    """Reliability, noise ceilings and model scores from the rating trials."""
+                     progress: Progress, spec: Mapping[str, Any] | None = None) -> list[Section]:
+    """Reliability, noise ceilings and model scores from the rating trials; with a
+    ``comparisons_decided`` stopping rule in ``spec``, the model pairs decided under its declared
+    monitoring (``monitored_verdicts``)."""
     from humanlike.analysis.ratings.analysis import analyze_ratings
     from humanlike.analysis.ratings.plots import plot_model_scores, plot_repeat_reliability
 
@@ -213,7 +215,57 @@ def ratings_sections(export: Export, models: pd.DataFrame | None, rules: Any,
                   "p_value", "p_holm_sidak", "significant"]],
             "Paired bootstrap comparisons (model vs model, model vs noise ceiling) with "
             "Holm-Sidak corrected p-values within each subset."))
+        stopping = (spec or {}).get("stopping") or {}
+        if stopping.get("measure") == "comparisons_decided":
+            monitored_verdicts(scores, result, models, export, stopping)
     return sections
+
+
+def monitored_verdicts(section: Section, result: Any, models: pd.DataFrame, export: Export,
+                       stopping: Mapping[str, Any]) -> None:
+    """The verdict a monitored study may print: every model pair decided (or not) under the spec's
+    declared ``monitoring`` from each analysed participant's Pearson r, participants in completion
+    order (``analysis.sequential.monitored_pairs``, as the live panel's stopping indicator), with
+    the guarantee that holds. The bootstrap table above answers a fixed-sample question; a study
+    that was looked at as it ran reports these."""
+    from humanlike.analysis.ratings.scores import model_predictions, participant_scores
+    from humanlike.analysis.sequential.monitored import monitored_pairs
+
+    array = result.ratings
+    predictions = model_predictions(models, array)
+    r, _ = participant_scores(array, predictions.probabilities)
+    people = export.participants
+    if people is not None and "participant" in people and "completed_at" in people:
+        when = dict(zip(people["participant"].astype(str),
+                        pd.to_datetime(people["completed_at"], utc=True, errors="coerce")))
+    else:
+        when = {}
+    never = pd.Timestamp.max.tz_localize("UTC")
+    order = sorted(range(len(array.participants)), key=lambda i: (
+        when.get(str(array.participants[i])) if pd.notna(when.get(str(array.participants[i])))
+        else never, i))
+    names = list(predictions.models)
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    if not pairs:
+        return
+    decided = monitored_pairs(r[:, order], names, pairs, stopping)
+    if not decided["pairs"]:
+        section.paragraphs.append(f"Decisions under the declared monitoring: {decided.get('note')}.")
+        return
+    frame = pd.DataFrame([{"a": p["a"], "b": p["b"], "difference": p["difference"],
+                           "decided": p["decided"],
+                           "better": (p["a"] if p["direction"] > 0 else p["b"]) if p["decided"]
+                           else "", "decided_at": p["decided_at"]} for p in decided["pairs"]])
+    n_decided = int(frame["decided"].sum())
+    section.paragraphs.append(
+        f"Decisions under the declared monitoring ({decided['scheme']}, [stopping] in the spec): "
+        f"{n_decided} of {len(frame)} model pairs decided on {decided['n']} participants in "
+        f"completion order. Guarantee: {decided['guarantee']}."
+        + (f" {decided['note']}." if decided.get("note") else ""))
+    section.tables.append(Table(frame, (
+        "Model pairs decided under the declared monitoring: the mean per-participant difference "
+        "in Pearson r (a - b), whether it is decided, the better model and the participant count "
+        "at which it was decided (analysis.sequential).")))
 
 
 def _constant_model(export: Export) -> pd.DataFrame:

@@ -28,9 +28,12 @@ def simulated_report(demo_spec, tmp_path_factory):
     simulated_demo_export(demo_spec, root)
     runner = CliRunner()
     out = root / "report.html"
+    # the spec as run, with the stopping rule `humanlike demo` declares (a monitored study)
+    spec = root / "experiment.toml"
+    spec.write_text(demo_spec.read_text() + '\n[stopping]\nmeasure = "comparisons_decided"\n')
     result = runner.invoke(main, [
         "report", str(root / "export"), "--models",
-        str(demo_spec.parent / "stimuli" / "model_responses.csv"), "--spec", str(demo_spec),
+        str(demo_spec.parent / "stimuli" / "model_responses.csv"), "--spec", str(spec),
         "--truth", str(root / "truth"), "--out", str(out), "--n-resamples", "400",
         "--n-sim", "200", "--pdf", "--figures", str(root / "figures"), "--figure-format", "pdf"])
     assert result.exit_code == 0, result.output
@@ -248,3 +251,28 @@ def test_the_report_and_the_analyze_commands_count_one_analysed_set(simulated_re
         # the page shows three decimals: equal up to that rounding
         assert np.allclose(merged[f"{column}_cli"], merged[f"{column}_report"], rtol=0,
                            atol=5.01e-4), column
+
+
+def test_a_monitored_study_reports_its_pairs_decided_under_the_declared_scheme(simulated_report):
+    """The demo's [stopping] is comparisons_decided with the default continuous monitoring: the
+    scores section says how many of the 6 model pairs are decided, under which guarantee, and each
+    decided pair's better model is the side its difference favours."""
+    _, out = simulated_report
+    html = out.read_text()
+    said = re.search(r"Decisions under the declared monitoring \(continuous, \[stopping\] in the "
+                     r"spec\): (\d+) of (\d+) model pairs decided on (\d+) participants", html)
+    assert said is not None
+    assert "Guarantee: family-wise error &lt;= 0.05 at any number of looks" in html
+    assert said.group(2) == "6"
+    tables = [[[re.sub(r"<[^>]+>", "", cell).strip()
+                for cell in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)]
+               for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)]
+              for table in re.findall(r"<table[^>]*>(.*?)</table>", html, re.S)]
+    [rows] = [t for t in tables if t and {"decided", "better", "decided_at"} <= set(t[0])]
+    verdicts = pd.DataFrame(rows[1:], columns=rows[0])
+    verdicts["decided"] = verdicts["decided"] == "True"
+    verdicts["difference"] = verdicts["difference"].astype(float)
+    assert len(verdicts) == 6 and int(verdicts["decided"].sum()) == int(said.group(1))
+    for _, row in verdicts[verdicts["decided"]].iterrows():
+        assert row["better"] == (row["a"] if row["difference"] > 0 else row["b"])
+        assert 1 <= float(row["decided_at"]) <= int(said.group(3))

@@ -1,0 +1,59 @@
+"""A study's model pairs decided under its declared monitoring (the spec's ``[stopping]``
+``monitoring``, ``alpha`` and ``looks``) from each participant's score per model in completion
+order: what the live panel's stopping indicator and the study report both say (one computation)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from humanlike.analysis.sequential.decide import decide
+
+
+def monitored_pairs(r: np.ndarray, models: list[str], pairs: list[tuple[str, str]],
+                    stopping: Mapping[str, Any]) -> dict[str, Any]:
+    """Every model pair decided under the declared ``monitoring`` from ``r`` (models x
+    participants, participants in completion order) as the spec's ``[stopping]`` table declares
+    (``monitoring``, ``alpha``, ``looks``): the scheme, its guarantee, the participants
+    analysed and per pair the running difference, its e-value / statistic, the confidence-sequence
+    bounds (continuous) and the decision (``analysis.sequential.decide``)."""
+    scheme = str(stopping.get("monitoring") or "continuous")
+    alpha = float(stopping.get("alpha", 0.05))
+    index = {m: i for i, m in enumerate(models)}
+    d = np.stack([r[index[a]] - r[index[b]] for a, b in pairs], axis=1)  # participants x pairs
+    d = d[np.all(np.isfinite(d), axis=1)]  # r undefined (constant ratings): not analysable
+    n = len(d)
+    declared = [int(x) for x in stopping.get("looks") or []]
+    state: dict[str, Any] = {"scheme": scheme, "alpha": alpha, "n": n, "looks": declared}
+    if n < 2:
+        return {**state, "guarantee": None, "pairs": [], "note": "fewer than 2 participants "
+                "with a defined score difference"}
+    if scheme == "continuous":
+        decision = decide(d, "continuous", alpha)
+        last = -1
+    else:  # the declared schedule, the looks not reached yet padded (nothing decided there)
+        end = max(declared[-1], n)
+        padded = np.full((end, d.shape[1]), np.nan)
+        padded[:n] = d
+        decision = decide(padded, scheme, alpha, looks=declared)
+        reached = [j for j, look in enumerate(declared) if look <= n]
+        last = reached[-1] if reached else None
+        if last is None:
+            state["note"] = f"the first declared look is at N = {declared[0]}; nothing is decided before"
+    # a look not reached yet decides nothing (the padded rows carry no data)
+    decided = np.asarray(decision.decided) & (np.asarray(decision.decided_at) <= n)
+    out = []
+    for k, (a, b) in enumerate(pairs):
+        row = {"a": a, "b": b, "difference": float(np.mean(d[:, k])),
+               "decided": bool(decided[k]),
+               "direction": int(decision.direction[k]) if decided[k] else 0,
+               "decided_at": int(decision.decided_at[k]) if decided[k] else None}
+        if last is not None:
+            stat = float(decision.statistic[last, k])
+            row["statistic"] = stat if np.isfinite(stat) else None
+        if decision.lower is not None and decision.upper is not None:
+            row["lower"], row["upper"] = float(decision.lower[-1, k]), float(decision.upper[-1, k])
+        out.append(row)
+    return {**state, "guarantee": decision.guarantee, "pairs": out}
