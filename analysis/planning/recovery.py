@@ -48,6 +48,66 @@ def true_differences(inputs: PlanInputs, generator: int, seed: int = 0) -> np.nd
     return np.array([scores[a] - scores[b] for a, b in model_pairs(len(inputs.models))])
 
 
+def participant_r(ratings: np.ndarray, probabilities: np.ndarray) -> np.ndarray:
+    """(R, N, M) Pearson r of each simulated participant's observed ratings (R, N, S, K; NaN: not
+    shown) with each model's probabilities (M, S, K): the per-participant score the panel, the
+    report and ``analysis.sequential`` test. NaN where undefined (fewer than two entries, or
+    constant ratings)."""
+    r_, n_, s_, k_ = ratings.shape
+    x = ratings.reshape(r_, n_, s_ * k_)
+    y = probabilities.reshape(probabilities.shape[0], s_ * k_)
+    o = np.isfinite(x)
+    x0 = np.where(o, x, 0.0)
+    of = o.astype(float)
+    n = of.sum(-1)[..., None]
+    sx, sxx = x0.sum(-1)[..., None], (x0 * x0).sum(-1)[..., None]
+    sy, syy, sxy = of @ y.T, of @ (y * y).T, x0 @ y.T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (n * sxy - sx * sy) / np.sqrt((n * sxx - sx**2) * (n * syy - sy**2))
+
+
+def run_monitored_chunk(inputs: PlanInputs, generator: int, sizes: Sequence[int], n_studies: int,
+                        key: tuple[int, ...], scheme: str, alpha: float) -> dict[int, dict]:
+    """One chunk of simulated studies run to the largest N and monitored as declared
+    (``analysis.sequential.decide``: ``continuous`` at every participant, ``group_sequential`` at
+    ``sizes`` as its declared looks): per N in ``sizes``, the pairs decided by then (R, P), their
+    direction and running difference, and the winner (R,). A participant whose r is undefined adds
+    no evidence (difference 0)."""
+    from humanlike.analysis.sequential import decide as decide_sequential
+
+    rng = np.random.default_rng(np.random.SeedSequence(list(key)))
+    n_max = max(sizes)
+    n_stimuli = len(inputs.stimuli)
+    shown = draw_subsets(np.ones(n_stimuli), min(inputs.n_trials, n_stimuli), (n_studies, n_max), rng)
+    x = simulate_ratings(inputs.probabilities[generator], n_studies, n_max, inputs.noise_sd, rng, shown)
+    r = participant_r(x, inputs.probabilities)
+    pairs = model_pairs(len(inputs.models))
+    d = np.stack([r[..., a] - r[..., b] for a, b in pairs], axis=-1)
+    d = np.nan_to_num(d, nan=0.0)
+    looks = list(sizes) if scheme == "group_sequential" else None
+    decision = decide_sequential(d, scheme, alpha, looks=looks)
+    out = {}
+    for j, n in enumerate(sizes):
+        significant = decision.decided & (decision.decided_at <= n)
+        direction = np.where(significant, decision.direction, 0)
+        column = n - 1 if scheme == "continuous" else j
+        difference = decision.estimate[:, column, :]
+        out[n] = {"winner": _winners(significant, direction, len(inputs.models), pairs),
+                  "significant": significant, "difference": difference, "direction": direction}
+    return out
+
+
+def _winners(significant: np.ndarray, direction: np.ndarray, n_models: int,
+             pairs: Sequence[tuple[int, int]]) -> np.ndarray:
+    """(R,) the model decided better than every other one, else -1."""
+    wins = np.zeros((significant.shape[0], n_models), dtype=int)
+    for j, (a, b) in enumerate(pairs):  # one step per model pair, vectorised over studies
+        wins[:, a] += significant[:, j] & (direction[:, j] > 0)
+        wins[:, b] += significant[:, j] & (direction[:, j] < 0)
+    best = wins.argmax(axis=1)
+    return np.where(wins.max(axis=1) == n_models - 1, best, -1)
+
+
 def run_chunk(inputs: PlanInputs, generator: int, n_participants: int, n_studies: int,
               key: tuple[int, ...], n_resamples: int, alpha: float) -> dict[str, np.ndarray]:
     """One chunk of simulated studies: winners (R,), significant and differences (R, P)."""
@@ -72,6 +132,22 @@ def _backend(dask_address: str | None) -> Iterator[None]:
 
     with Client(dask_address) as _client, joblib.parallel_config(backend="dask"):
         yield
+
+
+MONITORING_WORDS = {
+    "fixed_n": "monitoring fixed_n: each N analysed once, as the report's bootstrap decides "
+               "(family-wise error <= alpha at that one look)",
+    "continuous": "monitoring continuous: each study looked at after every participant "
+                  "(anytime-valid e-processes, closed testing: family-wise error <= alpha at any "
+                  "number of looks); power at N = studies stopped by N",
+    "group_sequential": "monitoring group_sequential: each study looked at the listed N only "
+                        "(O'Brien-Fleming-type spending: family-wise error <= alpha over those "
+                        "looks); power at N = studies stopped by N",
+}
+
+
+def _monitoring_line(settings: dict[str, object]) -> str:
+    return MONITORING_WORDS[str(settings.get("monitoring", "fixed_n"))]
 
 
 @dataclass
@@ -135,7 +211,7 @@ class Plan:
         lines = [f"{s['replications']} simulated studies per N per generating model; "
                  f"{s['n_trials']} stimuli per participant, human noise SD {s['noise_sd']:.3f}; "
                  f"target: {'all comparisons decided' if s['rule'] == 'all' else 'the generating model declared the winner'} in {s['target']:.0%} of studies, "
-                 f"wrong decisions <= {self.alpha}"]
+                 f"wrong decisions <= {self.alpha}", _monitoring_line(s)]
         for row in self.by_n().itertuples():
             lines.append(f"  {row.generator:<16} N = {row.n:<5} all decided {row.all_decided:.2f}  "
                          f"correct winner {row.correct_winner:.2f}  false decision "
@@ -172,7 +248,7 @@ def plan_study(
     inputs: PlanInputs, sample_sizes: Sequence[int], n_replications: int,
     n_resamples: int = 1000, alpha: float = 0.05, target: float = 0.8, seed: int = 0,
     n_jobs: int = 1, dask_address: str | None = None, chunk: int = 10,
-    min_difference: float = 0.01, rule: str = "all",
+    min_difference: float = 0.01, rule: str = "all", monitoring: str = "fixed_n",
 ) -> Plan:
     """Simulate ``n_replications`` studies per N in ``sample_sizes`` per generating model and
     decide each as the report does (``decide``); chunks of ``chunk`` studies fan out over
@@ -180,7 +256,12 @@ def plan_study(
 
     A pair whose true score difference (``true_differences``) is below ``min_difference`` (r) is
     practically equal: it is reported but neither needed for "all decided" nor counted as a
-    wrong decision. ``rule``: what the target counts (``Plan.recommended_n``)."""
+    wrong decision. ``rule``: what the target counts (``Plan.recommended_n``).
+
+    ``monitoring`` (the spec's ``[stopping]``): ``fixed_n`` decides each N's studies once, as the
+    report's bootstrap does; ``continuous`` and ``group_sequential`` run each study to the largest
+    N and decide it as the live panel does (``analysis.sequential``), so the power at N is the
+    share of studies stopped by then with the family-wise error the scheme guarantees."""
     from joblib import Parallel, delayed
 
     sizes = sorted({int(n) for n in sample_sizes})
@@ -190,16 +271,34 @@ def plan_study(
         raise ValueError(f"rule must be 'all' or 'winner', got {rule!r}")
     if n_replications < 1:
         raise ValueError("n_replications must be at least 1")
+    if monitoring not in ("fixed_n", "continuous", "group_sequential"):
+        raise ValueError(f"monitoring: unknown {monitoring!r}; one of fixed_n, continuous, "
+                         "group_sequential")
     tasks = []
-    for g in range(len(inputs.models)):
-        for i, n in enumerate(sizes):
+    if monitoring == "fixed_n":
+        for g in range(len(inputs.models)):
+            for i, n in enumerate(sizes):
+                for k, start in enumerate(range(0, n_replications, chunk)):
+                    size = min(chunk, n_replications - start)
+                    tasks.append(((g, n, start), (g, n, size, (seed, g, i, k))))
+        with _backend(dask_address):
+            results = Parallel(n_jobs=-1 if dask_address else n_jobs)(
+                delayed(run_chunk)(inputs, g, n, size, key, n_resamples, alpha)
+                for _, (g, n, size, key) in tasks)
+    else:
+        runs = []
+        for g in range(len(inputs.models)):
             for k, start in enumerate(range(0, n_replications, chunk)):
-                size = min(chunk, n_replications - start)
-                tasks.append(((g, n, start), (g, n, size, (seed, g, i, k))))
-    with _backend(dask_address):
-        results = Parallel(n_jobs=-1 if dask_address else n_jobs)(
-            delayed(run_chunk)(inputs, g, n, size, key, n_resamples, alpha)
-            for _, (g, n, size, key) in tasks)
+                runs.append((g, start, min(chunk, n_replications - start), (seed, g, k)))
+        with _backend(dask_address):
+            monitored = Parallel(n_jobs=-1 if dask_address else n_jobs)(
+                delayed(run_monitored_chunk)(inputs, g, sizes, size, key, monitoring, alpha)
+                for g, _, size, key in runs)
+        results = []
+        for (g, start, size, key), by_n in zip(runs, monitored):
+            for n in sizes:
+                tasks.append(((g, n, start), (g, n, size, key)))
+                results.append(by_n[n])
     pairs = model_pairs(len(inputs.models))
     names = [f"{inputs.models[a]} vs {inputs.models[b]}" for a, b in pairs]
     true = {g: true_differences(inputs, g, seed) for g in range(len(inputs.models))}
@@ -208,8 +307,9 @@ def plan_study(
     studies, decisions = [], []
     for ((g, n, start), _), result in zip(tasks, results):
         sig, diff = result["significant"], result["difference"]
-        correct = sig & (np.sign(diff) == truth[g])
-        wrong = sig & (np.sign(diff) == -truth[g]) & relevant[g]
+        sign = result.get("direction", np.sign(diff))  # monitored: the side decided
+        correct = sig & (sign == truth[g])
+        wrong = sig & (sign == -truth[g]) & relevant[g]
         winner = result["winner"]
         reps = start + np.arange(len(winner))
         studies.append(pd.DataFrame({
@@ -226,6 +326,7 @@ def plan_study(
         "models": list(inputs.models), "sample_sizes": sizes, "replications": n_replications,
         "n_resamples": n_resamples, "alpha": alpha, "target": target, "seed": seed,
         "n_trials": inputs.n_trials, "noise_sd": inputs.noise_sd, "stimuli": len(inputs.stimuli),
-        "min_difference": min_difference, "rule": rule, "backend": "dask" if dask_address else "joblib"}
+        "min_difference": min_difference, "rule": rule, "monitoring": monitoring,
+        "backend": "dask" if dask_address else "joblib"}
     return Plan(pd.concat(studies, ignore_index=True), pd.concat(decisions, ignore_index=True),
                 settings)

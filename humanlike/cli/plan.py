@@ -52,6 +52,10 @@ def _sizes(value: str) -> list[int]:
                    "declared the winner.")
 @click.option("--alpha", type=click.FloatRange(0, 0.5, min_open=True),
               help="Holm-Sidak alpha (default: the spec's [stopping] alpha, else 0.05).")
+@click.option("--monitoring", type=click.Choice(["fixed_n", "continuous", "group_sequential"]),
+              default=None, help="How each simulated study is looked at (default: the spec's "
+              "[stopping] monitoring for comparisons_decided, else fixed_n); group_sequential "
+              "uses the --n list as its declared looks.")
 @click.option("--min-difference", default=0.01, show_default=True, type=click.FloatRange(0),
               help="Score difference (r) below which two models count as practically equal.")
 @click.option("--seed", default=0, show_default=True, type=int)
@@ -63,7 +67,8 @@ def _sizes(value: str) -> list[int]:
               help="Folder for the tables, figures and plan.json.")
 def command(experiment: Path, models_path: Path | None, sizes: str, replications: int,
             n_resamples: int, noise_sd: float | None, pilot: Path | None, trials: int | None,
-            target: float, rule: str, alpha: float | None, min_difference: float, seed: int, jobs: int,
+            target: float, rule: str, alpha: float | None, monitoring: str | None,
+            min_difference: float, seed: int, jobs: int,
             dask_address: str | None, out: Path | None) -> None:
     """Plan a study on EXPERIMENT (its experiment.toml) by model recovery."""
     from humanlike.analysis.planning.inputs import fit_noise, plan_inputs, read_model_responses
@@ -95,13 +100,15 @@ def command(experiment: Path, models_path: Path | None, sizes: str, replications
     else:
         noise = noise_sd or getattr(adaptive, "noise_sd", None) or 0.25
     alpha = alpha or (spec.stopping.alpha if spec.stopping is not None else 0.05)
+    monitoring = monitoring or (spec.stopping.monitoring if spec.stopping is not None
+                                and spec.stopping.measure == "comparisons_decided" else "fixed_n")
     try:
         inputs = plan_inputs(read_model_responses(models_path), stimuli, n_trials, noise)
     except ValueError as error:
         raise click.ClickException(f"{models_path}: {error}") from error
     plan = plan_study(inputs, n_list, replications, n_resamples=n_resamples, alpha=alpha,
                       target=target, seed=seed, n_jobs=jobs, dask_address=dask_address,
-                      min_difference=min_difference, rule=rule)
+                      min_difference=min_difference, rule=rule, monitoring=monitoring)
     click.echo(plan.summary())
     if out is not None:
         for path in plan.save(out):

@@ -77,3 +77,35 @@ def test_plan_refuses_bad_input(tmp_path, demo_spec):  # noqa: F811
     assert result.exit_code != 0 and "at least 2" in result.output
     result = CliRunner().invoke(main, ["plan", str(demo_spec)])
     assert result.exit_code != 0 and "--models" in result.output
+
+
+def test_the_simulated_participants_r_is_the_analysis_packages_per_participant_score():
+    from humanlike.analysis.planning.recovery import participant_r
+    from humanlike.analysis.planning.simulate import draw_subsets, simulate_ratings
+    from humanlike.analysis.ratings.scores import participant_scores
+
+    inputs = _small_inputs()
+    rng = np.random.default_rng(4)
+    shown = draw_subsets(np.ones(12), 8, (3, 6), rng)
+    x = simulate_ratings(inputs.probabilities[0], 3, 6, 0.3, rng, shown)
+    r = participant_r(x, inputs.probabilities)
+    for study in range(3):
+        expected, _ = participant_scores(x[study], inputs.probabilities)  # (models, participants)
+        np.testing.assert_allclose(r[study].T, expected, rtol=1e-10, equal_nan=True)
+
+
+@pytest.mark.parametrize("monitoring", ["continuous", "group_sequential"])
+def test_a_monitored_plan_stops_studies_for_good_and_says_its_guarantee(monitoring):
+    """Each simulated study runs to the largest N and is decided as the panel decides it: a pair
+    decided by N stays decided at every larger N, so the share of studies with every comparison
+    decided (and with the right winner) never falls as N grows."""
+    plan = plan_study(_small_inputs(), [6, 12, 24, 48], 40, seed=3, monitoring=monitoring)
+    for _, rows in plan.by_n().groupby("generator"):
+        rows = rows.sort_values("n")
+        assert rows["all_decided"].is_monotonic_increasing
+        assert rows["correct_winner"].is_monotonic_increasing
+    decided = plan.decisions.pivot_table(index=["generator", "replication", "pair"], columns="n",
+                                         values="significant", aggfunc="first").astype(int)
+    assert (decided.diff(axis=1).fillna(0) >= 0).all().all()  # never undecided again
+    assert f"monitoring {monitoring}" in plan.summary()
+    assert plan.settings["monitoring"] == monitoring
