@@ -36,6 +36,25 @@ def demo_spec(tmp_path_factory) -> Path:
     return Path(done.read_text())
 
 
+@pytest.fixture(scope="session")
+def panel_demo(tmp_path_factory) -> Path:
+    """The demo folder `humanlike demo` builds (``build_demo(panel=True)``: with [panel] and
+    [stopping]), built once per test run and shared by the xdist workers like ``demo_spec``; a
+    test copies it into its instance folder so the command finds it current and skips the build."""
+    from humanlike.server.demo.build import build_demo
+
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return build_demo(tmp_path_factory.mktemp("panel-demo") / "demo", panel=True).parent
+    shared = tmp_path_factory.getbasetemp().parent / "shared-panel-demo"
+    shared.mkdir(exist_ok=True)
+    done = shared / "folder"
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            done.write_text(str(build_demo(shared / "demo", panel=True).parent))
+    return Path(done.read_text())
+
+
 class LiveServer:
     """A threaded WSGI server on a free port around an app."""
 

@@ -4,6 +4,8 @@ models with a stopping target, so the dashboard shows every section at once."""
 
 from __future__ import annotations
 
+import shutil
+
 import sqlalchemy as sa
 from click.testing import CliRunner
 
@@ -53,7 +55,7 @@ def test_demo_prepares_participants_report_and_a_panel_that_scores_the_models(tm
     assert result["mlds_scales"] and result["ec"]
 
 
-def test_make_demo_serves_on_the_port_it_is_given(tmp_path, monkeypatch):
+def test_make_demo_serves_on_the_port_it_is_given(tmp_path, monkeypatch, panel_demo):
     """`make demo PORT=5055`: the Makefile hands the port to `humanlike demo`, whose links (and
     server) use it; the command line is read from `make -n` and run as the CLI (prepare only)."""
     import shlex
@@ -69,6 +71,7 @@ def test_make_demo_serves_on_the_port_it_is_given(tmp_path, monkeypatch):
     assert args[args.index("--port") + 1] == "5055"
 
     monkeypatch.setenv("HUMANLIKE_INSTANCE", str(tmp_path / "instance"))
+    shutil.copytree(panel_demo, tmp_path / "instance" / "demo")  # built once; the first test builds
     url = f"sqlite:///{tmp_path / 'demo.sqlite'}"
     result = CliRunner().invoke(main, [*args[1:], "--prepare-only", "--simulated", "0",
                                        "--database-url", url])
@@ -78,7 +81,7 @@ def test_make_demo_serves_on_the_port_it_is_given(tmp_path, monkeypatch):
     assert "http://127.0.0.1:5000" not in result.output
 
 
-def test_serve_prints_the_prolific_url_template_as_demo_does(tmp_path):
+def test_serve_prints_the_prolific_url_template_as_demo_does(tmp_path, panel_demo):
     """`humanlike serve` prints each experiment's study URL for Prolific with Prolific's
     placeholders, the line `humanlike demo` prints (one function, ``cli.serve.echo_links``); the
     server runs as a process until it listens, then is stopped."""
@@ -118,6 +121,7 @@ def test_serve_prints_the_prolific_url_template_as_demo_does(tmp_path):
     lines = output.splitlines()
     assert expected in lines, output
     assert f"http://127.0.0.1:{port}/start/{slug}" in lines[lines.index(expected) - 1], lines
+    shutil.copytree(panel_demo, tmp_path / "instance" / "demo")  # built once; the first test builds
     demo = CliRunner().invoke(main, ["demo", "--prepare-only", "--simulated", "0", "--port", str(port),
                                      "--database-url", f"sqlite:///{tmp_path / 'demo.sqlite'}"],
                               env={"HUMANLIKE_INSTANCE": str(tmp_path / "instance")})
