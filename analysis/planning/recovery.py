@@ -274,7 +274,7 @@ def plan_study(
     if monitoring not in ("fixed_n", "continuous", "group_sequential"):
         raise ValueError(f"monitoring: unknown {monitoring!r}; one of fixed_n, continuous, "
                          "group_sequential")
-    tasks = []
+    tasks: list[tuple[tuple[int, int, int], tuple[int, int, int, tuple[int, ...]]]] = []
     if monitoring == "fixed_n":
         for g in range(len(inputs.models)):
             for i, n in enumerate(sizes):

@@ -32,7 +32,7 @@ def monitored_pairs(r: np.ndarray, models: list[str], pairs: list[tuple[str, str
                 "with a defined score difference"}
     if scheme == "continuous":
         decision = decide(d, "continuous", alpha)
-        last = -1
+        last: int | None = -1
     else:  # the declared schedule, the looks not reached yet padded (nothing decided there)
         end = max(declared[-1], n)
         padded = np.full((end, d.shape[1]), np.nan)
