@@ -201,6 +201,9 @@ def test_a_rehearsal_with_the_researchers_key_may_arrive_with_any_link(
     with served.app_context():
         row = db.session.execute(sa.select(Participant)).scalar_one()
         assert (row.platform, row.simulated) == (source, True)
+        # the platform's own id is kept, as the rehearsal sent it (humanlike simulate's PROLIFIC_PID)
+        sent = {"prolific": "PX", "mturk": "W1"}.get(source)
+        assert sent is None or row.platform_id == sent
         assert db.session.execute(sa.select(sa.func.count()).select_from(Event)
                                   .where(Event.type == "preview")).scalar_one() == 0
 
