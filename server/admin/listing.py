@@ -130,7 +130,7 @@ def listing_view(exp: Experiment) -> ListingView | None:
         reward_minor=reward,
         estimated_minutes=meta.get("study_estimated_completion_time",
                                    spec.get("estimated_minutes")),
-        median_minutes=median, n_finished=finished, last_sync=meta.get("synced_at"),
+        median_minutes=median, n_finished=finished, last_sync=state.synced_at,
         last_event=meta.get("last_event_at"), high_return_rate_at=meta.get("high_return_rate_at"),
         failed_deliveries=int(meta.get("failed_deliveries") or 0), hooks=bool(meta.get("hooks")),
         rewards=rewards, bonuses=bonuses, fees=fees, unknown_bonuses=unknown,
@@ -196,11 +196,7 @@ def _places(exp: Experiment, view: ListingView | None) -> tuple[int | None, str 
         total = int(request.form.get("total", ""))
     except ValueError:
         return None, "give the new total number of places (a whole number)"
-    current = view.places_total if view is not None else None
-    if current is not None and total <= int(current):
-        return total, (f"the study has {current} places: Prolific only allows increasing them, "
-                       f"so {total} is refused here (nothing was sent)")
-    return total, None
+    return total, listing.places_refusal(view.places_total if view is not None else None, total)
 
 
 @bp.post("/experiments/<slug>/listing/confirm")

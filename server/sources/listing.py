@@ -10,6 +10,7 @@ still read."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -37,7 +38,6 @@ class ListingState:
     platform_status: str | None
     places_total: int | None
     places_taken: int | None
-    changed_at: str | None
     synced_at: str | None
 
 
@@ -55,7 +55,6 @@ def state(exp: Experiment) -> ListingState:
         platform_status=meta.get("platform_status") or meta.get("status"),
         places_total=None if total is None else int(total),
         places_taken=meta.get("study_places_taken"),
-        changed_at=meta.get("listing_changed_at"),
         synced_at=meta.get("synced_at"))
 
 
@@ -64,45 +63,52 @@ def record(exp: Experiment, **facts: Any) -> None:
     exp.recruitment_meta = {**(exp.recruitment_meta or {}), **facts}
 
 
+def places_refusal(current: int | None, total: int) -> str | None:
+    """Why ``total`` places are refused for a study that has ``current`` (Prolific only allows
+    more), or None."""
+    if current is not None and total <= int(current):
+        return (f"the study has {current} places: Prolific only allows increasing them, so "
+                f"{total} is refused here (nothing was sent)")
+    return None
+
+
 def transition(exp: Experiment, action: str, client: ListingClient, actor: str) -> dict[str, Any]:
     """Send ``action`` (one of ``TRANSITIONS``) for the experiment's study; store the status the
-    platform answers and audit it as ``listing_<action>``. Raises what the client raises (after
+    platform answers and audit it as ``listing_<word>``. Raises what the client raises (after
     auditing the failure); the caller commits."""
     if action not in TRANSITIONS:
         raise ValueError(f"unknown listing transition {action!r}; one of {list(TRANSITIONS)}")
-    ref = _ref(exp)
-    try:
-        reply = client.transition_study(ref, action)
-    except Exception as exc:
-        audit.record(actor, f"listing_{TRANSITIONS[action]}", experiment=exp.slug, target=ref,
-                     detail={"ok": False, "message": str(exc), "reply": getattr(exc, "reply", None)})
-        raise
-    facts: dict[str, Any] = {"listing_changed_at": _now()}
-    if reply.get("status"):
-        facts["platform_status"] = reply["status"]
-    record(exp, **facts)
-    audit.record(actor, f"listing_{TRANSITIONS[action]}", experiment=exp.slug, target=ref,
-                 detail={"ok": True, "status": reply.get("status")})
-    return reply
+    return _send(exp, TRANSITIONS[action], actor, lambda ref: client.transition_study(ref, action))
 
 
 def set_places(exp: Experiment, total: int, client: ListingClient, actor: str,
                current: int | None) -> dict[str, Any]:
     """Set the study's total places to ``total``, refused (``PlacesRefused``, nothing sent) unless
     it is more than ``current``; stored and audited as ``listing_places``. The caller commits."""
+    refusal = places_refusal(current, total)
+    if refusal is not None:
+        raise PlacesRefused(refusal)
+    return _send(exp, "places", actor, lambda ref: client.set_places(ref, total),
+                 study_total_available_places=total)
+
+
+def _send(exp: Experiment, word: str, actor: str, call: Callable[[str], dict[str, Any]],
+          **facts: Any) -> dict[str, Any]:
+    """``call(ref)`` to the platform, audited as ``listing_<word>`` either way; on success the
+    platform's status and ``facts`` are recorded."""
     ref = _ref(exp)
-    if current is not None and total <= int(current):
-        raise PlacesRefused(f"the study has {current} places: Prolific only allows increasing "
-                            f"them, so {total} is refused here (nothing was sent)")
     try:
-        reply = client.set_places(ref, total)
+        reply = call(ref)
     except Exception as exc:
-        audit.record(actor, "listing_places", experiment=exp.slug, target=ref,
+        audit.record(actor, f"listing_{word}", experiment=exp.slug, target=ref,
                      detail={"ok": False, "message": str(exc), "reply": getattr(exc, "reply", None)})
         raise
-    record(exp, study_total_available_places=total, listing_changed_at=_now())
-    audit.record(actor, "listing_places", experiment=exp.slug, target=ref,
-                 detail={"ok": True, "total": total, "status": reply.get("status")})
+    if reply.get("status"):
+        facts["platform_status"] = reply["status"]
+    record(exp, listing_changed_at=_now(), **facts)
+    audit.record(actor, f"listing_{word}", experiment=exp.slug, target=ref,
+                 detail={"ok": True, "status": reply.get("status"),
+                         "total": facts.get("study_total_available_places")})
     return reply
 
 
