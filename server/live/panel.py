@@ -226,10 +226,10 @@ def _ratings_panel(exp: Experiment, settings: dict[str, Any],
 
 def _sequential(exp: Experiment, ratings: PanelRatings, responses: pd.DataFrame,
                 comparisons: pd.DataFrame, stopping: dict[str, Any]) -> dict[str, Any]:
-    """The comparisons under the declared monitoring (``stopping.sequential_section``), from each
+    """The comparisons under the declared monitoring (``analysis.sequential.monitored_pairs``), from each
     analysed participant's Pearson r per model, participants in completion order."""
     from humanlike.analysis.ratings.scores import model_predictions, participant_scores
-    from humanlike.server.live.stopping import sequential_section
+    from humanlike.analysis.sequential.monitored import monitored_pairs
 
     array = ratings.array
     predictions = model_predictions(responses, array)
@@ -246,7 +246,7 @@ def _sequential(exp: Experiment, ratings: PanelRatings, responses: pd.DataFrame,
     pairs = [(str(a), str(b)) for a, b in comparisons.loc[comparisons["subset"] == "all",
                                                         ["a", "b"]].itertuples(index=False)
              if str(a) in names and str(b) in names]
-    return sequential_section(r[:, order], list(predictions.models), pairs, stopping)
+    return monitored_pairs(r[:, order], list(predictions.models), pairs, stopping)
 
 
 SECTION_TABLES = ("triads", "classifications", "participants", "stimuli")

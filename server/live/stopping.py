@@ -2,7 +2,7 @@
 with a projection of the participants still needed (docs/dashboard.md).
 
 ``comparisons_decided`` is met only when the declared monitoring scheme's test decides every model
-pair (``sequential_section``: per-participant Pearson r differences in completion order through
+pair (``analysis.sequential.monitored_pairs``: per-participant Pearson r differences in completion order through
 ``analysis.sequential.decide``), so looking at the panel after every participant keeps the
 family-wise error at ``alpha`` under ``continuous`` monitoring; under ``fixed_n`` and
 ``group_sequential`` only the declared looks count.
@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import math
 from typing import Any
-
-import numpy as np
 
 from humanlike.server.live.panel_sections import MLDS_SECTION
 
@@ -35,14 +33,6 @@ def _noise_ceiling(stopping: dict[str, Any], result: dict[str, Any]) -> dict[str
     value = (rows[0]["ci_high"] - rows[0]["ci_low"]) / 2
     return {"value": value, "met": value <= stopping["threshold"],
             "needed": projected_n(result["n_participants"], value, stopping["threshold"])}
-
-
-def sequential_section(r: np.ndarray, models: list[str], pairs: list[tuple[str, str]],
-                       stopping: dict[str, Any]) -> dict[str, Any]:
-    """The panel's ``sequential`` section: ``analysis.sequential.monitored_pairs``."""
-    from humanlike.analysis.sequential.monitored import monitored_pairs
-
-    return monitored_pairs(r, models, pairs, stopping)
 
 
 def _declared(stopping: dict[str, Any], result: dict[str, Any]) -> dict[str, Any] | None:

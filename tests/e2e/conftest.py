@@ -17,42 +17,39 @@ from humanlike.server.study import experiments
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: F401 - re-exported for older imports
 
 
-@pytest.fixture(scope="session")
-def demo_spec(tmp_path_factory) -> Path:
-    """The demo experiment exactly as `make demo` builds it (~20 s: its models are trained), built
-    once per test run: under pytest-xdist the first worker to need it builds it in the run's shared
-    temporary folder while the others wait, then all read it."""
-    from humanlike.server.demo.build import build_demo
-
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """``build(folder)``'s path, built once per test run: under pytest-xdist the first worker to
+    need it builds it in the run's shared temporary folder while the others wait, then all read it."""
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
-        return build_demo(tmp_path_factory.mktemp("demo") / "demo")
-    shared = tmp_path_factory.getbasetemp().parent / "shared-demo"
+        return build(tmp_path_factory.mktemp(name) / "demo")
+    shared = tmp_path_factory.getbasetemp().parent / f"shared-{name}"
     shared.mkdir(exist_ok=True)
-    done = shared / "spec-path"
+    done = shared / "path"
     with open(shared / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
-            done.write_text(str(build_demo(shared / "demo")))
+            done.write_text(str(build(shared / "demo")))
     return Path(done.read_text())
+
+
+@pytest.fixture(scope="session")
+def demo_spec(tmp_path_factory) -> Path:
+    """The demo experiment exactly as the tests' runs build it (~20 s: its models are trained),
+    built once per test run (``built_once``)."""
+    from humanlike.server.demo.build import build_demo
+
+    return built_once(tmp_path_factory, "demo", build_demo)
 
 
 @pytest.fixture(scope="session")
 def panel_demo(tmp_path_factory) -> Path:
     """The demo folder `humanlike demo` builds (``build_demo(panel=True)``: with [panel] and
-    [stopping]), built once per test run and shared by the xdist workers like ``demo_spec``; a
-    test copies it into its instance folder so the command finds it current and skips the build."""
+    [stopping]), built once per test run; a test copies it into its instance folder so the command
+    finds it current and skips the build."""
     from humanlike.server.demo.build import build_demo
 
-    if os.environ.get("PYTEST_XDIST_WORKER") is None:
-        return build_demo(tmp_path_factory.mktemp("panel-demo") / "demo", panel=True).parent
-    shared = tmp_path_factory.getbasetemp().parent / "shared-panel-demo"
-    shared.mkdir(exist_ok=True)
-    done = shared / "folder"
-    with open(shared / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not done.exists():
-            done.write_text(str(build_demo(shared / "demo", panel=True).parent))
-    return Path(done.read_text())
+    return built_once(tmp_path_factory, "panel-demo",
+                      lambda folder: build_demo(folder, panel=True).parent)
 
 
 class LiveServer:

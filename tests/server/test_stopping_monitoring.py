@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from humanlike.analysis.sequential import decide
-from humanlike.server.live.stopping import evaluate, sequential_section
+from humanlike.analysis.sequential.monitored import monitored_pairs as sequential_section
+from humanlike.server.live.stopping import evaluate
 
 MODELS = ["a", "b", "c"]
 PAIRS = [("a", "b"), ("a", "c"), ("b", "c")]
