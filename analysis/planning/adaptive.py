@@ -1,15 +1,19 @@
-"""Adaptive allocation weights: favour the stimuli whose ratings are expected to add the most
-evidence to the model comparisons still undecided, relative to the human noise there
-(docs/adaptive.md).
+"""Adaptive allocation weights: the inclusion probabilities that make the Horvitz-Thompson
+estimates of the undecided model comparisons most precise (docs/adaptive.md).
 
-``discrimination_weights`` (what the server and the benchmark use): per undecided pair (a, b), the
-squared signal-to-noise ratio of one rating's evidence, max(0, d m_ab(s))^2 / (sigma^2(s)
-|Delta_ab(s)|^2) with m_ab(s) = <h(s) - hbar, Delta_ab(s)> and d the side the comparison leans to
-(this project's derivation for its score, docs/adaptive.md), or, before it leans, the models' squared disagreement
-|Delta_ab(s)|^2 / sigma^2(s) (the Gaussian-noise model-discrimination criterion of Cavagnaro et al.
-2010, Cooke et al. 2018 and the T-optimum designs of Atkinson & Fedorov 1975;
-``allocation_weights`` sums it over the pairs); each undecided pair
-gets an equal share."""
+The comparison of models a and b on the additive score (``analysis.planning.design``) is the
+pool-wide mean over stimuli of d_ab(s) = fit_a(s) - fit_b(s), fit the negative mean squared error
+over categories. One participant's HT estimate from a Poisson draw with inclusion
+probabilities pi has variance (1 / S^2) (sum_s E[d_ab(s)^2] / pi_s - sum_s E[d_ab(s)]^2) (the HT
+variance of Poisson sampling, Särndal, Swensson & Wretman 1992, ch. 3.5, with the rating noise
+inside d); minimising the sum over the undecided pairs of each pair's variance, relative to its own
+scale sum_s E[d_ab(s)^2], subject to sum_s pi_s = n gives Neyman's allocation
+pi_s proportional to sqrt(sum_ab E[d_ab(s)^2] / sum_t E[d_ab(t)^2]) (Neyman 1934; the Lagrange
+condition a_s / pi_s^2 = lambda). ``neyman_weights`` returns those proportions; the draw floors
+them by the spec's uniform share and caps them at 1 (``design.inclusion_probabilities``). No
+constant in it was tuned on ``bench/adaptive.py``: the floor is the researcher's ``random_share``;
+``stimulus_noise``'s 10 prior degrees of freedom and ``human_means``' prior (the models' mean and
+spread) are stated priors."""
 
 from __future__ import annotations
 
@@ -20,20 +24,61 @@ import numpy as np
 
 from humanlike.analysis.planning.decide import model_pairs
 
-LEAN_P = 0.2
-"""A comparison leans one way (its direction counts in ``discrimination_weights``) once its
-Holm-Sidak p is below this; before, its stimuli are weighted by the symmetric disagreement.
-Chosen on ``bench/adaptive.py`` (0.05 gave 0.78x, 0.2 0.5x; signing at once gave 12% false
-decisions): docs/adaptive.md."""
 
-
-def disagreement(probabilities: np.ndarray) -> np.ndarray:
-    """(P, S) mean squared difference over categories of each model pair's probabilities."""
+def pair_moments(
+    probabilities: np.ndarray, human_mean: np.ndarray, noise_sd: np.ndarray | float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(..., P, S) the mean and the second moment of d_ab(s) = fit_a(s) - fit_b(s) for one rating
+    of s, pairs in ``model_pairs`` order. d is linear in the rating x:
+    d = (1/K) sum_k delta_k (2 x_k - y_a,k - y_b,k), delta = y_a - y_b, so with x_k of mean
+    ``human_mean`` h_k and independent noise of SD sigma(s) (``noise_sd`` (..., S)),
+    E[d] = (1/K) sum_k delta_k (2 h_k - y_a,k - y_b,k) and Var[d] = 4 sigma^2 sum_k delta_k^2 / K^2
+    (the scale's rounding and clipping ignored)."""
     y = np.asarray(probabilities, dtype=float)
     pairs = model_pairs(y.shape[0])
-    a = np.array([p[0] for p in pairs])
-    b = np.array([p[1] for p in pairs])
-    return ((y[a] - y[b]) ** 2).mean(-1)
+    a = np.array([p[0] for p in pairs], dtype=int)
+    b = np.array([p[1] for p in pairs], dtype=int)
+    delta = y[a] - y[b]  # (P, S, K)
+    h = np.asarray(human_mean, dtype=float)[..., None, :, :]  # (..., 1, S, K)
+    n_categories = y.shape[-1]
+    mean = (delta * (2 * h - y[a] - y[b])).mean(-1)
+    sigma2 = np.asarray(noise_sd, dtype=float) ** 2
+    sigma2 = sigma2[..., None, :] if sigma2.ndim else sigma2
+    variance = 4 * sigma2 * (delta**2).sum(-1) / n_categories**2
+    return mean, mean**2 + variance
+
+
+def neyman_weights(
+    probabilities: np.ndarray, undecided: np.ndarray, human_mean: np.ndarray,
+    noise_sd: np.ndarray | float, n_trials: int, n_participants: int | np.ndarray,
+) -> np.ndarray:
+    """(..., S) weights summing to one, pi_s proportional to sqrt(sum_ab c_ab E[d_ab(s)^2]) over
+    the undecided pairs (boolean (..., P), ``model_pairs`` order; moments from ``pair_moments``),
+    uniform with nothing undecided or no pair differing anywhere.
+
+    c_ab = 1 / (S^2 (Delta_ab^2 + v_ab / N)): the participants a pair needs grow as its
+    per-participant variance over its squared pool-wide difference Delta_ab (the mean of E[d_ab]),
+    so minimising the sum of the undecided pairs' expected participant counts weights each pair's
+    variance by 1 / Delta_ab^2; Delta_ab^2 is taken as its expectation given the ``n_participants``
+    N so far, Delta_ab^2 + v_ab / N, v_ab the pair's uniform-design variance (S/n sum a - sum m^2)
+    / S^2 with ``n_trials`` n stimuli per participant, so a pair that looks tied does not take
+    every trial."""
+    mean, second = pair_moments(probabilities, human_mean, noise_sd)  # (..., P, S)
+    n_stimuli = second.shape[-1]
+    delta = mean.mean(-1)
+    variance = (n_stimuli / n_trials * second.sum(-1) - (mean**2).sum(-1)) / n_stimuli**2
+    n = np.asarray(n_participants, dtype=float)[..., None] if np.ndim(n_participants) else \
+        float(n_participants)
+    precision = delta**2 + np.maximum(variance, 0.0) / np.maximum(n, 1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cost = np.where(precision > 0, 1.0 / (n_stimuli**2 * np.where(precision > 0, precision, 1.0)),
+                        0.0)
+    wanted = (np.asarray(undecided, dtype=float)[..., None] * cost[..., None] * second).sum(-2)
+    weight = np.sqrt(wanted)
+    mass = weight.sum(-1, keepdims=True)
+    uniform = np.full(weight.shape, 1.0 / weight.shape[-1])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(mass > 0, weight / np.where(mass > 0, mass, 1.0), uniform)
 
 
 def stimulus_noise(ratings: np.ndarray, floor: float = 0.05, prior_dof: float = 10.0) -> np.ndarray:
@@ -56,28 +101,6 @@ def stimulus_noise(ratings: np.ndarray, floor: float = 0.05, prior_dof: float = 
     return np.maximum(np.sqrt(variance), floor)
 
 
-def allocation_weights(
-    probabilities: np.ndarray, undecided: np.ndarray, noise_sd: np.ndarray | float,
-) -> np.ndarray:
-    """(..., S) weights summing to one: sum of D_ab(s) over the undecided pairs (boolean
-    (..., P), pairs in ``model_pairs`` order) divided by sigma(s)^2 (``noise_sd`` (..., S))."""
-    d = disagreement(probabilities)  # (P, S)
-    u = np.asarray(undecided, dtype=float)
-    information = (u @ d) / np.asarray(noise_sd, dtype=float) ** 2
-    total = information.sum(-1, keepdims=True)
-    uniform = np.full(information.shape, 1.0 / information.shape[-1])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(total > 0, information / np.where(total > 0, total, 1.0), uniform)
-
-
-def weights_hash(stimuli: Sequence[str], weights: np.ndarray) -> str:
-    """sha256 of the stimulus ids and their weights (rounded to 1e-12), recorded with each draw."""
-    h = hashlib.sha256()
-    for key, value in zip(stimuli, np.asarray(weights, dtype=float).tolist(), strict=True):
-        h.update(f"{key}\t{value:.12e}\n".encode())
-    return h.hexdigest()
-
-
 def human_means(
     ratings: np.ndarray, probabilities: np.ndarray, noise_sd: np.ndarray | float,
 ) -> np.ndarray:
@@ -95,45 +118,9 @@ def human_means(
     return (total / sigma2 + y.mean(0) * precision) / (n / sigma2 + precision)
 
 
-def discrimination_weights(
-    probabilities: np.ndarray, undecided: np.ndarray, direction: np.ndarray,
-    human_mean: np.ndarray, noise_sd: np.ndarray | float,
-) -> np.ndarray:
-    """(..., S) weights summing to one from the expected evidence one rating of s adds to each
-    undecided comparison (a, b).
-
-    A rating x of s moves the difference of the two models' fits by <x - xbar, Delta_ab(s)> (the
-    covariance term of r_a - r_b; Delta = p_a - p_b, centred over the pool); its expectation
-    m_ab(s) = <h(s) - hbar, Delta_ab(s)> (``human_mean`` h), its variance sigma(s)^2 |Delta_ab(s)|^2.
-    A stimulus' information for the comparison is the squared signal-to-noise ratio of the evidence
-    pointing the way the comparison leans (``direction`` +1: a ahead, -1: b ahead),
-    max(0, d m)^2 / (sigma^2 |Delta|^2), and, before it leans (0), the symmetric disagreement
-    |Delta|^2 / sigma^2 (Cavagnaro et al. 2010's expected squared model difference over noise;
-    docs/adaptive.md). Each undecided comparison gets an equal share (its information normalised
-    over the pool), so no pair with large disagreements crowds out the others; with nothing
-    undecided or no evidence anywhere the weights are uniform."""
-    y = np.asarray(probabilities, dtype=float)
-    pairs = model_pairs(y.shape[0])
-    a = np.array([p[0] for p in pairs])
-    b = np.array([p[1] for p in pairs])
-    delta = y[a] - y[b]  # (P, S, K)
-    delta = delta - delta.mean((-2, -1), keepdims=True)
-    h = np.asarray(human_mean, dtype=float)
-    h = h - h.mean((-2, -1), keepdims=True)  # (..., S, K)
-    signal = np.einsum("...sk,psk->...ps", h, delta)
-    d = np.asarray(direction, dtype=float)[..., None]
-    sigma2 = np.asarray(noise_sd, dtype=float) ** 2
-    sigma2 = sigma2[..., None, :] if sigma2.ndim else sigma2  # (..., 1, S) against (..., P, S)
-    variance = sigma2 * (delta**2).sum(-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        signed = np.where(variance > 0, np.maximum(d * signal, 0.0) ** 2 / variance, 0.0)
-        # no lean yet: the symmetric disagreement |Delta|^2 / sigma^2 (``allocation_weights``)
-        symmetric = (delta**2).sum(-1) / sigma2
-        information = np.where(d == 0, symmetric, signed)  # (..., P, S)
-        total = information.sum(-1, keepdims=True)
-        share = np.where(total > 0, information / np.where(total > 0, total, 1.0), 0.0)
-    wanted = np.asarray(undecided, dtype=float)[..., None] * share
-    weight = wanted.sum(-2)
-    mass = weight.sum(-1, keepdims=True)
-    uniform = np.full(weight.shape, 1.0 / weight.shape[-1])
-    return np.where(mass > 0, weight / np.where(mass > 0, mass, 1.0), uniform)
+def weights_hash(stimuli: Sequence[str], weights: np.ndarray) -> str:
+    """sha256 of the stimulus ids and their weights (rounded to 1e-12), recorded with each draw."""
+    h = hashlib.sha256()
+    for key, value in zip(stimuli, np.asarray(weights, dtype=float).tolist(), strict=True):
+        h.update(f"{key}\t{value:.12e}\n".encode())
+    return h.hexdigest()

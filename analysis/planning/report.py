@@ -4,8 +4,10 @@ scores and noise ceilings are unbiased; docs/adaptive.md)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
@@ -87,3 +89,88 @@ def allocation_section(export: Export) -> Section:
     counts = drawn.groupby("adaptive_design_version").size().rename("participants").reset_index()
     section.tables.append(Table(counts, "Participants per weight version (0: before the first)."))
     return section
+
+
+def inclusion_matrix(export: Export, participants: tuple[str, ...],
+                     stimuli: tuple[str, ...]) -> np.ndarray | None:
+    """(N, S) each rating's inclusion probability from the export's ratings table (NaN where none),
+    or None when the study was not allocated adaptively."""
+    if not export.has("ratings"):
+        return None
+    try:
+        frame = export.table("ratings", ["participant", "stimulus", "inclusion_probability"])
+    except (KeyError, ValueError):
+        return None
+    if "inclusion_probability" not in frame:
+        return None
+    frame = frame.dropna(subset=["inclusion_probability"])
+    if frame.empty:
+        return None
+    wide = (frame.astype({"participant": str, "stimulus": str})
+            .groupby(["participant", "stimulus"])["inclusion_probability"].first().unstack())
+    return wide.reindex(index=list(map(str, participants)),
+                        columns=list(map(str, stimuli))).to_numpy(dtype=float)
+
+
+def weighted_section(export: Export, result: Any, models: pd.DataFrame,
+                     confidence_level: float, alpha: float,
+                     spec: Mapping[str, Any] | None) -> Section | None:
+    """An adaptively allocated study's pool-wide scores: the design-weighted (Horvitz-Thompson)
+    model scores, noise ceilings and comparisons (``analysis.ratings.weighted``), as the live
+    panel shows them; None for a uniformly allocated study."""
+    from humanlike.analysis.ratings.scores import model_predictions
+    from humanlike.analysis.ratings.weighted import SCORE_LABEL, weighted_scores
+    from humanlike.analysis.report.sections import Section, Table
+
+    array = result.ratings
+    pi = inclusion_matrix(export, array.participants, array.stimuli)
+    if pi is None:
+        return None
+    predictions = model_predictions(models, array)
+    names = list(map(str, predictions.models))
+    n_pool = adaptive_pool_size(export, pi, spec)
+    weighted = weighted_scores(array.values, predictions.probabilities, pi, names,
+                               confidence_level, alpha, n_stimuli=n_pool)
+    section = Section("weighted", "Pool-wide scores (design-weighted)")
+    section.paragraphs.append(
+        f"Stimuli were allocated adaptively, so the scores above average over the drawn mixture. "
+        f"Here each participant's score is {SCORE_LABEL} over the adaptive block's {n_pool} "
+        "stimuli (Horvitz & Thompson 1952): its expectation is the pool-wide score of a uniform "
+        "design, whatever the weights were. Intervals: t over participants; comparisons: "
+        "one-sample t-tests of the per-participant differences, Holm-Sidak corrected.")
+    section.tables.append(Table(weighted.ceilings[["subset", "bound", "estimate", "ci_low",
+                                                   "ci_high"]],
+                                "Noise ceiling of the design-weighted score (Hájek estimates)."))
+    section.tables.append(Table(weighted.models[["subset", "model", "estimate", "ci_low",
+                                                 "ci_high"]].sort_values("estimate",
+                                                                          ascending=False),
+                                f"Design-weighted model scores with {confidence_level:.0%} CIs."))
+    section.tables.append(Table(weighted.comparisons, "Design-weighted model comparisons."))
+    return section
+
+
+def adaptive_pool_size(export: Export, pi: np.ndarray, spec: Mapping[str, Any] | None) -> int:
+    """The HT denominator: the adaptive block's stimulus count (``_pool_size``), at least every
+    stimulus some participant drew."""
+    return max(int(np.isfinite(pi).any(0).sum()), _pool_size(spec, export) or 0)
+
+
+def _pool_size(spec: Mapping[str, Any] | None, export: Export) -> int | None:
+    """The adaptive block's stimulus count from the export's stimuli table and the spec's
+    ``[adaptive]`` block (its kinds), when both are there."""
+    if not spec or not export.has("stimuli"):
+        return None
+    table = export.table("stimuli")
+    if "kind" not in table:
+        return None
+    blocks = spec.get("blocks") or []
+    name = (spec.get("adaptive") or {}).get("block")
+    rated = [b for b in blocks if b.get("trial_type") == "rating"]
+    block = next((b for b in rated if b.get("name") == name), rated[0] if rated else None)
+    if block is None:
+        return None
+    kinds = set(block.get("kinds") or [])
+    stimuli = table[table["kind"].isin(kinds)]
+    if "block" in stimuli and stimuli["block"].eq(block.get("name")).any():
+        stimuli = stimuli[stimuli["block"] == block.get("name")]
+    return int(stimuli["stimulus"].nunique())

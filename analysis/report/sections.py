@@ -215,25 +215,34 @@ def ratings_sections(export: Export, models: pd.DataFrame | None, rules: Any,
                   "p_value", "p_holm_sidak", "significant"]],
             "Paired bootstrap comparisons (model vs model, model vs noise ceiling) with "
             "Holm-Sidak corrected p-values within each subset."))
+        from humanlike.analysis.planning.report import weighted_section
+
+        weighted = weighted_section(export, result, models, settings.confidence_level,
+                                    settings.alpha, spec)  # [adaptive]: pool-wide scores
+        if weighted is not None:
+            sections.append(weighted)
         stopping = (spec or {}).get("stopping") or {}
         if stopping.get("measure") == "comparisons_decided":
-            monitored_verdicts(scores, result, models, export, stopping)
+            monitored_verdicts(weighted or scores, result, models, export, stopping, spec)
     return sections
 
 
 def monitored_verdicts(section: Section, result: Any, models: pd.DataFrame, export: Export,
-                       stopping: Mapping[str, Any]) -> None:
+                       stopping: Mapping[str, Any], spec: Mapping[str, Any] | None = None) -> None:
     """The verdict a monitored study may print: every model pair decided (or not) under the spec's
-    declared ``monitoring`` from each analysed participant's Pearson r, participants in completion
-    order (``analysis.sequential.monitored_pairs``, as the live panel's stopping indicator), with
-    the guarantee that holds. The bootstrap table above answers a fixed-sample question; a study
+    declared ``monitoring`` from each analysed participant's Pearson r (an adaptively allocated
+    study: design-weighted score differences, each scaled by its own bound), participants in
+    completion order (``analysis.sequential.monitored_differences``, as the live panel's stopping
+    indicator), with the guarantee that holds. The bootstrap table above answers a fixed-sample question; a study
     that was looked at as it ran reports these."""
+    from humanlike.analysis.planning.report import adaptive_pool_size, inclusion_matrix
     from humanlike.analysis.ratings.scores import model_predictions, participant_scores
-    from humanlike.analysis.sequential.monitored import monitored_pairs
+    from humanlike.analysis.ratings.weighted import weighted_scores
+    from humanlike.analysis.sequential.decide import BOUND
+    from humanlike.analysis.sequential.monitored import monitored_differences
 
     array = result.ratings
     predictions = model_predictions(models, array)
-    r, _ = participant_scores(array, predictions.probabilities)
     people = export.participants
     if people is not None and "participant" in people and "completed_at" in people:
         when = dict(zip(people["participant"].astype(str),
@@ -244,11 +253,23 @@ def monitored_verdicts(section: Section, result: Any, models: pd.DataFrame, expo
     order = sorted(range(len(array.participants)), key=lambda i: (
         when.get(str(array.participants[i])) if pd.notna(when.get(str(array.participants[i])))
         else never, i))
-    names = list(predictions.models)
+    names = list(map(str, predictions.models))
     pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
     if not pairs:
         return
-    decided = monitored_pairs(r[:, order], names, pairs, stopping)
+    pi = inclusion_matrix(export, array.participants, array.stimuli)
+    measure = "Pearson r"
+    if pi is not None:  # adaptive: the design-weighted differences, each scaled by its own bound
+        weighted = weighted_scores(array.values, predictions.probabilities, pi, names,
+                                   n_stimuli=adaptive_pool_size(export, pi, spec))
+        decided = monitored_differences(weighted.scaled[order], weighted.pairs, stopping, 1.0,
+                                        shown=weighted.differences[order])
+        measure = "the design-weighted score"
+    else:
+        r, _ = participant_scores(array, predictions.probabilities)
+        index = {m: i for i, m in enumerate(names)}
+        d = np.stack([r[index[a]] - r[index[b]] for a, b in pairs], axis=1)
+        decided = monitored_differences(d[order], pairs, stopping, BOUND)
     if not decided["pairs"]:
         section.paragraphs.append(f"Decisions under the declared monitoring: {decided.get('note')}.")
         return
@@ -263,8 +284,8 @@ def monitored_verdicts(section: Section, result: Any, models: pd.DataFrame, expo
         f"completion order. Guarantee: {decided['guarantee']}."
         + (f" {decided['note']}." if decided.get("note") else ""))
     section.tables.append(Table(frame, (
-        "Model pairs decided under the declared monitoring: the mean per-participant difference "
-        "in Pearson r (a - b), whether it is decided, the better model and the participant count "
+        f"Model pairs decided under the declared monitoring: the mean per-participant difference "
+        f"in {measure} (a - b), whether it is decided, the better model and the participant count "
         "at which it was decided (analysis.sequential).")))
 
 

@@ -9,21 +9,34 @@ from typing import Any
 
 import numpy as np
 
-from humanlike.analysis.sequential.decide import decide
+from humanlike.analysis.sequential.decide import BOUND, decide
 
 
 def monitored_pairs(r: np.ndarray, models: list[str], pairs: list[tuple[str, str]],
                     stopping: Mapping[str, Any]) -> dict[str, Any]:
     """Every model pair decided under the declared ``monitoring`` from ``r`` (models x
-    participants, participants in completion order) as the spec's ``[stopping]`` table declares
-    (``monitoring``, ``alpha``, ``looks``): the scheme, its guarantee, the participants
-    analysed and per pair the running difference, its e-value / statistic, the confidence-sequence
-    bounds (continuous) and the decision (``analysis.sequential.decide``)."""
-    scheme = str(stopping.get("monitoring") or "continuous")
-    alpha = float(stopping.get("alpha", 0.05))
+    participants, participants in completion order; Pearson r, so differences lie in [-2, 2]) as
+    the spec's ``[stopping]`` table declares (``monitoring``, ``alpha``, ``looks``):
+    ``monitored_differences`` of the pairs' per-participant differences."""
     index = {m: i for i, m in enumerate(models)}
     d = np.stack([r[index[a]] - r[index[b]] for a, b in pairs], axis=1)  # participants x pairs
-    d = d[np.all(np.isfinite(d), axis=1)]  # r undefined (constant ratings): not analysable
+    return monitored_differences(d, pairs, stopping, BOUND)
+
+
+def monitored_differences(d: np.ndarray, pairs: list[tuple[str, str]],
+                          stopping: Mapping[str, Any], bound: float,
+                          shown: np.ndarray | None = None) -> dict[str, Any]:
+    """Every pair decided under the declared monitoring from ``d`` (participants in completion
+    order x pairs), each in [-bound, bound] as known before the participant answered: the scheme,
+    its guarantee, the participants analysed and per pair the running difference (``shown``, the
+    same shape, when the tested values are a rescaling of it; then no confidence-sequence bounds
+    are given, as they would be on the rescaled values), its e-value / statistic, the
+    confidence-sequence bounds (continuous) and the decision (``analysis.sequential.decide``)."""
+    scheme = str(stopping.get("monitoring") or "continuous")
+    alpha = float(stopping.get("alpha", 0.05))
+    keep = np.all(np.isfinite(d), axis=1)  # a score undefined (constant ratings): not analysable
+    d = d[keep]
+    estimates = d if shown is None else np.asarray(shown, dtype=float)[keep]
     n = len(d)
     declared = [int(x) for x in stopping.get("looks") or []]
     state: dict[str, Any] = {"scheme": scheme, "alpha": alpha, "n": n, "looks": declared}
@@ -31,13 +44,13 @@ def monitored_pairs(r: np.ndarray, models: list[str], pairs: list[tuple[str, str
         return {**state, "guarantee": None, "pairs": [], "note": "fewer than 2 participants "
                 "with a defined score difference"}
     if scheme == "continuous":
-        decision = decide(d, "continuous", alpha)
+        decision = decide(d, "continuous", alpha, bound=bound)
         last: int | None = -1
     else:  # the declared schedule, the looks not reached yet padded (nothing decided there)
         end = max(declared[-1], n)
         padded = np.full((end, d.shape[1]), np.nan)
         padded[:n] = d
-        decision = decide(padded, scheme, alpha, looks=declared)
+        decision = decide(padded, scheme, alpha, looks=declared, bound=bound)
         reached = [j for j, look in enumerate(declared) if look <= n]
         last = reached[-1] if reached else None
         if last is None:
@@ -46,14 +59,14 @@ def monitored_pairs(r: np.ndarray, models: list[str], pairs: list[tuple[str, str
     decided = np.asarray(decision.decided) & (np.asarray(decision.decided_at) <= n)
     out = []
     for k, (a, b) in enumerate(pairs):
-        row = {"a": a, "b": b, "difference": float(np.mean(d[:, k])),
+        row = {"a": a, "b": b, "difference": float(np.mean(estimates[:, k])),
                "decided": bool(decided[k]),
                "direction": int(decision.direction[k]) if decided[k] else 0,
                "decided_at": int(decision.decided_at[k]) if decided[k] else None}
         if last is not None:
             stat = float(decision.statistic[last, k])
             row["statistic"] = stat if np.isfinite(stat) else None
-        if decision.lower is not None and decision.upper is not None:
+        if decision.lower is not None and decision.upper is not None and shown is None:
             row["lower"], row["upper"] = float(decision.lower[-1, k]), float(decision.upper[-1, k])
         out.append(row)
     return {**state, "guarantee": decision.guarantee, "pairs": out}

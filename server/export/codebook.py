@@ -5,6 +5,7 @@ from humanlike.server.lifecycle import ParticipantStatus
 from humanlike.server.participants.display import CALIBRATION_COLUMNS, TIMING_COLUMNS
 from humanlike.server.platforms import Platform
 from humanlike.server.study.settings import ADAPTIVE_EXPORT_COLUMNS as _ADAPTIVE_COLUMNS
+from humanlike.server.study.settings import ADAPTIVE_TRIAL_COLUMNS
 from humanlike.server.trial_types.registry import TRIAL_TYPES
 from humanlike.vocabulary import STIMULUS_KINDS
 
@@ -110,7 +111,8 @@ def codebook() -> dict[str, dict[str, str]]:
     trials = dict(TRIAL_COLUMNS, trial_type=" | ".join(TRIAL_TYPES))
     return {
         "trials": trials,
-        **{t.table: {**trials, **t.columns} for t in public},
+        **{t.table: {**trials, **t.columns, **(ADAPTIVE_TRIAL_COLUMNS if t.rated else {})}
+           for t in public},
         **{d.table: {**trials, **d.columns} for t in public for d in t.derived},
         "participants": PARTICIPANT_COLUMNS,
         "stimuli": STIMULUS_COLUMNS,

@@ -26,6 +26,7 @@ from humanlike.server.extensions import db
 from humanlike.server.participants import display, trial_store
 from humanlike.server.rights.pseudonyms import pseudonymise_codebook, pseudonymise_frame
 from humanlike.server.rights.retention import stored_note
+from humanlike.server.study import adaptive
 from humanlike.server.study.experiments import version_hashes
 from humanlike.server.tables.core import Event, Experiment, Participant, Stimulus
 from humanlike.server.trial_types import responses
@@ -215,11 +216,7 @@ def participant_table(exp: Experiment, ids: list[int] | None = None) -> pd.DataF
     for column in EVENT_COUNTS:
         frame[column] = counts[column].to_numpy()
     from humanlike.server.psiturk.progress import psiturk_columns  # records stored, psiTurk mode
-    from humanlike.server.study.adaptive import (
-        export_columns,  # [adaptive]: each participant's draw
-    )
-
-    return export_columns(psiturk_columns(exp, frame))
+    return adaptive.export_columns(psiturk_columns(exp, frame))  # [adaptive]: each draw
 
 
 def finish_participants(frame: pd.DataFrame, stored: pd.Series, qc: list[pd.DataFrame]) -> pd.DataFrame:
@@ -307,6 +304,7 @@ class _Export:
         self.participants = participant_table(exp)
         self.calibrations = display.calibrations(exp.id)  # the display table (server/participants/display.py)
         self.frame_ms = display.frame_periods(self.calibrations, self.participants)
+        self.inclusion = adaptive.inclusion_lookup(exp.id)  # [adaptive]: each draw's probabilities
         self.timing: list[pd.DataFrame] = []  # each chunk's frame errors, for [display] max_frame_miss
         self.stored: dict[str, int] = {}
         self.qc: list[Any] = []  # frames, or futures of frames
@@ -317,6 +315,9 @@ class _Export:
     def tables(self, trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
         """The per-trial tables of one chunk (whole participants); records its QC and counts."""
         tables = trial_tables(trials, self.labels, self.stimuli)
+        for t in TRIAL_TYPES.values():
+            if t.rated:
+                tables[t.table] = adaptive.with_inclusion(tables[t.table], self.inclusion)
         tables["trial_timing"] = display.trial_timing(trials, self.exp.spec, self.frame_ms)
         self.timing.append(tables["trial_timing"][["participant", "frame_error"]])
         self.stored.update({str(k): int(n) for k, n in trials.groupby("participant").size().items()})

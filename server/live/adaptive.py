@@ -1,9 +1,10 @@
 """Adaptive stimulus allocation (the spec's ``[adaptive]``, docs/adaptive.md).
 
-The panel worker calls :func:`recompute` after each panel refresh: from the panel's comparisons
-(the report's analysis) it takes the model pairs still undecided and the side each leans to, from
-the analysed ratings the human's mean and noise per stimulus, and stores the weights (``analysis.planning.adaptive``) as a new
-``adaptive_design`` version when they changed. A participant's arrival only reads the latest version
+The panel worker calls :func:`recompute` after each panel refresh: from the panel's decisions
+(under the declared monitoring when the stopping indicator decides pairs, else its comparisons) it
+takes the model pairs still undecided, from the analysed ratings the human's mean and noise per
+stimulus, and stores Neyman-allocation weights (``analysis.planning.adaptive.neyman_weights``) as a
+new ``adaptive_design`` version when they changed. A participant's arrival only reads the latest version
 and draws (``study/adaptive.py``)."""
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ import pandas as pd
 import sqlalchemy as sa
 
 from humanlike.analysis.planning.adaptive import (
-    LEAN_P,
-    discrimination_weights,
     human_means,
+    neyman_weights,
     stimulus_noise,
     weights_hash,
 )
@@ -44,23 +44,28 @@ def _probabilities(exp: Experiment, pool: list[str], labels: list[str]) -> tuple
 
 
 def undecided_pairs(result: dict[str, Any], models: list[str]) -> np.ndarray:
-    """(P,) pairs (``model_pairs`` order) the panel's comparisons on all stimuli leave undecided
-    (a pair the panel has not compared counts as undecided)."""
-    decided = {frozenset((c["a"], c["b"])) for c in result.get("comparisons") or []
-               if c.get("subset") == "all" and c.get("significant")}
+    """(P,) pairs (``model_pairs`` order) the panel leaves undecided: under the declared monitoring
+    (``result["sequential"]``) when the panel decides pairs that way, else by its comparisons on all
+    stimuli (a pair the panel has not compared counts as undecided)."""
+    sequential = result.get("sequential") or {}
+    if sequential.get("pairs"):
+        decided = {frozenset((p["a"], p["b"])) for p in sequential["pairs"] if p.get("decided")}
+    else:
+        decided = {frozenset((c["a"], c["b"])) for c in result.get("comparisons") or []
+                   if c.get("subset") == "all" and c.get("significant")}
     return np.array([frozenset((models[a], models[b])) not in decided
                      for a, b in model_pairs(len(models))])
 
 
-def directions(result: dict[str, Any], models: list[str]) -> np.ndarray:
-    """(P,) +1 / -1 where the panel's comparison on all stimuli of a pair (``model_pairs`` order)
-    leans to its first / second model (Holm-Sidak p below ``LEAN_P``), else 0."""
-    lean = {(c["a"], c["b"]): float(np.sign(c.get("difference") or 0.0))
-            for c in result.get("comparisons") or []
-            if c.get("subset") == "all" and c.get("p_holm_sidak") is not None
-            and float(c["p_holm_sidak"]) < LEAN_P}
-    return np.array([lean.get((models[a], models[b]), -lean.get((models[b], models[a]), 0.0)) + 0.0
-                     for a, b in model_pairs(len(models))])
+def experiment_pool(exp: Experiment, spec: ExperimentSpec) -> list[str]:
+    """The stimuli of the experiment's adaptive block (``study.adaptive.pool_keys``), in manifest
+    order."""
+    rows = db.session.execute(sa.select(Stimulus.key, Stimulus.kind, Stimulus.meta)
+                              .where(Stimulus.experiment_id == exp.id).order_by(Stimulus.id)).all()
+    by_kind: dict[str, list[str]] = {}
+    for key, kind, _ in rows:
+        by_kind.setdefault(kind, []).append(key)
+    return pool_keys(spec, by_kind, {key: (meta or {}).get("block") for key, _, meta in rows})
 
 
 def recompute(exp: Experiment, result: dict[str, Any]) -> AdaptiveDesign | None:
@@ -77,12 +82,7 @@ def recompute(exp: Experiment, result: dict[str, Any]) -> AdaptiveDesign | None:
     assert settings is not None
     if int(result.get("n_participants") or 0) < settings.min_participants:
         return None
-    rows = db.session.execute(sa.select(Stimulus.key, Stimulus.kind, Stimulus.meta)
-                              .where(Stimulus.experiment_id == exp.id).order_by(Stimulus.id)).all()
-    by_kind: dict[str, list[str]] = {}
-    for key, kind, _ in rows:
-        by_kind.setdefault(kind, []).append(key)
-    pool = pool_keys(spec, by_kind, {key: (meta or {}).get("block") for key, _, meta in rows})
+    pool = experiment_pool(exp, spec)
     labels = [c.label for c in spec.categories]
     y, models = _probabilities(exp, pool, labels)
     undecided = undecided_pairs(result, models)
@@ -95,8 +95,10 @@ def recompute(exp: Experiment, result: dict[str, Any]) -> AdaptiveDesign | None:
     x[:, np.flatnonzero(at_s >= 0)[:, None], np.flatnonzero(at_k >= 0)] = (
         array.values[:, at_s[at_s >= 0][:, None], at_k[at_k >= 0]])
     noise = stimulus_noise(x) if len(array.participants) else np.full(len(pool), settings.noise_sd)
-    weights = discrimination_weights(y, undecided, directions(result, models),
-                                     human_means(x, y, noise), noise)
+    block = spec.adaptive_block()
+    n_trials = min(int(block.max_trials or len(pool)), len(pool))
+    weights = neyman_weights(y, undecided, human_means(x, y, noise), noise, n_trials,
+                             len(array.participants))
     digest = weights_hash(pool, weights)
     current = current_design(exp.id)
     if current is not None and current.weights_hash == digest:

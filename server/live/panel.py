@@ -184,7 +184,9 @@ def _model_responses(exp: Experiment, ratings: PanelRatings) -> tuple[pd.DataFra
 
 def _ratings_panel(exp: Experiment, settings: dict[str, Any],
                    stopping: dict[str, Any] | None) -> dict[str, Any]:
-    """Noise ceiling, model scores and comparisons (r) of the participants that pass."""
+    """Noise ceiling, model scores and comparisons of the participants that pass: Pearson r with
+    bootstrap intervals, or for an adaptively allocated study design-weighted scores
+    (``_weighted_panel``)."""
     # the same numbers as analyze_ratings on a fresh export with the seed 0 (its split-half
     # reliability, not shown, is skipped but its random splits are drawn)
     from humanlike.analysis.exclusions import ExclusionRules
@@ -196,10 +198,14 @@ def _ratings_panel(exp: Experiment, settings: dict[str, Any],
     db.session.rollback()  # end the read transaction: the bootstrap below may take a while
     models, reference = _model_responses(exp, ratings)
     alpha = float((stopping or {}).get("alpha", 0.05))
+    level = float(settings.get("confidence_level", 0.95))
+    decides = bool(stopping and stopping.get("measure") == "comparisons_decided")
+    if exp.spec.get("adaptive") is not None and not reference:
+        return _weighted_panel(exp, ratings, models, level, alpha, stopping if decides else None)
     _, boot = score_rating_array(  # r only: the panel shows no MSE
         ratings.array, models,
         n_resamples=int(settings.get("n_resamples", 1000)),
-        confidence_level=float(settings.get("confidence_level", 0.95)), alpha=alpha,
+        confidence_level=level, alpha=alpha,
         random_state=0, n_jobs=threads, split_half=False, metrics=("pearson_r",))
     ceilings = boot.ceilings[boot.ceilings["metric"] == "pearson_r"]
     scores = boot.scores[(boot.scores["metric"] == "pearson_r")]
@@ -208,14 +214,33 @@ def _ratings_panel(exp: Experiment, settings: dict[str, Any],
         scores = scores[scores["model"] != REFERENCE_MODEL]
         comparisons = comparisons.iloc[0:0]
     sequential = None
-    if stopping and stopping.get("measure") == "comparisons_decided" and len(comparisons):
-        sequential = _sequential(exp, ratings, models, comparisons, stopping)
+    if decides and len(comparisons):
+        from humanlike.analysis.ratings.scores import model_predictions, participant_scores
+        from humanlike.analysis.sequential.decide import BOUND  # |r_a - r_b| <= 2
+
+        predictions = model_predictions(models, ratings.array)
+        r, _ = participant_scores(ratings.array, predictions.probabilities)
+        index = {str(m): i for i, m in enumerate(predictions.models)}
+        pairs = [(str(a), str(b)) for a, b in comparisons.loc[comparisons["subset"] == "all",
+                                                            ["a", "b"]].itertuples(index=False)
+                 if str(a) in index and str(b) in index]  # model pairs (not a model vs a ceiling)
+        if pairs:
+            d = np.stack([r[index[a]] - r[index[b]] for a, b in pairs], axis=1)
+            sequential = _sequential(exp, ratings, d, pairs, stopping or {}, bound=BOUND)
+    return _ratings_record(ratings, sequential, level, alpha, ceilings, scores, comparisons)
+
+
+def _ratings_record(ratings: PanelRatings, sequential: dict[str, Any] | None, level: float,
+                    alpha: float, ceilings: pd.DataFrame, scores: pd.DataFrame,
+                    comparisons: pd.DataFrame, score_label: str | None = None) -> dict[str, Any]:
+    """The ratings panel's stored record."""
     return {
         "sequential": sequential,
         "kind": "ratings",
+        "score_label": score_label,
         "n_participants": len(ratings.array.participants),
         "n_excluded": ratings.n_excluded,
-        "confidence_level": float(settings.get("confidence_level", 0.95)),
+        "confidence_level": level,
         "ceilings": _records(ceilings, ["subset", "bound", "estimate", "ci_low", "ci_high"]),
         "scores": _records(scores, ["subset", "model", "estimate", "ci_low", "ci_high"]),
         "comparisons": _records(comparisons, ["subset", "a", "b", "difference", "ci_low",
@@ -224,16 +249,46 @@ def _ratings_panel(exp: Experiment, settings: dict[str, Any],
     }
 
 
-def _sequential(exp: Experiment, ratings: PanelRatings, responses: pd.DataFrame,
-                comparisons: pd.DataFrame, stopping: dict[str, Any]) -> dict[str, Any]:
-    """The comparisons under the declared monitoring (``analysis.sequential.monitored_pairs``), from each
-    analysed participant's Pearson r per model, participants in completion order."""
-    from humanlike.analysis.ratings.scores import model_predictions, participant_scores
-    from humanlike.analysis.sequential.monitored import monitored_pairs
+def _weighted_panel(exp: Experiment, ratings: PanelRatings, responses: pd.DataFrame,
+                    level: float, alpha: float, stopping: dict[str, Any] | None) -> dict[str, Any]:
+    """An adaptively allocated study's panel: design-weighted (Horvitz-Thompson) scores, ceilings
+    and comparisons on the adaptive block's stimuli (``analysis.ratings.weighted``), and the
+    declared monitoring's decisions from the same per-participant scores."""
+    from humanlike.analysis.ratings.scores import model_predictions
+    from humanlike.analysis.ratings.weighted import SCORE_LABEL, weighted_scores
+    from humanlike.server.live.adaptive import experiment_pool
+    from humanlike.server.study.adaptive import inclusion_lookup
+    from humanlike.server.study.spec import ExperimentSpec
 
     array = ratings.array
+    lookup = inclusion_lookup(exp.id)
+    n_pool = len(experiment_pool(exp, ExperimentSpec.model_validate(exp.spec)))
+    db.session.rollback()
+    pi = np.array([[lookup.get(p, {}).get(s, np.nan) for s in array.stimuli]
+                   for p in array.participants], dtype=float).reshape(len(array.participants),
+                                                                      len(array.stimuli))
     predictions = model_predictions(responses, array)
-    r, _ = participant_scores(array, predictions.probabilities)
+    names = list(map(str, predictions.models))
+    result = weighted_scores(array.values, predictions.probabilities, pi, names, level, alpha,
+                             n_stimuli=n_pool)
+    sequential = None
+    if stopping and result.pairs:  # each participant's differences scaled by their own bound
+        sequential = _sequential(exp, ratings, result.scaled, result.pairs, stopping, bound=1.0,
+                                 shown=result.differences)
+    return _ratings_record(ratings, sequential, level, alpha, result.ceilings, result.models,
+                           result.comparisons, score_label=SCORE_LABEL)
+
+
+def _sequential(exp: Experiment, ratings: PanelRatings, differences: np.ndarray,
+                pairs: list[tuple[str, str]], stopping: dict[str, Any], bound: float,
+                shown: np.ndarray | None = None) -> dict[str, Any]:
+    """The model pairs under the declared monitoring (``analysis.sequential.monitored_differences``)
+    from each analysed participant's score difference per pair (participants x pairs, in
+    [-bound, bound]; ``shown``: the differences to show when those are rescaled), participants in
+    completion order."""
+    from humanlike.analysis.sequential.monitored import monitored_differences
+
+    array = ratings.array
     finished = dict(db.session.execute(
         sa.select(Participant.public_id, sa.func.coalesce(Participant.completed_at,
                                                           Participant.created_at))
@@ -242,11 +297,8 @@ def _sequential(exp: Experiment, ratings: PanelRatings, responses: pd.DataFrame,
     db.session.rollback()
     order = sorted(range(len(array.participants)),
                    key=lambda i: (as_utc(finished.get(array.participants[i])) or NEVER, i))
-    names = set(map(str, predictions.models))  # model pairs only (not a model vs a ceiling)
-    pairs = [(str(a), str(b)) for a, b in comparisons.loc[comparisons["subset"] == "all",
-                                                        ["a", "b"]].itertuples(index=False)
-             if str(a) in names and str(b) in names]
-    return monitored_pairs(r[:, order], list(predictions.models), pairs, stopping)
+    return monitored_differences(differences[order], pairs, stopping, bound,
+                                 shown=None if shown is None else shown[order])
 
 
 SECTION_TABLES = ("triads", "classifications", "participants", "stimuli")

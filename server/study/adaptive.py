@@ -1,8 +1,11 @@
 """Adaptive allocation's draw at a participant's arrival (the spec's ``[adaptive]``,
 docs/adaptive.md): the latest weights the panel worker stored (``live/adaptive.py``), the block's
-pool, and the draw: ``random_share`` of the block's ``max_trials`` stimuli uniformly, the rest in
-proportion to the weights. The draw (design version, weights' hash, seed, which stimuli came from
-which part) is the participant's allocation record and exported (``export_columns``)."""
+pool, and the draw: the block's ``max_trials`` stimuli by randomised systematic PPS with inclusion
+probabilities proportional to the weights, floored by the uniform share ``random_share``
+(``analysis.planning.design``), and the drawn stimuli thinned to an equal-probability subset (the
+random-share cross-check). The draw (design version, weights' hash, seed, each drawn stimulus'
+inclusion probability, the equal-probability subset) is the participant's allocation record and
+exported (``export_columns``; each rating's ``inclusion_probability``: ``with_inclusion``)."""
 
 from __future__ import annotations
 
@@ -13,7 +16,11 @@ import pandas as pd
 import sqlalchemy as sa
 
 from humanlike.analysis.planning.adaptive import weights_hash
-from humanlike.analysis.planning.simulate import draw_split
+from humanlike.analysis.planning.design import (
+    inclusion_probabilities,
+    systematic_pps,
+    uniform_subsample,
+)
 from humanlike.server.extensions import db
 from humanlike.server.study.spec import ExperimentSpec
 from humanlike.server.tables.adaptive import AdaptiveDesign
@@ -40,8 +47,9 @@ def pool_keys(spec: ExperimentSpec, keys_by_kind: dict[str, list[str]],
 def draw(spec: ExperimentSpec, pool: list[str], design: AdaptiveDesign | None,
          seed: int) -> dict[str, Any]:
     """A participant's stimuli of the adaptive block, drawn with ``np.random.default_rng(seed)``:
-    the record ``{block, design_version, weights_hash, seed, random_share, random, weighted}``
-    (``random`` / ``weighted``: the keys from the uniform and the weighted part)."""
+    the record ``{block, design_version, weights_hash, seed, random_share, inclusion, random,
+    weighted}`` (``inclusion``: each drawn stimulus' inclusion probability; ``random``: the
+    equal-probability subset, ``weighted``: the other drawn stimuli)."""
     settings = spec.adaptive
     assert settings is not None
     block = spec.adaptive_block()
@@ -52,12 +60,42 @@ def draw(spec: ExperimentSpec, pool: list[str], design: AdaptiveDesign | None,
     else:
         weights = np.array([float(design.weights.get(k, 0.0)) for k in pool])
         version, digest = design.version, design.weights_hash
-    chosen, uniform = draw_split(weights, n_trials, (), np.random.default_rng(seed),
-                                 random_share=settings.random_share)
+    rng = np.random.default_rng(seed)
+    pi = inclusion_probabilities(weights, n_trials, floor_share=settings.random_share)
+    chosen = systematic_pps(pi, rng)
+    uniform = uniform_subsample(chosen, pi, rng)
     return {"block": block.name, "design_version": version, "weights_hash": digest, "seed": seed,
             "random_share": settings.random_share,
+            "inclusion": {k: float(p) for k, p, c in zip(pool, pi, chosen) if c},
             "random": [k for k, u in zip(pool, uniform) if u],
             "weighted": [k for k, c, u in zip(pool, chosen, uniform) if c and not u]}
+
+
+def inclusion_lookup(experiment_id: int) -> dict[str, dict[str, float]]:
+    """Each adaptively allocated participant's (public id) inclusion probability per drawn
+    stimulus; empty when nobody was (no ``[adaptive]``, or draws recorded before inclusion
+    probabilities were)."""
+    rows = db.session.execute(sa.select(Participant.public_id, Participant.allocation).where(
+        Participant.experiment_id == experiment_id)).all()
+    return {str(pid): {str(k): float(v) for k, v in record["inclusion"].items()}
+            for pid, allocation in rows
+            if isinstance(record := (allocation or {}).get("adaptive"), dict)
+            and isinstance(record.get("inclusion"), dict)}
+
+
+def with_inclusion(table: pd.DataFrame, lookup: dict[str, dict[str, float]]) -> pd.DataFrame:
+    """A rated trial table (columns ``participant``, ``stimulus``) with ``inclusion_probability``:
+    the probability that the participant's draw included the stimulus (NaN outside the adaptive
+    block); ``table`` unchanged when ``lookup`` is empty."""
+    if not lookup or table.empty:
+        return table
+    pairs = pd.MultiIndex.from_arrays([table["participant"].astype(str),
+                                       table["stimulus"].astype(str)])
+    known = pd.Series({(p, s): v for p, drawn in lookup.items() for s, v in drawn.items()},
+                      dtype=float)
+    if known.empty:
+        return table
+    return table.assign(inclusion_probability=known.reindex(pairs).to_numpy())
 
 
 def export_columns(frame: pd.DataFrame) -> pd.DataFrame:

@@ -15,24 +15,33 @@ ADAPTIVE_EXPORT_COLUMNS = {
                                "stimuli were drawn with (0: uniform, before the first weights)",
     "adaptive_weights_hash": "[adaptive] only: sha256 of those weights (stimulus ids and values)",
     "adaptive_seed": "[adaptive] only: seed of the draw (numpy default_rng)",
-    "adaptive_random": "[adaptive] only: the stimuli drawn uniformly at random (the random share), "
-                       "separated by ';'",
-    "adaptive_weighted": "[adaptive] only: the stimuli drawn in proportion to the weights, "
-                         "separated by ';'",
+    "adaptive_random": "[adaptive] only: the drawn stimuli in the equal-probability subset (each "
+                       "stimulus of the pool is in it with the same probability; the random-share "
+                       "cross-check), separated by ';'",
+    "adaptive_weighted": "[adaptive] only: the other drawn stimuli, separated by ';'",
 }
 """The participants table's columns for adaptive allocation's draw (codebook entries)."""
+
+ADAPTIVE_TRIAL_COLUMNS = {
+    "inclusion_probability": "[adaptive] only: the probability that the participant's draw "
+                             "included this stimulus (randomised systematic PPS; the "
+                             "Horvitz-Thompson weight is its inverse); blank outside the adaptive "
+                             "block",
+}
+"""The rated trial tables' column for adaptive allocation (codebook entry)."""
 
 
 class AdaptiveSettings(BaseModel):
     """``[adaptive]``: each participant's ``block`` stimuli (default: the first rated block; it
-    needs ``max_trials``) are drawn with the weights the panel worker last computed, except
-    ``random_share`` of them, drawn uniformly at random. ``min_participants`` analysed participants
+    needs ``max_trials``) are drawn with inclusion probabilities proportional to the weights the
+    panel worker last computed, floored so that every stimulus keeps at least ``random_share`` of
+    its uniform probability (``analysis.planning.design.inclusion_probabilities``). ``min_participants`` analysed participants
     come before the first weights (until then every draw is uniform); ``noise_sd`` is the assumed
     human noise before there are data (and ``humanlike plan``'s default)."""
 
     model_config = ConfigDict(extra="forbid")
     block: str | None = None
-    random_share: Annotated[float, Field(ge=0, le=1)] = 0.25
+    random_share: Annotated[float, Field(gt=0, le=1)] = 0.25
     min_participants: Annotated[int, Field(ge=2, le=100_000)] = 4
     noise_sd: Annotated[float, Field(gt=0, le=1)] = 0.25
 

@@ -1,7 +1,9 @@
 """Adaptive allocation through the real HTTP API: simulated participants arrive, the panel worker's
-refresh stores weights from the panel's undecided comparisons, later arrivals get more of the
-undecided pairs' stimuli, the random share stays exact, the export records each draw, and the same
-study run twice with the same seeds allocates identically."""
+refresh stores weights from the pairs its declared monitoring leaves undecided, later arrivals get
+more of the undecided pairs' stimuli, each draw records its inclusion probabilities (floored by the
+uniform share), the export carries them per rating, the panel's scores are the Horvitz-Thompson
+estimates recomputed here from the export, and the same study run twice with the same seeds
+allocates identically."""
 
 from __future__ import annotations
 
@@ -29,7 +31,8 @@ from humanlike.server.tables.core import Experiment, Participant
 MODELS = ("m0", "m1", "m2")
 LABELS = ("a", "b", "c", "d")
 MAX_TRIALS = 8
-RANDOM = 2  # round(0.25 * 8)
+N_POOL = 24  # 6 natural + 3 pairs x 6 controversial
+FLOOR = 0.25 * MAX_TRIALS / N_POOL  # every stimulus' least inclusion probability
 
 SPEC = """\
 slug = "adaptive"
@@ -64,6 +67,8 @@ n_resamples = 300
 
 [stopping]
 measure = "comparisons_decided"
+monitoring = "fixed_n"
+looks = [8]
 
 [adaptive]
 random_share = 0.25
@@ -173,35 +178,43 @@ def test_adaptive_allocation_through_the_api(database_url, adaptive_spec, tmp_pa
     app = _app(database_url, adaptive_spec)
     draws, design = _run_study(app, adaptive_spec)
     first, second = draws[:8], draws[8:]
-    # every draw: the block's max_trials stimuli, exactly the random share uniformly, the rest
-    # weighted; what the timeline shows is what was drawn
+    # every draw: the block's max_trials stimuli with their inclusion probabilities, never below
+    # the uniform floor; what the timeline shows is what was drawn
     for d in draws:
-        assert len(d["random"]) == RANDOM and len(d["weighted"]) == MAX_TRIALS - RANDOM
-        assert sorted(d["random"] + d["weighted"]) == d["shown"]
+        assert sorted(d["inclusion"]) == d["shown"] == sorted(d["random"] + d["weighted"])
+        assert len(d["shown"]) == MAX_TRIALS
+        assert all(FLOOR - 1e-12 <= p <= 1 for p in d["inclusion"].values())
     assert {d["design_version"] for d in first} == {0}
     assert {d["design_version"] for d in second} == {1}
     assert {d["weights_hash"] for d in second} == {design["hash"]}
-    # the weights follow the panel: its undecided pairs, and the others decided
+    # before the first weights the draw is uniform: every stimulus 8 / 24, all in the
+    # equal-probability subset
+    for d in first:
+        np.testing.assert_allclose(list(d["inclusion"].values()), MAX_TRIALS / N_POOL)
+        assert len(d["random"]) == MAX_TRIALS
+    # the weights follow the panel: the pairs its declared test (fixed_n at N = 8) left undecided
     import json
 
     panel = json.loads(design["panel"]) if isinstance(design["panel"], str) else design["panel"]
-    decided = {frozenset((c["a"], c["b"])) for c in panel["comparisons"]
-               if c["subset"] == "all" and c["significant"] and c["b"] in MODELS}
+    decided = {frozenset((p["a"], p["b"])) for p in panel["sequential"]["pairs"] if p["decided"]}
     undecided = {frozenset(p) for p in design["undecided"]}
-    assert undecided and decided, panel["comparisons"]
+    assert undecided and decided, panel["sequential"]
     assert undecided | decided == {frozenset(p) for p in combinations(MODELS, 2)}
     weights = design["weights"]
-    target = [w for k, w in weights.items() if _pair_of(k) in undecided]
-    other = [w for k, w in weights.items() if _pair_of(k) not in undecided]
-    # the undecided pairs' own stimuli carry most of the weight, each more than the mean of the
-    # rest (other stimuli also separate those pairs a little: the third model sits in between)
-    assert sum(target) > 0.6 and min(target) > np.mean(other), (target, other)
-    # later arrivals rate more of the undecided pairs' stimuli: in the weighted part, well above
-    # their share of the pool; the random part stays uniform
-    pool_share = len(target) / len(weights)
-    weighted_share = np.mean([_pair_of(k) in undecided for d in second for k in d["weighted"]])
-    before = np.mean([_pair_of(k) in undecided for d in first for k in d["shown"]])
-    assert weighted_share > 2 * pool_share and before < weighted_share, (weighted_share, before)
+    # Neyman allocation: where the undecided pairs' models agree (the natural images, every model
+    # alike) no rating moves their difference, so the weight is 0 and only the uniform floor
+    # draws them; where they disagree it is positive
+    natural = [w for k, w in weights.items() if k.startswith("natural_")]
+    split = [w for k, w in weights.items() if _pair_of(k) is not None
+             and any(_pair_of(k) & pair for pair in undecided)]
+    assert natural == [0.0] * 6 and min(split) > 0, weights
+    # later arrivals rate natural images at the floor's rate (6 x 1/12 = 0.5 of 8 per
+    # participant in expectation, against 2 before the weights)
+    n_natural = [sum(k.startswith("natural_") for k in d["shown"]) for d in draws]
+    assert np.mean(n_natural[8:]) < 1.0 < np.mean(n_natural[:8]), n_natural
+    for d in second:  # and their inclusion probability is the floor
+        assert all(p == pytest.approx(FLOOR) for k, p in d["inclusion"].items()
+                   if k.startswith("natural_"))
     # balanced over conditions as without [adaptive]
     assert sorted(pd.Series([d["condition"] for d in draws]).value_counts()) == [8, 8]
     # the export records each draw
@@ -211,9 +224,49 @@ def test_adaptive_allocation_through_the_api(database_url, adaptive_spec, tmp_pa
         write_export("adaptive", tmp_path / "out")
     people = pd.read_csv(tmp_path / "out" / "participants.csv")
     assert people["adaptive_design_version"].tolist() == [0] * 8 + [1] * 8
-    assert people["adaptive_random"].str.split(";").map(len).eq(RANDOM).all()
+    assert people["adaptive_random"].iloc[:8].str.split(";").map(len).eq(MAX_TRIALS).all()
     assert (people["adaptive_weights_hash"].iloc[8:] == design["hash"]).all()
     assert people["adaptive_seed"].astype(str).tolist() == [str(d["seed"]) for d in draws]
+    # each rating carries its inclusion probability, as the draw recorded it
+    ratings = pd.read_csv(tmp_path / "out" / "ratings.csv")
+    recorded = {(pid, k): p for pid, d in zip(people["participant"], draws)
+                for k, p in d["inclusion"].items()}
+    keys = list(zip(ratings["participant"], ratings["stimulus"]))
+    np.testing.assert_allclose(ratings["inclusion_probability"], [recorded[k] for k in keys])
+    # the panel's scores on the first 8: the HT mean of minus the squared error, recomputed here
+    models = pd.read_csv(adaptive_spec.parent / "stimuli" / "model_responses.csv")
+    first8 = ratings[ratings["participant"].isin(people["participant"].iloc[:8])]
+    joined = first8.merge(models, on=["stimulus", "category"])
+    per_stimulus = (joined.assign(sq=(joined["rating"] - joined["probability"]) ** 2)
+                    .groupby(["model", "participant", "stimulus"])
+                    .agg(sq=("sq", "mean"), pi=("inclusion_probability", "first")))
+    ht = (-(per_stimulus["sq"] / per_stimulus["pi"])).groupby(["model", "participant"]).sum() / N_POOL
+    expected = ht.groupby("model").mean()
+    shown = {s["model"]: s["estimate"] for s in panel["scores"]}
+    assert panel["score_label"].startswith("minus the mean squared error")
+    for model in MODELS:
+        assert shown[model] == pytest.approx(expected[model], rel=1e-9)
+    # the report's pool-wide section: the same HT estimator on every analysed participant
+    import tomllib
+
+    from humanlike.analysis.io.export import read_export
+    from humanlike.analysis.planning.report import weighted_section
+    from humanlike.analysis.ratings.analysis import analyze_ratings
+
+    export = read_export(tmp_path / "out")
+    analysed = analyze_ratings(export.ratings(), models, participants=export.participants,
+                               n_resamples=20, random_state=0)
+    section = weighted_section(export, analysed, models, 0.95, 0.05,
+                               tomllib.loads(adaptive_spec.read_text()))
+    joined = ratings.merge(models, on=["stimulus", "category"])
+    per_stimulus = (joined.assign(sq=(joined["rating"] - joined["probability"]) ** 2)
+                    .groupby(["model", "participant", "stimulus"])
+                    .agg(sq=("sq", "mean"), pi=("inclusion_probability", "first")))
+    every = ((-(per_stimulus["sq"] / per_stimulus["pi"])).groupby(["model", "participant"]).sum()
+             / N_POOL).groupby("model").mean()
+    table = section.tables[1].frame.set_index("model")["estimate"]
+    for model in MODELS:
+        assert table[model] == pytest.approx(every[model], rel=1e-9)
     # the same study run twice with the same seeds allocates identically
     again = _app(f"sqlite:///{tmp_path / 'again.db'}", adaptive_spec)
     draws_again, design_again = _run_study(again, adaptive_spec)
@@ -254,22 +307,23 @@ def test_simultaneous_arrivals_draw_once_each_and_stay_balanced(database_url, ad
     draws = _draws(app)
     assert len(draws) == 12 and len({d["seed"] for d in draws}) == 12
     assert sorted(pd.Series([d["condition"] for d in draws]).value_counts()) == [6, 6]
-    assert all(len(d["random"]) == RANDOM and len(d["shown"]) == MAX_TRIALS for d in draws)
+    assert all(len(d["random"]) == MAX_TRIALS and len(d["shown"]) == MAX_TRIALS for d in draws)
 
 
-def test_a_comparison_leans_once_its_holm_sidak_p_is_below_the_lean_level():
-    from humanlike.analysis.planning.adaptive import LEAN_P
-    from humanlike.server.live.adaptive import directions
+def test_undecided_pairs_follow_the_declared_monitoring():
+    from humanlike.server.live.adaptive import undecided_pairs
 
-    def comparison(a, b, difference, p):
-        return {"subset": "all", "a": a, "b": b, "difference": difference, "p_holm_sidak": p,
-                "significant": p < 0.05}
+    def comparison(a, b, significant):
+        return {"subset": "all", "a": a, "b": b, "significant": significant}
 
-    result = {"comparisons": [
-        comparison("m0", "m1", 0.1, LEAN_P / 2),  # leans to m0: +1 for the pair (m0, m1)
-        comparison("m2", "m0", 0.1, LEAN_P / 2),  # stated the other way round: m2 ahead of m0
-        comparison("m1", "m2", -0.3, LEAN_P),  # not below the level: no lean yet
-        {**comparison("m0", "m1", -0.1, 0.0), "subset": "natural"},  # another subset: ignored
-    ]}
-    assert directions(result, list(MODELS)).tolist() == [1.0, -1.0, 0.0]
-    assert directions({}, list(MODELS)).tolist() == [0.0, 0.0, 0.0]
+    # the monitored decisions, when the panel has them, not the fixed-sample comparisons
+    result = {"comparisons": [comparison("m0", "m1", True), comparison("m0", "m2", True),
+                              comparison("m1", "m2", False)],
+              "sequential": {"pairs": [{"a": "m0", "b": "m1", "decided": False},
+                                       {"a": "m2", "b": "m0", "decided": True},
+                                       {"a": "m1", "b": "m2", "decided": False}]}}
+    assert undecided_pairs(result, list(MODELS)).tolist() == [True, False, True]
+    # no monitored decisions: the comparisons on all stimuli (another subset ignored)
+    result = {"comparisons": [comparison("m0", "m1", True),
+                              {**comparison("m1", "m2", True), "subset": "natural"}]}
+    assert undecided_pairs(result, list(MODELS)).tolist() == [False, True, True]

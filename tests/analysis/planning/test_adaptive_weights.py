@@ -1,15 +1,18 @@
-"""Adaptive allocation weights: the undecided pairs' disagreement over the human noise."""
+"""Adaptive allocation weights: Neyman allocation of the undecided pairs' HT variance (the
+moments of one rating's fit difference in closed form, checked by simulation; the allocation
+checked against the variance it minimises)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from humanlike.analysis.planning.adaptive import (
-    allocation_weights,
-    disagreement,
+    neyman_weights,
+    pair_moments,
     stimulus_noise,
     weights_hash,
 )
+from humanlike.analysis.planning.design import inclusion_probabilities
 
 
 def _models():
@@ -21,26 +24,66 @@ def _models():
     return y
 
 
-def test_weights_follow_the_undecided_pairs_disagreement():
-    y = _models()
-    # pairs in order (0, 1), (0, 2), (1, 2); by hand: D_01(s0) = 0.64, D_02(s0) = 0.16,
-    # D_12(s0) = 0.16, D_12(s1) = 0.36, D_01(s1) = D_02(s1) = 0.09
-    np.testing.assert_allclose(disagreement(y)[:, :2], [[0.64, 0.09], [0.16, 0.09], [0.16, 0.36]])
-    only_12 = allocation_weights(y, np.array([False, False, True]), 0.2)
-    np.testing.assert_allclose(only_12, [0.16 / 0.52, 0.36 / 0.52, 0, 0])
-    only_01 = allocation_weights(y, np.array([True, False, False]), 0.2)
-    assert only_01[0] > only_01[1] > 0 and only_01[2] == 0
+def test_pair_moments_match_a_simulation_of_the_fit_difference():
+    rng = np.random.default_rng(3)
+    y = rng.uniform(0, 1, (3, 5, 4))  # 3 models, 5 stimuli, 4 categories
+    h = rng.uniform(0, 1, (5, 4))
+    sigma = np.array([0.1, 0.2, 0.3, 0.2, 0.4])
+    mean, second = pair_moments(y, h, sigma)
+    x = h + sigma[:, None] * rng.standard_normal((200_000, 5, 4))  # no rounding: the closed form's case
+    fit = -((x[:, None] - y) ** 2).mean(-1)  # (draws, M, S)
+    d = np.stack([fit[:, a] - fit[:, b] for a, b in ((0, 1), (0, 2), (1, 2))], axis=1)
+    se = d.std(0) / np.sqrt(len(d))
+    assert np.all(np.abs(d.mean(0) - mean) < 4 * se)
+    np.testing.assert_allclose((d**2).mean(0), second, rtol=0.02)
 
 
-def test_noisier_stimuli_weigh_less_and_nothing_undecided_is_uniform():
-    y = _models()
-    w = allocation_weights(y, np.array([True, True, True]), np.array([0.1, 0.2, 0.2, 0.2]))
-    info = disagreement(y).sum(0) / np.array([0.01, 0.04, 0.04, 0.04])
-    np.testing.assert_allclose(w, info / info.sum())
-    np.testing.assert_allclose(allocation_weights(y, np.zeros(3, bool), 0.2), 0.25)
-    # a batch of studies at once: one weight row per study
-    batch = allocation_weights(y, np.array([[False, False, True], [True, False, False]]), 0.2)
-    np.testing.assert_allclose(batch[0], allocation_weights(y, np.array([0, 0, 1], bool), 0.2))
+def test_neyman_weights_by_hand_and_uniform_with_nothing_undecided():
+    y = _models()  # pairs (0, 1), (0, 2), (1, 2)
+    h = np.full((4, 2), 0.5)  # a human at 0.5 everywhere
+    sigma = 0.2
+    # by hand, pair (1, 2): Var d = 4 sigma^2 sum_k delta_k^2 / K^2 = 0.04 sum_k delta_k^2 and
+    # E d = mean_k delta_k (2 h_k - y1_k - y2_k). s1: delta = (0.6, -0.6), E d = 0, Var 0.0288;
+    # s0: delta = (-0.4, 0.4), E d = (-0.4 * 0.4 + 0.4 * -0.4) / 2 = -0.16, Var 0.0128; else 0
+    mean, second = pair_moments(y, h, sigma)
+    np.testing.assert_allclose(mean[2], [-0.16, 0, 0, 0], atol=1e-12)
+    np.testing.assert_allclose(second[2], [0.0256 + 0.0128, 0.0288, 0, 0], atol=1e-12)
+    only_12 = neyman_weights(y, [False, False, True], h, sigma, 2, 10)  # one pair: c cancels
+    root = np.sqrt(np.array([0.0384, 0.0288]) / 0.0672)
+    np.testing.assert_allclose(only_12, [*root / root.sum(), 0, 0], atol=1e-12)
+    np.testing.assert_allclose(neyman_weights(y, [False, False, False], h, sigma, 2, 10), 0.25)
+    # one weight row per study
+    batch = neyman_weights(y, [[False, False, True], [True, True, True]], np.stack([h, h]), sigma,
+                           2, np.array([10, 10]))
+    np.testing.assert_allclose(batch[0], only_12)
+
+
+def test_neyman_allocation_minimises_the_pairs_expected_participant_counts():
+    rng = np.random.default_rng(5)
+    y = rng.uniform(0, 1, (4, 12, 3))
+    h = rng.uniform(0, 1, (12, 3))
+    sigma = rng.uniform(0.1, 0.4, 12)
+    undecided = np.array([True, False, True, True, False, True])
+    mean, second = pair_moments(y, h, sigma)
+    n, n_people, s = 4, 30, 12
+    # each pair's participants needed ~ Var(pi) / E[Delta^2], E[Delta^2] = Delta^2 + v / N with v
+    # the uniform design's variance (the docstring's c_ab)
+    v = (s / n * second.sum(-1) - (mean**2).sum(-1)) / s**2
+    c = 1 / (s**2 * (mean.mean(-1) ** 2 + v / n_people))
+    cost = (c[:, None] * second)[undecided].sum(0)  # (S,)
+
+    def variance(pi: np.ndarray) -> np.ndarray:  # the summed counts' pi-dependent part
+        return (cost / pi).sum(-1)
+
+    best = inclusion_probabilities(neyman_weights(y, undecided, h, sigma, n, n_people), n,
+                                   floor_share=0.0)
+    assert np.all(best < 1)  # no capping here: the Lagrange solution itself
+    others = n * rng.dirichlet(np.ones(12), 2000)
+    others = others[np.all(others < 1, axis=1)]
+    assert len(others) > 100 and np.all(variance(others) >= variance(best) - 1e-12)
+    near = best * np.exp(0.05 * rng.standard_normal((500, 12)))
+    near = n * near / near.sum(1, keepdims=True)
+    assert np.all(variance(near) >= variance(best) - 1e-12)
 
 
 def test_noise_is_the_pooled_sd_per_stimulus_shrunk_towards_the_overall_sd():
@@ -60,39 +103,6 @@ def test_weights_hash_is_stable_and_sensitive():
     w = np.array([0.5, 0.25, 0.25])
     assert weights_hash(["a", "b", "c"], w) == weights_hash(["a", "b", "c"], w.copy())
     assert weights_hash(["a", "b", "c"], w) != weights_hash(["a", "b", "c"], w[::-1])
-
-
-def test_discrimination_weights_follow_the_side_the_comparison_leans_to():
-    from humanlike.analysis.planning.adaptive import discrimination_weights
-
-    # 2 models, 3 stimuli, 2 categories: s0 a = (1, 0), b = (0, 1); s1 the reverse; s2 both equal
-    y = np.array([[[1, 0], [0, 1], [0.5, 0.5]], [[0, 1], [1, 0], [0.5, 0.5]]], dtype=float)
-    human = np.array([[1, 0], [1, 0], [0.5, 0.5]])  # sides with a on s0, with b on s1
-    # by hand (centred over the pool): signal s0 = +1, s1 = -1, s2 = 0; variance 0.5^2 * 2 on s0, s1
-    np.testing.assert_allclose(discrimination_weights(y, [True], [1], human, 0.5), [1, 0, 0])
-    np.testing.assert_allclose(discrimination_weights(y, [True], [-1], human, 0.5), [0, 1, 0])
-    # no lean yet: the symmetric disagreement |Delta|^2 / sigma^2 = 8, 8, 0
-    np.testing.assert_allclose(discrimination_weights(y, [True], [0], human, 0.5), [0.5, 0.5, 0])
-    np.testing.assert_allclose(discrimination_weights(y, [False], [1], human, 0.5), 1 / 3)
-    # a noisier stimulus carries less: sigma 0.5 on s0, 1.0 on s1 -> 8 against 2
-    np.testing.assert_allclose(
-        discrimination_weights(y, [True], [0], human, np.array([0.5, 1.0, 0.5])), [0.8, 0.2, 0])
-
-
-def test_each_undecided_comparison_gets_an_equal_share():
-    from humanlike.analysis.planning.adaptive import discrimination_weights
-
-    y = _models()  # pairs (0, 1), (0, 2), (1, 2)
-    h = np.full((4, 2), 0.5)
-    w = discrimination_weights(y, [True, False, True], [0, 0, 0], h, 0.2)
-    # by hand (pool-centred Delta): (0, 1) |Delta|^2 1.28 on s0, 0.18 on s1; (1, 2) 0.32 and 0.72
-    share_01, share_12 = np.array([1.28, 0.18]) / 1.46, np.array([0.32, 0.72]) / 1.04
-    np.testing.assert_allclose(w, [*(share_01 + share_12) / 2, 0, 0], atol=1e-12)
-    # one weight row per study, studies in a batch
-    batch = discrimination_weights(y, [[True, False, True], [True, False, False]],
-                                   np.zeros((2, 3)), np.stack([h, h]), 0.2)
-    np.testing.assert_allclose(batch[0], w)
-    np.testing.assert_allclose(batch[1], [*share_01, 0, 0], atol=1e-12)
 
 
 def test_human_means_shrink_towards_the_models_average():
