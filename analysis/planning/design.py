@@ -91,8 +91,7 @@ def uniform_subsample(drawn: np.ndarray, pi: np.ndarray, rng: np.random.Generato
     all of a uniform draw is kept)."""
     p = np.broadcast_to(np.asarray(pi, dtype=float), np.shape(drawn))
     keep = p.min(-1, keepdims=True) / np.where(p > 0, p, 1.0)
-    return np.asarray(drawn, dtype=bool) & (rng.random(p.shape) < keep - 1e-12) | (
-        np.asarray(drawn, dtype=bool) & (keep >= 1.0 - 1e-12))
+    return np.asarray(drawn, dtype=bool) & ((rng.random(p.shape) < keep) | (keep >= 1.0 - 1e-12))
 
 
 def horvitz_thompson_mean(values: np.ndarray, drawn: np.ndarray, pi: np.ndarray) -> np.ndarray:

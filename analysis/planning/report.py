@@ -4,7 +4,6 @@ scores and noise ceilings are unbiased; docs/adaptive.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,12 +44,14 @@ def plan_section(plan: Plan) -> Section:
 
 
 def random_share_ratings(ratings: pd.DataFrame, participants: pd.DataFrame) -> pd.DataFrame:
-    """The rating rows of each participant's uniformly drawn stimuli (``adaptive_random``), plus
-    all rows of participants allocated without ``[adaptive]``."""
+    """The rating rows of each participant's equal-probability subset (``adaptive_random``; it may
+    be empty), plus all rows of participants allocated without ``[adaptive]`` (no design
+    version)."""
     if "adaptive_random" not in participants.columns:
         return ratings
-    drawn = participants[["participant", "adaptive_random"]].astype({"participant": str})
-    uniform = drawn.loc[drawn["adaptive_random"].isna(), "participant"]
+    drawn = participants[["participant", "adaptive_design_version", "adaptive_random"]].astype(
+        {"participant": str})
+    uniform = drawn.loc[drawn["adaptive_design_version"].isna(), "participant"]
     listed = drawn.dropna(subset=["adaptive_random"])
     keep = listed.assign(stimulus=listed["adaptive_random"].astype(str).str.split(";")).explode(
         "stimulus")
@@ -76,16 +77,19 @@ def allocation_section(export: Export) -> Section:
     n_weighted = drawn["adaptive_weighted"].fillna("").map(lambda v: len(v.split(";")) if v else 0)
     first = int((drawn["adaptive_design_version"] == 0).sum())
     section.paragraphs.append(
-        f"Stimuli were allocated adaptively (docs/adaptive.md) for {len(drawn)} participants: "
-        f"{int(n_random.median())} of each participant's {int((n_random + n_weighted).median())} "
-        "stimuli uniformly at random, the rest in proportion to weights favouring the stimuli "
-        "on which the models of the still undecided comparisons disagree most relative to the "
-        "human noise, recomputed in the background from the live analysis "
+        f"Stimuli were allocated adaptively (docs/adaptive.md) for {len(drawn)} participants, "
+        f"{int((n_random + n_weighted).median())} stimuli each, drawn by randomised systematic "
+        "PPS with inclusion probabilities proportional to weights that favour the stimuli most "
+        "informative for the still undecided comparisons (Neyman allocation), floored by the "
+        "uniform share; each rating's inclusion probability is in the export. The weights were "
+        f"recomputed in the background from the live analysis "
         f"({int(drawn['adaptive_design_version'].max())} weight versions; {first} participants "
-        "arrived before the first and were allocated uniformly). Model comparisons use every "
-        "trial (the allocation depends on earlier participants only, never on a participant's "
-        "own responses); noise ceilings and scores meant to describe the whole pool are to be "
-        "read from the random share's trials.")
+        "arrived before the first and were allocated uniformly). The allocation depends on "
+        "earlier participants only, never on a participant's own responses. Pool-wide scores, "
+        "ceilings and comparisons are the design-weighted ones (next section); the Pearson-r "
+        f"tables average over the drawn mixture. A median of {int(n_random.median())} of each "
+        "participant's stimuli form the equal-probability subset (adaptive_random), on which "
+        "unweighted estimates describe the whole pool.")
     counts = drawn.groupby("adaptive_design_version").size().rename("participants").reset_index()
     section.tables.append(Table(counts, "Participants per weight version (0: before the first)."))
     return section
@@ -106,15 +110,13 @@ def inclusion_matrix(export: Export, participants: tuple[str, ...],
     frame = frame.dropna(subset=["inclusion_probability"])
     if frame.empty:
         return None
-    wide = (frame.astype({"participant": str, "stimulus": str})
-            .groupby(["participant", "stimulus"])["inclusion_probability"].first().unstack())
-    return wide.reindex(index=list(map(str, participants)),
-                        columns=list(map(str, stimuli))).to_numpy(dtype=float)
+    from humanlike.analysis.ratings.weighted import inclusion_array
+
+    return inclusion_array(frame, participants, stimuli)
 
 
 def weighted_section(export: Export, result: Any, models: pd.DataFrame,
-                     confidence_level: float, alpha: float,
-                     spec: Mapping[str, Any] | None) -> Section | None:
+                     confidence_level: float, alpha: float) -> Section | None:
     """An adaptively allocated study's pool-wide scores: the design-weighted (Horvitz-Thompson)
     model scores, noise ceilings and comparisons (``analysis.ratings.weighted``), as the live
     panel shows them; None for a uniformly allocated study."""
@@ -128,7 +130,7 @@ def weighted_section(export: Export, result: Any, models: pd.DataFrame,
         return None
     predictions = model_predictions(models, array)
     names = list(map(str, predictions.models))
-    n_pool = adaptive_pool_size(export, pi, spec)
+    n_pool = adaptive_pool_size(export, pi)
     weighted = weighted_scores(array.values, predictions.probabilities, pi, names,
                                confidence_level, alpha, n_stimuli=n_pool)
     section = Section("weighted", "Pool-wide scores (design-weighted)")
@@ -149,28 +151,12 @@ def weighted_section(export: Export, result: Any, models: pd.DataFrame,
     return section
 
 
-def adaptive_pool_size(export: Export, pi: np.ndarray, spec: Mapping[str, Any] | None) -> int:
-    """The HT denominator: the adaptive block's stimulus count (``_pool_size``), at least every
-    stimulus some participant drew."""
-    return max(int(np.isfinite(pi).any(0).sum()), _pool_size(spec, export) or 0)
+def adaptive_pool_size(export: Export, pi: np.ndarray) -> int:
+    """The HT denominator: the adaptive block's stimulus count as each draw recorded it (the
+    participants table's ``adaptive_pool_size``), at least every stimulus some participant drew."""
+    people = export.participants
+    recorded = (people["adaptive_pool_size"].max() if people is not None
+                and "adaptive_pool_size" in people else np.nan)
+    drawn = int(np.isfinite(pi).any(0).sum())
+    return max(drawn, int(recorded)) if pd.notna(recorded) else drawn
 
-
-def _pool_size(spec: Mapping[str, Any] | None, export: Export) -> int | None:
-    """The adaptive block's stimulus count from the export's stimuli table and the spec's
-    ``[adaptive]`` block (its kinds), when both are there."""
-    if not spec or not export.has("stimuli"):
-        return None
-    table = export.table("stimuli")
-    if "kind" not in table:
-        return None
-    blocks = spec.get("blocks") or []
-    name = (spec.get("adaptive") or {}).get("block")
-    rated = [b for b in blocks if b.get("trial_type") == "rating"]
-    block = next((b for b in rated if b.get("name") == name), rated[0] if rated else None)
-    if block is None:
-        return None
-    kinds = set(block.get("kinds") or [])
-    stimuli = table[table["kind"].isin(kinds)]
-    if "block" in stimuli and stimuli["block"].eq(block.get("name")).any():
-        stimuli = stimuli[stimuli["block"] == block.get("name")]
-    return int(stimuli["stimulus"].nunique())

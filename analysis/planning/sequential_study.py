@@ -77,12 +77,14 @@ def simulate_studies(probabilities: np.ndarray, human: np.ndarray, noise_sd: flo
                      n_trials: int, max_n: int, adaptive: bool, noise: np.ndarray,
                      rng: np.random.Generator, floor_share: float = 0.25, min_n: int = 4,
                      refresh: int = 4, alpha: float = 0.05,
-                     method: str = "betting") -> SimulatedStudies:
+                     method: str = "betting", weighted: bool = True) -> SimulatedStudies:
     """R studies (``noise``: (R, max_n, S, K) standard-normal draws, shared between designs for
     paired comparisons) of the generating ``human`` (S, K) with rating noise ``noise_sd``,
     ``n_trials`` stimuli per participant; ``adaptive``: Neyman allocation recomputed every
     ``refresh`` participants from ``min_n`` on, else uniform; ``method``: the continuous test
-    (``sequential.decide``: betting or safe_t)."""
+    (``sequential.decide``: betting or safe_t); ``weighted=False`` scores each participant by the
+    unweighted mean over the stimuli rated (what the design weights prevent: under adaptive
+    allocation it estimates the over-sampled mixture, not the pool)."""
     y = np.asarray(probabilities, dtype=float)
     n_models, n_stimuli, n_categories = y.shape
     n_studies = noise.shape[0]
@@ -102,7 +104,8 @@ def simulate_studies(probabilities: np.ndarray, human: np.ndarray, noise_sd: flo
         shown = systematic_pps(pi[:, None, :], rng, (n_studies, batch))
         x[:, n:n + batch] = rate(human, noise_sd * noise[:, n:n + batch], shown)
         p = np.broadcast_to(pi[:, None, :], shown.shape)
-        scores = additive_scores(x[:, n:n + batch], y, p)  # (R, b, M)
+        scores = additive_scores(x[:, n:n + batch], y,
+                                 p if weighted else np.full(p.shape, n_trials / n_stimuli))
         d = np.stack([scores[..., a] - scores[..., b] for a, b in pairs], axis=-1)
         scaled[:, n:n + batch] = scaled_differences(
             d.reshape(-1, len(pairs)), y, shown.reshape(-1, n_stimuli),

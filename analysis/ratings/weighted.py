@@ -14,6 +14,7 @@ other raters."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -52,6 +53,16 @@ def _interval(values: np.ndarray, level: float) -> tuple[float, float, float]:
         return (float(v.mean()) if v.size else np.nan), np.nan, np.nan
     half = stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)
     return float(v.mean()), float(v.mean() - half), float(v.mean() + half)
+
+
+def inclusion_array(frame: pd.DataFrame, participants: Sequence[str],
+                    stimuli: Sequence[str]) -> np.ndarray:
+    """(N, S) inclusion probabilities from rows ``participant``, ``stimulus``,
+    ``inclusion_probability`` (NaN where a pair has none)."""
+    wide = (frame.astype({"participant": str, "stimulus": str})
+            .groupby(["participant", "stimulus"])["inclusion_probability"].first().unstack())
+    return wide.reindex(index=list(map(str, participants)),
+                        columns=list(map(str, stimuli))).to_numpy(dtype=float)
 
 
 def pair_bounds(probabilities: np.ndarray) -> np.ndarray:

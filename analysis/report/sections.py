@@ -218,17 +218,17 @@ def ratings_sections(export: Export, models: pd.DataFrame | None, rules: Any,
         from humanlike.analysis.planning.report import weighted_section
 
         weighted = weighted_section(export, result, models, settings.confidence_level,
-                                    settings.alpha, spec)  # [adaptive]: pool-wide scores
+                                    settings.alpha)  # [adaptive]: pool-wide scores
         if weighted is not None:
             sections.append(weighted)
         stopping = (spec or {}).get("stopping") or {}
         if stopping.get("measure") == "comparisons_decided":
-            monitored_verdicts(weighted or scores, result, models, export, stopping, spec)
+            monitored_verdicts(weighted or scores, result, models, export, stopping)
     return sections
 
 
 def monitored_verdicts(section: Section, result: Any, models: pd.DataFrame, export: Export,
-                       stopping: Mapping[str, Any], spec: Mapping[str, Any] | None = None) -> None:
+                       stopping: Mapping[str, Any]) -> None:
     """The verdict a monitored study may print: every model pair decided (or not) under the spec's
     declared ``monitoring`` from each analysed participant's Pearson r (an adaptively allocated
     study: design-weighted score differences, each scaled by its own bound), participants in
@@ -239,7 +239,7 @@ def monitored_verdicts(section: Section, result: Any, models: pd.DataFrame, expo
     from humanlike.analysis.ratings.scores import model_predictions, participant_scores
     from humanlike.analysis.ratings.weighted import weighted_scores
     from humanlike.analysis.sequential.decide import BOUND
-    from humanlike.analysis.sequential.monitored import monitored_differences
+    from humanlike.analysis.sequential.monitored import monitored_differences, pair_differences
 
     array = result.ratings
     predictions = model_predictions(models, array)
@@ -261,14 +261,13 @@ def monitored_verdicts(section: Section, result: Any, models: pd.DataFrame, expo
     measure = "Pearson r"
     if pi is not None:  # adaptive: the design-weighted differences, each scaled by its own bound
         weighted = weighted_scores(array.values, predictions.probabilities, pi, names,
-                                   n_stimuli=adaptive_pool_size(export, pi, spec))
+                                   n_stimuli=adaptive_pool_size(export, pi))
         decided = monitored_differences(weighted.scaled[order], weighted.pairs, stopping, 1.0,
                                         shown=weighted.differences[order])
         measure = "the design-weighted score"
     else:
         r, _ = participant_scores(array, predictions.probabilities)
-        index = {m: i for i, m in enumerate(names)}
-        d = np.stack([r[index[a]] - r[index[b]] for a, b in pairs], axis=1)
+        d = pair_differences(r, names, pairs)
         decided = monitored_differences(d[order], pairs, stopping, BOUND)
     if not decided["pairs"]:
         section.paragraphs.append(f"Decisions under the declared monitoring: {decided.get('note')}.")

@@ -18,9 +18,16 @@ def monitored_pairs(r: np.ndarray, models: list[str], pairs: list[tuple[str, str
     participants, participants in completion order; Pearson r, so differences lie in [-2, 2]) as
     the spec's ``[stopping]`` table declares (``monitoring``, ``alpha``, ``looks``):
     ``monitored_differences`` of the pairs' per-participant differences."""
+    return monitored_differences(pair_differences(r, models, pairs), pairs, stopping, BOUND)
+
+
+def pair_differences(scores: np.ndarray, models: list[str],
+                     pairs: list[tuple[str, str]]) -> np.ndarray:
+    """(participants, pairs) score_a - score_b from ``scores`` (models x participants)."""
     index = {m: i for i, m in enumerate(models)}
-    d = np.stack([r[index[a]] - r[index[b]] for a, b in pairs], axis=1)  # participants x pairs
-    return monitored_differences(d, pairs, stopping, BOUND)
+    a = np.array([index[x] for x, _ in pairs], dtype=int)
+    b = np.array([index[y] for _, y in pairs], dtype=int)
+    return (scores[a] - scores[b]).T
 
 
 def monitored_differences(d: np.ndarray, pairs: list[tuple[str, str]],
@@ -31,7 +38,8 @@ def monitored_differences(d: np.ndarray, pairs: list[tuple[str, str]],
     its guarantee, the participants analysed and per pair the running difference (``shown``, the
     same shape, when the tested values are a rescaling of it; then no confidence-sequence bounds
     are given, as they would be on the rescaled values), its e-value / statistic, the
-    confidence-sequence bounds (continuous) and the decision (``analysis.sequential.decide``)."""
+    confidence-sequence bounds (continuous) and the decision (``analysis.sequential.decide``;
+    continuous with the declared ``test``, betting or safe_t)."""
     scheme = str(stopping.get("monitoring") or "continuous")
     alpha = float(stopping.get("alpha", 0.05))
     keep = np.all(np.isfinite(d), axis=1)  # a score undefined (constant ratings): not analysable
@@ -44,7 +52,8 @@ def monitored_differences(d: np.ndarray, pairs: list[tuple[str, str]],
         return {**state, "guarantee": None, "pairs": [], "note": "fewer than 2 participants "
                 "with a defined score difference"}
     if scheme == "continuous":
-        decision = decide(d, "continuous", alpha, bound=bound)
+        decision = decide(d, "continuous", alpha, bound=bound,
+                          method=str(stopping.get("test") or "betting"))
         last: int | None = -1
     else:  # the declared schedule, the looks not reached yet padded (nothing decided there)
         end = max(declared[-1], n)

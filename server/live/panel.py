@@ -217,6 +217,7 @@ def _ratings_panel(exp: Experiment, settings: dict[str, Any],
     if decides and len(comparisons):
         from humanlike.analysis.ratings.scores import model_predictions, participant_scores
         from humanlike.analysis.sequential.decide import BOUND  # |r_a - r_b| <= 2
+        from humanlike.analysis.sequential.monitored import pair_differences
 
         predictions = model_predictions(models, ratings.array)
         r, _ = participant_scores(ratings.array, predictions.probabilities)
@@ -225,8 +226,8 @@ def _ratings_panel(exp: Experiment, settings: dict[str, Any],
                                                             ["a", "b"]].itertuples(index=False)
                  if str(a) in index and str(b) in index]  # model pairs (not a model vs a ceiling)
         if pairs:
-            d = np.stack([r[index[a]] - r[index[b]] for a, b in pairs], axis=1)
-            sequential = _sequential(exp, ratings, d, pairs, stopping or {}, bound=BOUND)
+            sequential = _sequential(exp, ratings, pair_differences(r, list(index), pairs), pairs,
+                                     stopping or {}, bound=BOUND)
     return _ratings_record(ratings, sequential, level, alpha, ceilings, scores, comparisons)
 
 
@@ -255,7 +256,7 @@ def _weighted_panel(exp: Experiment, ratings: PanelRatings, responses: pd.DataFr
     and comparisons on the adaptive block's stimuli (``analysis.ratings.weighted``), and the
     declared monitoring's decisions from the same per-participant scores."""
     from humanlike.analysis.ratings.scores import model_predictions
-    from humanlike.analysis.ratings.weighted import SCORE_LABEL, weighted_scores
+    from humanlike.analysis.ratings.weighted import SCORE_LABEL, inclusion_array, weighted_scores
     from humanlike.server.live.adaptive import experiment_pool
     from humanlike.server.study.adaptive import inclusion_lookup
     from humanlike.server.study.spec import ExperimentSpec
@@ -264,9 +265,9 @@ def _weighted_panel(exp: Experiment, ratings: PanelRatings, responses: pd.DataFr
     lookup = inclusion_lookup(exp.id)
     n_pool = len(experiment_pool(exp, ExperimentSpec.model_validate(exp.spec)))
     db.session.rollback()
-    pi = np.array([[lookup.get(p, {}).get(s, np.nan) for s in array.stimuli]
-                   for p in array.participants], dtype=float).reshape(len(array.participants),
-                                                                      len(array.stimuli))
+    rows = pd.DataFrame([(p, s, v) for p, drawn in lookup.items() for s, v in drawn.items()],
+                        columns=["participant", "stimulus", "inclusion_probability"])
+    pi = inclusion_array(rows, array.participants, array.stimuli)
     predictions = model_predictions(responses, array)
     names = list(map(str, predictions.models))
     result = weighted_scores(array.values, predictions.probabilities, pi, names, level, alpha,

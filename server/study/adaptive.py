@@ -47,8 +47,8 @@ def pool_keys(spec: ExperimentSpec, keys_by_kind: dict[str, list[str]],
 def draw(spec: ExperimentSpec, pool: list[str], design: AdaptiveDesign | None,
          seed: int) -> dict[str, Any]:
     """A participant's stimuli of the adaptive block, drawn with ``np.random.default_rng(seed)``:
-    the record ``{block, design_version, weights_hash, seed, random_share, inclusion, random,
-    weighted}`` (``inclusion``: each drawn stimulus' inclusion probability; ``random``: the
+    the record ``{block, design_version, weights_hash, seed, random_share, pool_size, inclusion,
+    random, weighted}`` (``inclusion``: each drawn stimulus' inclusion probability; ``random``: the
     equal-probability subset, ``weighted``: the other drawn stimuli)."""
     settings = spec.adaptive
     assert settings is not None
@@ -65,7 +65,7 @@ def draw(spec: ExperimentSpec, pool: list[str], design: AdaptiveDesign | None,
     chosen = systematic_pps(pi, rng)
     uniform = uniform_subsample(chosen, pi, rng)
     return {"block": block.name, "design_version": version, "weights_hash": digest, "seed": seed,
-            "random_share": settings.random_share,
+            "random_share": settings.random_share, "pool_size": len(pool),
             "inclusion": {k: float(p) for k, p, c in zip(pool, pi, chosen) if c},
             "random": [k for k, u in zip(pool, uniform) if u],
             "weighted": [k for k, c, u in zip(pool, chosen, uniform) if c and not u]}
@@ -116,6 +116,7 @@ def export_columns(frame: pd.DataFrame) -> pd.DataFrame:
         adaptive_design_version=pd.array([d.get("design_version") for d in draws], dtype="Int64"),
         adaptive_weights_hash=column([d.get("weights_hash") for d in draws]),
         adaptive_seed=column([str(d["seed"]) if "seed" in d else None for d in draws]),
+        adaptive_pool_size=pd.array([d.get("pool_size") for d in draws], dtype="Int64"),
         adaptive_random=column([";".join(d["random"]) if "random" in d else None for d in draws]),
         adaptive_weighted=column([";".join(d["weighted"]) if "weighted" in d else None
                                   for d in draws]))

@@ -15,6 +15,8 @@ ADAPTIVE_EXPORT_COLUMNS = {
                                "stimuli were drawn with (0: uniform, before the first weights)",
     "adaptive_weights_hash": "[adaptive] only: sha256 of those weights (stimulus ids and values)",
     "adaptive_seed": "[adaptive] only: seed of the draw (numpy default_rng)",
+    "adaptive_pool_size": "[adaptive] only: the adaptive block's stimulus count the draw chose "
+                          "from (the Horvitz-Thompson mean's denominator)",
     "adaptive_random": "[adaptive] only: the drawn stimuli in the equal-probability subset (each "
                        "stimulus of the pool is in it with the same probability; the random-share "
                        "cross-check), separated by ';'",
@@ -49,6 +51,7 @@ class AdaptiveSettings(BaseModel):
 # --------------------------------------------------------------------------- [panel], [stopping]
 
 Monitoring = Literal["continuous", "fixed_n", "group_sequential"]
+ContinuousTest = Literal["betting", "safe_t"]
 """How a study's model comparisons are looked at (docs/dashboard.md, Stopping)."""
 
 StoppingMeasure = Literal["noise_ceiling_halfwidth", "comparisons_decided", "kappa_halfwidth",
@@ -78,7 +81,10 @@ class Stopping(BaseModel):
     family-wise error kept at ``alpha``: ``continuous`` (the default; any number of looks, any
     time: anytime-valid e-processes, ``analysis.sequential``), ``fixed_n`` (one look, at the one
     participant count in ``looks``) or ``group_sequential`` (the declared ``looks``, increasing,
-    with O'Brien-Fleming-type alpha spending, Lan & DeMets 1983)."""
+    with O'Brien-Fleming-type alpha spending, Lan & DeMets 1983). ``test`` (continuous only): the
+    e-process, ``betting`` (the default; valid for any bounded per-participant differences,
+    Waudby-Smith & Ramdas 2024) or ``safe_t`` (exact for normal differences, Grünwald, de Heide &
+    Koolen 2024; faster when the differences vary far less than their bound allows)."""
 
     model_config = ConfigDict(extra="forbid")
     measure: StoppingMeasure
@@ -86,12 +92,16 @@ class Stopping(BaseModel):
     alpha: Annotated[float, Field(gt=0, lt=0.5)] = 0.05
     monitoring: Monitoring = "continuous"
     looks: list[Annotated[int, Field(ge=2, le=100_000)]] | None = None
+    test: ContinuousTest = "betting"
 
     @model_validator(mode="after")
     def _threshold(self) -> Stopping:
         if self.measure.endswith("_halfwidth") and self.threshold is None:
             raise ValueError(f"stopping.measure = {self.measure!r} needs a threshold "
                              "(the largest acceptable CI half-width)")
+        if self.monitoring != "continuous" and self.test != "betting":
+            raise ValueError("stopping.test: the e-process test applies to monitoring = "
+                             "'continuous' only")
         if self.monitoring == "continuous" and self.looks is not None:
             raise ValueError("stopping.looks: continuous monitoring looks at any time; declare "
                              "looks only with monitoring = 'fixed_n' or 'group_sequential'")

@@ -501,6 +501,8 @@ class ExperimentSpec(_Strict):
                 stopping.pop("looks", None)
             if stopping.get("monitoring") == "continuous":
                 stopping.pop("monitoring", None)
+            if stopping.get("test") == "betting":
+                stopping.pop("test", None)
         for block in data.get("blocks") or []:
             if isinstance(block, dict) and block.get("resume") is None:
                 block.pop("resume", None)

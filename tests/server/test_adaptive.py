@@ -227,6 +227,7 @@ def test_adaptive_allocation_through_the_api(database_url, adaptive_spec, tmp_pa
     assert people["adaptive_random"].iloc[:8].str.split(";").map(len).eq(MAX_TRIALS).all()
     assert (people["adaptive_weights_hash"].iloc[8:] == design["hash"]).all()
     assert people["adaptive_seed"].astype(str).tolist() == [str(d["seed"]) for d in draws]
+    assert people["adaptive_pool_size"].eq(N_POOL).all()
     # each rating carries its inclusion probability, as the draw recorded it
     ratings = pd.read_csv(tmp_path / "out" / "ratings.csv")
     recorded = {(pid, k): p for pid, d in zip(people["participant"], draws)
@@ -247,8 +248,6 @@ def test_adaptive_allocation_through_the_api(database_url, adaptive_spec, tmp_pa
     for model in MODELS:
         assert shown[model] == pytest.approx(expected[model], rel=1e-9)
     # the report's pool-wide section: the same HT estimator on every analysed participant
-    import tomllib
-
     from humanlike.analysis.io.export import read_export
     from humanlike.analysis.planning.report import weighted_section
     from humanlike.analysis.ratings.analysis import analyze_ratings
@@ -256,8 +255,7 @@ def test_adaptive_allocation_through_the_api(database_url, adaptive_spec, tmp_pa
     export = read_export(tmp_path / "out")
     analysed = analyze_ratings(export.ratings(), models, participants=export.participants,
                                n_resamples=20, random_state=0)
-    section = weighted_section(export, analysed, models, 0.95, 0.05,
-                               tomllib.loads(adaptive_spec.read_text()))
+    section = weighted_section(export, analysed, models, 0.95, 0.05)
     joined = ratings.merge(models, on=["stimulus", "category"])
     per_stimulus = (joined.assign(sq=(joined["rating"] - joined["probability"]) ** 2)
                     .groupby(["model", "participant", "stimulus"])

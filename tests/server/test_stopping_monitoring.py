@@ -45,6 +45,22 @@ def test_continuous_met_is_the_e_process_decision_on_every_pair(seed, n):
         assert state["still_needed"] is None and "not promised" in state["projection"]
 
 
+def test_the_declared_continuous_test_is_the_one_that_decides():
+    r = scores(30, [0.6, 0.5, 0.4], 1)
+    d = np.stack([r[0] - r[1], r[0] - r[2], r[1] - r[2]], axis=1)
+    for test in ("betting", "safe_t"):
+        stopping = {"measure": "comparisons_decided", "alpha": 0.05, "test": test}
+        section = sequential_section(r, MODELS, PAIRS, stopping)
+        expected = decide(d, "continuous", 0.05, method=test)
+        assert [p["decided_at"] for p in section["pairs"]] == [
+            int(a) if ok else None for a, ok in zip(expected.decided_at, expected.decided)]
+        assert ("safe t-test" in section["guarantee"]) == (test == "safe_t")
+    # the two tests decide differently here (else this test could not tell them apart)
+    betting = decide(d, "continuous", 0.05, method="betting")
+    safe = decide(d, "continuous", 0.05, method="safe_t")
+    assert not np.array_equal(betting.decided_at, safe.decided_at)
+
+
 def test_a_difference_the_one_look_t_test_calls_significant_is_not_met_without_the_evidence():
     """Eight participants whose differences are all about +0.05: the fixed-N t-test would reject
     (Holm-Sidak), the anytime-valid e-process cannot yet (its evidence grows with n, Ville's

@@ -92,3 +92,19 @@ def test_the_additive_score_ranks_models_as_the_mean_pearson_r_on_uniform_data()
     additive = additive_scores(x, models, pi)[0].mean(0)
     pearson = np.nanmean(participant_r(x, models)[0], axis=0)
     assert list(np.argsort(-additive)) == list(np.argsort(-pearson)) == [0, 1, 2, 3]
+
+
+def test_uniform_subsample_keeps_every_stimulus_with_the_same_probability():
+    from humanlike.analysis.planning.design import uniform_subsample
+
+    rng = np.random.default_rng(11)
+    pi = inclusion_probabilities(rng.gamma(0.7, size=10), 4, floor_share=0.25)
+    drawn = systematic_pps(pi, rng, (60_000,))
+    kept = uniform_subsample(drawn, pi, rng)
+    assert not np.any(kept & ~drawn)
+    share = kept.mean(0)  # each stimulus: P(drawn) P(kept | drawn) = pi_s min(pi) / pi_s
+    se = np.sqrt(pi.min() * (1 - pi.min()) / len(kept))
+    assert np.all(np.abs(share - pi.min()) < 4 * se), (share, pi.min())
+    uniform = np.full(10, 0.4)  # a uniform draw: all of it kept
+    drawn = systematic_pps(uniform, rng, (100,))
+    assert np.array_equal(uniform_subsample(drawn, uniform, rng), drawn)

@@ -38,7 +38,8 @@ def test_allocation_section_states_the_adaptive_draw(tmp_path):
     _participants().to_csv(tmp_path / "participants.csv", index=False)
     section = allocation_section(read_export(tmp_path))
     text = section.paragraphs[0]
-    assert "adaptively" in text and "for 3 participants: 2 of each participant's 5" in text
+    assert "adaptively" in text and "for 3 participants, 5 stimuli each" in text
+    assert "A median of 2 of each participant's stimuli form the equal-probability subset" in text
     assert "1 weight versions; 1 participants arrived before the first" in text
     assert section.tables[0].frame["participants"].tolist() == [1, 2]
     pd.DataFrame({"participant": ["p1"], "status": ["completed"]}).to_csv(
@@ -53,3 +54,9 @@ def test_random_share_ratings_keeps_each_participants_uniform_draw():
     kept = random_share_ratings(ratings, people)
     assert list(zip(kept["participant"], kept["stimulus"])) == [
         ("p1", "a"), ("p1", "b"), ("p2", "d"), ("p9", "z")]
+    # an adaptive participant whose equal-probability subset is empty (blank in the export)
+    # contributes nothing, unlike a participant allocated without [adaptive] (p9)
+    people.loc[people["participant"] == "p2", "adaptive_random"] = np.nan
+    kept = random_share_ratings(ratings, people)
+    assert list(zip(kept["participant"], kept["stimulus"])) == [
+        ("p1", "a"), ("p1", "b"), ("p9", "z")]

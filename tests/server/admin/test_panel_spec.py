@@ -35,6 +35,9 @@ def test_a_stopping_target_is_read_and_stored(tmp_path):
     ('[stopping]\nmeasure = "comparisons_decided"\nmonitoring = "fixed_n"\n', "stopping"),
     ('[stopping]\nmeasure = "comparisons_decided"\nmonitoring = "group_sequential"\n'
      'looks = [80, 40]\n', "stopping"),
+    ('[stopping]\nmeasure = "comparisons_decided"\ntest = "z"\n', "stopping.test"),
+    ('[stopping]\nmeasure = "comparisons_decided"\nmonitoring = "fixed_n"\nlooks = [40]\n'
+     'test = "safe_t"\n', "stopping"),
     ('[panel]\nn_resamples = 5\n', "panel.n_resamples"),
     ('[panel]\nmodels = ["a.csv"]\n', "panel.models"),
 ])
@@ -54,6 +57,12 @@ def test_a_declared_monitoring_scheme_is_read_and_the_default_keeps_older_hashes
     assert said.spec_hash() == old.spec_hash() != looks.spec_hash()
     assert "monitoring" not in old.model_dump(mode="json")["stopping"]
     assert looks.stopping is not None and looks.stopping.looks == [40, 80]
+    betting = load_spec(write(tmp_path / "g", '\n[stopping]\nmeasure = "comparisons_decided"\n'
+                                               'test = "betting"\n'))
+    safe = load_spec(write(tmp_path / "h", '\n[stopping]\nmeasure = "comparisons_decided"\n'
+                                            'test = "safe_t"\n'))
+    assert betting.spec_hash() == old.spec_hash() != safe.spec_hash()
+    assert safe.stopping is not None and safe.stopping.test == "safe_t"
 
 
 def test_specs_without_the_tables_keep_their_hash(tmp_path):
