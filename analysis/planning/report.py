@@ -86,7 +86,8 @@ def allocation_section(export: Export) -> Section:
         f"({int(drawn['adaptive_design_version'].max())} weight versions; {first} participants "
         "arrived before the first and were allocated uniformly). The allocation depends on "
         "earlier participants only, never on a participant's own responses. Pool-wide scores, "
-        "ceilings and comparisons are the design-weighted ones (next section); the Pearson-r "
+        "ceilings and comparisons are the design-weighted ones (section \"Pool-wide scores\"); "
+        "the Pearson-r "
         f"tables average over the drawn mixture. A median of {int(n_random.median())} of each "
         "participant's stimuli form the equal-probability subset (adaptive_random), on which "
         "unweighted estimates describe the whole pool.")
