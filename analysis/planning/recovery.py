@@ -67,10 +67,12 @@ def participant_r(ratings: np.ndarray, probabilities: np.ndarray) -> np.ndarray:
 
 
 def run_monitored_chunk(inputs: PlanInputs, generator: int, sizes: Sequence[int], n_studies: int,
-                        key: tuple[int, ...], scheme: str, alpha: float) -> dict[int, dict]:
+                        key: tuple[int, ...], scheme: str, alpha: float,
+                        test: str = "betting") -> dict[int, dict]:
     """One chunk of simulated studies run to the largest N and monitored as declared
     (``analysis.sequential.decide``: ``continuous`` at every participant, ``group_sequential`` at
-    ``sizes`` as its declared looks): per N in ``sizes``, the pairs decided by then (R, P), their
+    ``sizes`` as its declared looks; ``test``: continuous monitoring's e-process, betting or
+    safe_t): per N in ``sizes``, the pairs decided by then (R, P), their
     direction and running difference, and the winner (R,). A participant whose r is undefined adds
     no evidence (difference 0)."""
     from humanlike.analysis.sequential import decide as decide_sequential
@@ -85,7 +87,8 @@ def run_monitored_chunk(inputs: PlanInputs, generator: int, sizes: Sequence[int]
     d = np.stack([r[..., a] - r[..., b] for a, b in pairs], axis=-1)
     d = np.nan_to_num(d, nan=0.0)
     looks = list(sizes) if scheme == "group_sequential" else None
-    decision = decide_sequential(d, scheme, alpha, looks=looks)
+    decision = decide_sequential(d, scheme, alpha, looks=looks,
+                                 **({"method": test} if scheme == "continuous" else {}))
     out = {}
     for j, n in enumerate(sizes):
         significant = decision.decided & (decision.decided_at <= n)
@@ -147,7 +150,10 @@ MONITORING_WORDS = {
 
 
 def _monitoring_line(settings: dict[str, object]) -> str:
-    return MONITORING_WORDS[str(settings.get("monitoring", "fixed_n"))]
+    words = MONITORING_WORDS[str(settings.get("monitoring", "fixed_n"))]
+    if settings.get("test") == "safe_t":
+        words += "; the safe t-test e-process (exact for normal differences)"
+    return words
 
 
 @dataclass
@@ -249,6 +255,7 @@ def plan_study(
     n_resamples: int = 1000, alpha: float = 0.05, target: float = 0.8, seed: int = 0,
     n_jobs: int = 1, dask_address: str | None = None, chunk: int = 10,
     min_difference: float = 0.01, rule: str = "all", monitoring: str = "fixed_n",
+    test: str = "betting",
 ) -> Plan:
     """Simulate ``n_replications`` studies per N in ``sample_sizes`` per generating model and
     decide each as the report does (``decide``); chunks of ``chunk`` studies fan out over
@@ -261,7 +268,8 @@ def plan_study(
     ``monitoring`` (the spec's ``[stopping]``): ``fixed_n`` decides each N's studies once, as the
     report's bootstrap does; ``continuous`` and ``group_sequential`` run each study to the largest
     N and decide it as the live panel does (``analysis.sequential``), so the power at N is the
-    share of studies stopped by then with the family-wise error the scheme guarantees."""
+    share of studies stopped by then with the family-wise error the scheme guarantees; ``test``:
+    continuous monitoring's e-process (the spec's ``[stopping] test``, betting or safe_t)."""
     from joblib import Parallel, delayed
 
     sizes = sorted({int(n) for n in sample_sizes})
@@ -275,6 +283,8 @@ def plan_study(
         raise ValueError(f"monitoring: unknown {monitoring!r}; one of fixed_n, continuous, "
                          "group_sequential")
     tasks: list[tuple[tuple[int, int, int], tuple[int, int, int, tuple[int, ...]]]] = []
+    if test not in ("betting", "safe_t"):
+        raise ValueError(f"test: unknown {test!r}; one of betting, safe_t")
     if monitoring == "fixed_n":
         for g in range(len(inputs.models)):
             for i, n in enumerate(sizes):
@@ -292,7 +302,8 @@ def plan_study(
                 runs.append((g, start, min(chunk, n_replications - start), (seed, g, k)))
         with _backend(dask_address):
             monitored = Parallel(n_jobs=-1 if dask_address else n_jobs)(
-                delayed(run_monitored_chunk)(inputs, g, sizes, size, key, monitoring, alpha)
+                delayed(run_monitored_chunk)(inputs, g, sizes, size, key, monitoring, alpha,
+                                             test)
                 for g, _, size, key in runs)
         results = []
         for (g, start, size, key), by_n in zip(runs, monitored):
@@ -327,6 +338,7 @@ def plan_study(
         "n_resamples": n_resamples, "alpha": alpha, "target": target, "seed": seed,
         "n_trials": inputs.n_trials, "noise_sd": inputs.noise_sd, "stimuli": len(inputs.stimuli),
         "min_difference": min_difference, "rule": rule, "monitoring": monitoring,
+        "test": test if monitoring == "continuous" else None,
         "backend": "dask" if dask_address else "joblib"}
     return Plan(pd.concat(studies, ignore_index=True), pd.concat(decisions, ignore_index=True),
                 settings)

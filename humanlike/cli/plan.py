@@ -56,6 +56,9 @@ def _sizes(value: str) -> list[int]:
               default=None, help="How each simulated study is looked at (default: the spec's "
               "[stopping] monitoring for comparisons_decided, else fixed_n); group_sequential "
               "uses the --n list as its declared looks.")
+@click.option("--test", "test", type=click.Choice(["betting", "safe_t"]), default=None,
+              help="Continuous monitoring's e-process (default: the spec's [stopping] test, else "
+              "betting).")
 @click.option("--min-difference", default=0.01, show_default=True, type=click.FloatRange(0),
               help="Score difference (r) below which two models count as practically equal.")
 @click.option("--seed", default=0, show_default=True, type=int)
@@ -68,7 +71,7 @@ def _sizes(value: str) -> list[int]:
 def command(experiment: Path, models_path: Path | None, sizes: str, replications: int,
             n_resamples: int, noise_sd: float | None, pilot: Path | None, trials: int | None,
             target: float, rule: str, alpha: float | None, monitoring: str | None,
-            min_difference: float, seed: int, jobs: int,
+            test: str | None, min_difference: float, seed: int, jobs: int,
             dask_address: str | None, out: Path | None) -> None:
     """Plan a study on EXPERIMENT (its experiment.toml) by model recovery."""
     from humanlike.analysis.planning.inputs import fit_noise, plan_inputs, read_model_responses
@@ -102,13 +105,14 @@ def command(experiment: Path, models_path: Path | None, sizes: str, replications
     alpha = alpha or (spec.stopping.alpha if spec.stopping is not None else 0.05)
     monitoring = monitoring or (spec.stopping.monitoring if spec.stopping is not None
                                 and spec.stopping.measure == "comparisons_decided" else "fixed_n")
+    test = test or (spec.stopping.test if spec.stopping is not None else "betting")
     try:
         inputs = plan_inputs(read_model_responses(models_path), stimuli, n_trials, noise)
     except ValueError as error:
         raise click.ClickException(f"{models_path}: {error}") from error
     plan = plan_study(inputs, n_list, replications, n_resamples=n_resamples, alpha=alpha,
                       target=target, seed=seed, n_jobs=jobs, dask_address=dask_address,
-                      min_difference=min_difference, rule=rule, monitoring=monitoring)
+                      min_difference=min_difference, rule=rule, monitoring=monitoring, test=test)
     click.echo(plan.summary())
     if out is not None:
         for path in plan.save(out):

@@ -109,3 +109,16 @@ def test_a_monitored_plan_stops_studies_for_good_and_says_its_guarantee(monitori
     assert (decided.diff(axis=1).fillna(0) >= 0).all().all()  # never undecided again
     assert f"monitoring {monitoring}" in plan.summary()
     assert plan.settings["monitoring"] == monitoring
+
+
+def test_a_continuous_plan_uses_the_declared_test():
+    """The same simulated studies decided with the safe t-test e-process: the summary says so,
+    and the decisions are the safe t-test's (never the betting ones relabelled)."""
+    betting = plan_study(_small_inputs(), [6, 12, 24, 48], 20, seed=3, monitoring="continuous")
+    safe = plan_study(_small_inputs(), [6, 12, 24, 48], 20, seed=3, monitoring="continuous",
+                      test="safe_t")
+    assert "safe t-test" in safe.summary() and "safe t-test" not in betting.summary()
+    assert safe.settings["test"] == "safe_t"
+    assert not safe.decisions["significant"].equals(betting.decisions["significant"])
+    with pytest.raises(ValueError, match="test"):
+        plan_study(_small_inputs(), [6, 12], 2, monitoring="continuous", test="z")
