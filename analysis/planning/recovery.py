@@ -88,7 +88,7 @@ def run_monitored_chunk(inputs: PlanInputs, generator: int, sizes: Sequence[int]
     d = np.nan_to_num(d, nan=0.0)
     looks = list(sizes) if scheme == "group_sequential" else None
     decision = decide_sequential(d, scheme, alpha, looks=looks,
-                                 **({"method": test} if scheme == "continuous" else {}))
+                                 method=test if scheme == "continuous" else "betting")
     out = {}
     for j, n in enumerate(sizes):
         significant = decision.decided & (decision.decided_at <= n)
