@@ -149,6 +149,7 @@ def command(experiment: str, n_participants: int, observer: str | None,
     app = None
     if url is None:
         app = make_app([str(spec)], database_url)
+        app.config["ALLOCATION_SEED"] = seed  # a rehearsal run twice allocates identically
         database.upgrade(app)
         experiments.sync_all(app)
     try:

@@ -92,9 +92,13 @@ def least_filled_condition(exp: Experiment, loaded: LoadedExperiment) -> tuple[s
     """A least-filled condition and its allocation record ``{counts, seed, condition}``.
 
     Ties are drawn at random unless the app's ``ALLOCATION_RANDOM_TIES`` is False (then spec order,
-    for deterministic tests and demos; the record's seed is then None)."""
+    for deterministic tests and demos; the record's seed is then None); with ``ALLOCATION_SEED``
+    set the draw's seed derives from it and the arrival's number (``derived_seeds``)."""
     counts = place_counts(exp, loaded, utcnow())
-    seed = secrets.randbits(62) if current_app.config.get("ALLOCATION_RANDOM_TIES", True) else None
+    seed = None
+    if current_app.config.get("ALLOCATION_RANDOM_TIES", True):
+        derived = derived_seeds(exp, 3)
+        seed = secrets.randbits(62) if derived is None else derived[2]
     condition = choose_condition(counts, seed)
     return condition, {"counts": counts, "seed": seed, "condition": condition}
 
@@ -129,17 +133,26 @@ def allocate(
     return participant, token
 
 
+def derived_seeds(exp: Experiment, n: int) -> list[int] | None:
+    """``n`` 62-bit seeds from the app's ``ALLOCATION_SEED`` and the arrival's number (the
+    participants so far), or None when it is not set."""
+    base = current_app.config.get("ALLOCATION_SEED")
+    if base is None:
+        return None
+    arrivals = db.session.execute(
+        sa.select(sa.func.count()).where(Participant.experiment_id == exp.id)).scalar_one()
+    state = np.random.SeedSequence([int(base), int(arrivals)]).generate_state(n, np.uint64)
+    return [int(v >> np.uint64(2)) for v in state]
+
+
 def participant_seeds(exp: Experiment) -> tuple[int, int]:
     """The timeline's and the adaptive draw's seeds: random, or with the app's
     ``ALLOCATION_SEED`` set (rehearsals, tests) derived from it and the arrival's number, so the
     same study run twice allocates identically."""
-    base = current_app.config.get("ALLOCATION_SEED")
-    if base is None:
+    derived = derived_seeds(exp, 2)
+    if derived is None:
         return secrets.randbits(62), secrets.randbits(62)
-    arrivals = db.session.execute(
-        sa.select(sa.func.count()).where(Participant.experiment_id == exp.id)).scalar_one()
-    state = np.random.SeedSequence([int(base), int(arrivals)]).generate_state(2, np.uint64)
-    return int(state[0] >> np.uint64(2)), int(state[1] >> np.uint64(2))
+    return derived[0], derived[1]
 
 
 def _adaptive_draw(exp: Experiment, loaded: LoadedExperiment, seed: int) -> dict[str, Any]:

@@ -256,3 +256,25 @@ def test_a_models_folder_is_its_csv_files_and_an_empty_one_is_an_error(small_exp
     with pytest.raises(ValueError, match="empty: no .csv or .parquet model responses"):
         load_responses([tmp_path / "empty"])
     assert load_responses([]) is None
+
+
+def test_a_cli_rehearsal_run_twice_with_one_seed_allocates_identically(small_experiment, tmp_path):
+    """Two databases, the same --seed: every participant gets the same condition and timeline
+    (the app's ALLOCATION_SEED is the seed), so a rehearsal and the report made from it repeat."""
+    from humanlike.cli import main
+    from humanlike.cli.app_context import make_app
+
+    runner = CliRunner()
+    timelines = []
+    for run in ("a", "b"):
+        url = f"sqlite:///{tmp_path / run}.sqlite"
+        out = runner.invoke(main, ["simulate", str(small_experiment), "--participants", "2",
+                                   "--fail-catch", "0", "--seed", "4",
+                                   "--truth", str(tmp_path / f"truth-{run}"), "--database-url", url])
+        assert out.exit_code == 0, out.output
+        with make_app([str(small_experiment)], url).app_context():
+            timelines.append(db.session.execute(
+                sa.select(Participant.condition, Participant.timeline)
+                .order_by(Participant.id)).all())
+            db.session.remove()
+    assert len(timelines[0]) == 2 and timelines[0] == timelines[1]
