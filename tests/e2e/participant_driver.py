@@ -55,6 +55,14 @@ def rating_plan(k: int) -> tuple[str, int, bool]:
     return str(k % 10), presses, presses >= 3
 
 
+def press_button_screen(page) -> None:
+    """Press Enter on the button screen shown now and wait until that screen (not merely its id,
+    which the next button screen reuses) is gone."""
+    page.eval_on_selector("#jspsych-html-button-response-btngroup", "el => { el.dataset.answered = '1'; }")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#jspsych-html-button-response-btngroup[data-answered]", state="detached")
+
+
 def play(page, played: Played, *, until: str = "done", max_trials: int | None = None,
          timeout_ms: int = 20000) -> Played:
     """Answer trials with the keyboard until the page leaves for `until` (a URL prefix) or
@@ -78,8 +86,7 @@ def play(page, played: Played, *, until: str = "done", max_trials: int | None = 
             page.keyboard.press("Enter")
             page.wait_for_selector("#consent-agree", state="detached")
         elif state == "instructions":
-            page.keyboard.press("Enter")
-            page.wait_for_selector("#jspsych-html-button-response-btngroup", state="detached")
+            press_button_screen(page)
         elif state == "rating":
             k = len(played.ratings)
             key, presses, down = rating_plan(k)

@@ -135,8 +135,7 @@ def test_calibrated_degrees_and_whole_frames_at_the_forced_rate(chromium, server
             page.wait_for_selector(".hl-rating, #jspsych-html-button-response-btngroup button")
             if page.query_selector(".hl-rating"):
                 break
-            page.keyboard.press("Enter")
-            page.wait_for_selector("#jspsych-html-button-response-btngroup", state="detached")
+            participant_driver.press_button_screen(page)
         page.wait_for_selector(".hl-rating[data-phase='stimulus']")
         page.evaluate("() => window.__frames.manual()")  # hold the image on screen
         height = page.eval_on_selector(".hl-rating img.hl-stimulus", "img => img.getBoundingClientRect().height")
