@@ -1,0 +1,42 @@
+"""Cohen's kappa with its large-sample variances (Fleiss, Cohen & Everitt 1969), vectorised over
+tables: the variance under independence (for "does the response depend on the stimulus?") and the
+variance at the estimate (for "is this agreement above a reference value?")."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+
+def null_variance(p_e: ArrayLike, cross: ArrayLike, n: ArrayLike) -> np.ndarray:
+    """Var(kappa) under independent raters: (p_e + p_e^2 - sum_k f_k g_k (f_k + g_k)) /
+    (n (1 - p_e)^2), with ``cross`` = sum_k f_k g_k (f_k + g_k) (Fleiss et al. 1969, eq. 14)."""
+    p_e, cross, n = (np.asarray(x, dtype=float) for x in (p_e, cross, n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.maximum(p_e + p_e ** 2 - cross, 0.0) / (n * (1.0 - p_e) ** 2)
+
+
+def kappa_2x2(both: ArrayLike, first: ArrayLike, second: ArrayLike, n: ArrayLike
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Kappa of two binary codings (here: correct / wrong) from the count of trials both code 1,
+    each one's count of 1s and the trial count, with its large-sample variance at the estimate
+    (Fleiss et al. 1969, eq. 13); NaN where p_e = 1 (kappa undefined)."""
+    both, first, second, n = (np.asarray(x, dtype=float) for x in (both, first, second, n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p11 = both / n
+        p12 = (first - both) / n          # first 1, second 0
+        p21 = (second - both) / n         # first 0, second 1
+        p22 = 1.0 - p11 - p12 - p21
+        r1, c1 = first / n, second / n    # margins of the 1s
+        r2, c2 = 1.0 - r1, 1.0 - c1
+        p_o = p11 + p22
+        p_e = r1 * c1 + r2 * c2
+        k = (p_o - p_e) / (1.0 - p_e)
+        diag = (p11 * (1.0 - (r1 + c1) * (1.0 - k)) ** 2
+                + p22 * (1.0 - (r2 + c2) * (1.0 - k)) ** 2)
+        off = (1.0 - k) ** 2 * (p12 * (c1 + r2) ** 2 + p21 * (c2 + r1) ** 2)
+        var = (diag + off - (k - p_e * (1.0 - k)) ** 2) / (n * (1.0 - p_e) ** 2)
+    undefined = ~(p_e < 1.0)
+    k[undefined] = np.nan
+    var[undefined] = np.nan
+    return k, np.maximum(var, 0.0)
