@@ -1,8 +1,8 @@
 """Agents built from real trials, to validate the screen on the images and the humans of a real
 data set (``bench/authenticity.py``, the tests): each returns trials in the screen's form.
 
-* ``model_agent``: a candidate model answers every image; reaction times are a real human's,
-  resampled (so nothing in the timing gives it away);
+* ``model_agent``: a candidate model answers every image (a uniform guess on a ``lapse`` share);
+  reaction times are a real human's, resampled (so nothing in the timing gives it away);
 * ``replay_agent``: a real human's responses and reaction times replayed onto other images (a
   seeded permutation of the trials);
 * ``lazy_agent``: one fixed answer, reaction times 450 ms plus uniform jitter of +-5 ms.
@@ -24,12 +24,15 @@ def _template(human: pd.DataFrame, name: str) -> pd.DataFrame:
 
 
 def model_agent(human: pd.DataFrame, model: pd.DataFrame, name: str,
-                rng: np.random.Generator) -> pd.DataFrame:
-    """``human``'s trials answered by ``model`` (``stimulus``, ``response``); RTs a bootstrap of
-    ``human``'s."""
+                rng: np.random.Generator, lapse: float = 0.0) -> pd.DataFrame:
+    """``human``'s trials answered by ``model`` (``stimulus``, ``response``), a uniformly drawn
+    class instead with probability ``lapse``; RTs a bootstrap of ``human``'s."""
     out = _template(human, name)
     answers = model.drop_duplicates("stimulus").set_index("stimulus")["response"]
     out["response"] = out["stimulus"].map(answers).fillna("na").astype(str)
+    guess = rng.random(len(out)) < lapse
+    classes = np.sort(human["category"].dropna().astype(str).unique())
+    out.loc[guess, "response"] = rng.choice(classes, size=int(guess.sum()))
     out["correct"] = out["response"] == out["category"].astype(str)
     rts = human["rt_ms"].dropna().to_numpy()
     out["rt_ms"] = rng.choice(rts, size=len(out))
