@@ -1,16 +1,21 @@
 """``humanlike simulate EXPERIMENT``: simulated participants with known ground truth take part
 through the real HTTP API (a running server with ``--url``, else the app in-process), as a
 rehearsal: each arrival carries the study's rehearsal key (``server.rehearsal``), so the server
-records it as simulated and the analyses leave it out unless asked for."""
+records it as simulated and the analyses leave it out unless asked for. ``--agent`` chooses who
+answers (``server/demo/agents.py``): the noisy human, or an agent to test the authenticity screen
+against."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 import click
 from tqdm import tqdm
 
 from humanlike.cli.app_context import database_option, make_app
+from humanlike.server.demo.agents import AGENTS
 
 
 def read_sessions(path: Path) -> tuple[tuple[str, str], ...]:
@@ -29,6 +34,39 @@ def read_sessions(path: Path) -> tuple[tuple[str, str], ...]:
     if not out:
         raise click.ClickException(f"{path}: no 'participant_id,session_id' lines")
     return tuple(out)
+
+
+AGENT_HELP = (
+    "Who answers: 'human' (noisy human: model probabilities plus noise, lapses, log-normal RTs), "
+    "'model' (the --observer model's probabilities on the rating scale and its most probable class, "
+    "no noise, no lapse; human-like RTs), 'replay' (a human's recorded responses and RTs in their "
+    "order, blind to the stimuli shown: --replay-source, else a hidden simulated human's shuffled), "
+    "'lazy' (the first label on every trial, triads left, 450 +- 5 ms), 'scripted' (a Playwright "
+    "browser agent on --url's task page, answering with the --observer model). Agents other than "
+    "human test the authenticity screen (docs/authenticity.md).")
+REPLAY_HELP = (
+    "The replay agent's recording: a CSV of one participant's trials, a model-vs-human raw file "
+    "(subj,trial,rt in s,object_response) or a humanlike export table (participant,trial_index,"
+    "rt_ms and response, or category,rating as in ratings.csv). A response that is not a study "
+    "label is replayed as labels[rank % number of labels], its rank among the file's distinct "
+    "responses sorted as text; the k-th trial gets the k-th recorded response (cycling).")
+
+
+def scripted_runner() -> Callable[..., list[dict[str, Any]]]:
+    """``run_scripted_participants`` of ``server/demo/scripted_agent.py``, or a CLI error saying
+    what is missing (the module, or Playwright)."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec("playwright") is None:
+        raise click.ClickException("--agent scripted drives a browser with Playwright, which is not "
+                                   "installed: pip install playwright && playwright install chromium")
+    try:
+        module = importlib.import_module("humanlike.server.demo.scripted_agent")
+        return cast(Callable[..., list[dict[str, Any]]], module.run_scripted_participants)
+    except (ImportError, AttributeError) as exc:
+        raise click.ClickException(f"--agent scripted needs humanlike.server.demo.scripted_agent."
+                                   f"run_scripted_participants: {exc}") from exc
 
 
 def resolve_spec(experiment: str, database_url: str | None) -> Path:
@@ -74,6 +112,12 @@ def resolve_spec(experiment: str, database_url: str | None) -> Path:
               help="Range of the per-sequence exponent of psi = ((k-1)/(N-1))**gamma.")
 @click.option("--rt-median-ms", default=1200.0, show_default=True, type=click.FloatRange(min=1))
 @click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--agent", type=click.Choice(AGENTS), default="human", show_default=True,
+              help=AGENT_HELP)
+@click.option("--replay-source", type=click.Path(path_type=Path), default=None, help=REPLAY_HELP)
+@click.option("--replay-participant", default=None,
+              help="Whose trials --replay-source replays when it holds several participants (its "
+              "participant, platform_id or subj).")
 @click.option("--url", default=None, help="A running server (e.g. http://127.0.0.1:5000); "
               "default: the app in-process on --database-url.")
 @click.option("--study-id", default=None,
@@ -96,7 +140,8 @@ def resolve_spec(experiment: str, database_url: str | None) -> Path:
 def command(experiment: str, n_participants: int, observer: str | None,
             responses: tuple[Path, ...], noise: float, lapse: float, fail_catch: int | None,
             mlds_sigma: float,
-            gamma_range: tuple[float, float], rt_median_ms: float, seed: int, url: str | None,
+            gamma_range: tuple[float, float], rt_median_ms: float, seed: int, agent: str,
+            replay_source: Path | None, replay_participant: str | None, url: str | None,
             study_id: str | None, sessions_csv: Path | None, truth_dir: Path,
             rehearsal_key: str | None, print_key: bool, database_url: str | None) -> None:
     """Send simulated participants through EXPERIMENT (an experiment.toml, or 'demo')."""
@@ -114,6 +159,14 @@ def command(experiment: str, n_participants: int, observer: str | None,
     from humanlike.server.participants.rehearsal import rehearsal_key as key_of
     from humanlike.server.study import experiments
 
+    if agent == "scripted" and url is None and not print_key:
+        raise click.UsageError("--agent scripted drives a browser against a running server: give "
+                               "its --url")
+    if agent != "replay" and (replay_source or replay_participant):
+        raise click.UsageError("--replay-source and --replay-participant are for --agent replay")
+    if replay_participant and replay_source is None:
+        raise click.UsageError("--replay-participant chooses a participant of --replay-source: "
+                               "give the file")
     spec = resolve_spec(experiment, database_url)
     if print_key or rehearsal_key is None:
         from humanlike.server.study.spec import load_spec
@@ -138,14 +191,29 @@ def command(experiment: str, n_participants: int, observer: str | None,
         settings = SimulationSettings(
             n_participants=n_participants, observer=observer, noise=noise, lapse=lapse,
             fail_catch=fail_catch, mlds_sigma=mlds_sigma, gamma_range=gamma_range,
-            rt_median_ms=rt_median_ms, seed=seed, study_id=study_id, sessions=sessions)
+            rt_median_ms=rt_median_ms, seed=seed, study_id=study_id, sessions=sessions,
+            agent=agent, replay_source=None if replay_source is None else str(replay_source),
+            replay_participant=replay_participant)
         models: pd.DataFrame | None = load_responses(paths)
         study = SimulatedStudy(spec, settings, models)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
+    run_scripted = scripted_runner() if agent == "scripted" else None
     click.echo(study.observer_description())
+    if agent != "human":
+        click.echo(f"agent: {agent}" + (f" (replaying {replay_source})" if replay_source else ""))
     if paths:
         click.echo(f"model responses ({source}): {', '.join(str(p) for p in paths)}")
+    if run_scripted is not None:
+        assert url is not None
+        truth = study.truth()
+        try:
+            truth.participants = [{**p, "agent": "scripted"} for p in run_scripted(
+                url, study.slug, n_participants, seed, rehearsal_key, study)]
+        except (RuntimeError, OSError) as exc:
+            raise click.ClickException(str(exc)) from exc
+        write_truth(truth, truth_dir, n_participants, study.slug)
+        return
     app = None
     if url is None:
         app = make_app([str(spec)], database_url)
@@ -161,9 +229,14 @@ def command(experiment: str, n_participants: int, observer: str | None,
     finally:
         if app is not None:
             database.dispose(app)
+    write_truth(truth, truth_dir, n_participants, study.slug)
+
+
+def write_truth(truth: Any, truth_dir: Path, n_participants: int, slug: str) -> None:
+    """Write the ground truth to ``truth_dir`` and say who completed and who was made to fail."""
     written = truth.save(truth_dir)
-    failing = [p["participant"] for p in truth.participants if p["fails_catch"]]
-    click.echo(f"{n_participants} simulated participants completed {study.slug} (recorded as "
+    failing = [p["participant"] for p in truth.participants if p.get("fails_catch")]
+    click.echo(f"{n_participants} simulated participants completed {slug} (recorded as "
                "simulated: not analysed unless asked for); "
                f"made to fail catch trials: {', '.join(failing) or 'none'}")
     for path in written:

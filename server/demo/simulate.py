@@ -20,7 +20,8 @@ How they answer (all randomness from one seed, recorded with the ground truth):
   one frame longer on ``late_frame_share`` of the trials.
 
 Each trial type's answer is its registry entry's ``simulate`` (``trial_types.py``); internal
-trials (the debrief) report no timing.
+trials (the debrief) report no timing. Other agents (``settings.agent``: a model, a replayed
+recording, a fixed key) answer instead through ``agents.py``, to test the authenticity screen.
 
 The client sends the study's rehearsal key (``server.rehearsal``; ``api_client(rehearsal_key=)``)
 with every request, so the server records each arrival as simulated; an arrival the server does not
@@ -41,6 +42,7 @@ import httpx
 import numpy as np
 import pandas as pd
 
+from humanlike.server.demo.agents import AGENTS, HumanAgent, make_agent
 from humanlike.server.participants.display import frames_for
 from humanlike.server.participants.rehearsal import REHEARSAL_HEADER, SIMULATED_HEADER
 from humanlike.server.trial_types.registry import TRIAL_TYPES
@@ -123,12 +125,28 @@ class SimulationSettings:
     sessions: tuple[tuple[str, str], ...] = ()
     """(PROLIFIC_PID, SESSION_ID) per participant, as the platform handed them out, so a whole
     study can be rehearsed end to end; default generated ids."""
+    agent: str = "human"
+    """Who answers (``agents.AGENTS``): the noisy human, the model, a replay, a fixed key, a browser."""
+    replay_source: str | None = None
+    """The recording the ``replay`` agent replays (``agents.load_recording``); None: a hidden human."""
+    replay_participant: str | None = None
+    """Whose trials of ``replay_source`` are replayed when it holds several participants."""
 
     def __post_init__(self) -> None:
         if self.n_participants < 1:
             raise ValueError("participants must be at least 1")
+        if self.agent not in AGENTS:
+            raise ValueError(f"unknown agent {self.agent!r}; the agents are {', '.join(AGENTS)}")
+        if self.agent != "replay" and (self.replay_source or self.replay_participant):
+            raise ValueError("a replay source is for the replay agent only (--agent replay)")
+        if self.replay_participant and not self.replay_source:
+            raise ValueError("a replay participant names one in a replay source: give the source")
         if self.fail_catch is None:
-            object.__setattr__(self, "fail_catch", default_fail_catch(self.n_participants))
+            object.__setattr__(self, "fail_catch", default_fail_catch(self.n_participants)
+                               if self.agent == "human" else 0)
+        if self.fail_catch and self.agent != "human":
+            raise ValueError(f"the {self.agent} agent answers catch trials its own way: "
+                             "fail_catch is for the human agent")
         if self.sessions and len(self.sessions) != self.n_participants:
             raise ValueError(f"{len(self.sessions)} sessions given for {self.n_participants} "
                              "participants: give one (participant id, session id) per participant")
@@ -190,6 +208,7 @@ class SimulatedStudy:
         self.gamma = {seq: float(g) for seq, g in
                       zip(sorted(levels), self.rng.uniform(low, high, len(levels)), strict=True)}
         self.psi = {seq: observer_psi(levels[seq], self.gamma[seq]) for seq in sorted(levels)}
+        self.agent: HumanAgent = make_agent(self)
         self.probabilities: pd.DataFrame | None = None
         self.observer: str | None = None
         """The model answering (``None``: the true class)."""
@@ -241,21 +260,19 @@ class SimulatedStudy:
 
     def answer(self, entry: dict[str, Any], fails_catch: bool) -> dict[str, Any]:
         """The response to one timeline entry (what the browser would send as ``response``):
-        its type's ``simulate`` (ValueError for a type that has none)."""
-        name = entry.get("type")
-        trial_type = TRIAL_TYPES.get(str(name))
-        if trial_type is None or trial_type.simulate is None:
-            raise ValueError(f"no simulated answer for trial type {name!r}")
-        return trial_type.simulate(self, entry, fails_catch)
+        the agent's (the human's: its type's ``simulate``; ValueError for a type that has none)."""
+        return self.agent.answer(entry, fails_catch)
 
     def timing(self, entry: dict[str, Any], refresh_hz: float,
                presentation: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Reaction time (log-normal) and the presented duration in whole frames (rounded half up,
-        ``display.frames_for``): the trial's own ``duration_ms`` (a classification block), else the
-        participant's ``presentation`` in ``"duration"`` mode, else the reaction time (shown until
-        the response)."""
+        """Reaction time (the agent's, else log-normal; NaN: none, a timeout) and the presented
+        duration in whole frames (rounded half up, ``display.frames_for``): the trial's own
+        ``duration_ms`` (a classification block), else the participant's ``presentation`` in
+        ``"duration"`` mode, else the reaction time (shown until the response)."""
         rng = self.rng
-        rt = float(self.settings.rt_median_ms * np.exp(rng.normal(0.0, self.settings.rt_log_sd)))
+        rt = self.agent.rt_ms(entry)
+        if rt is None:
+            rt = float(self.settings.rt_median_ms * np.exp(rng.normal(0.0, self.settings.rt_log_sd)))
         pres = presentation or {}
         intended = entry.get("duration_ms") or (
             pres.get("duration_ms") if pres.get("mode") == "duration" else None)
@@ -265,7 +282,8 @@ class SimulatedStudy:
         else:
             frames = int(frames_for(float(intended), frame_ms))
             frames += int(rng.random() < self.settings.late_frame_share)
-        return {"rt_ms": round(rt, 1), "presented_ms": round(frames * 1000 / refresh_hz, 2),
+        return {"rt_ms": None if np.isnan(rt) else round(rt, 1),
+                "presented_ms": round(frames * 1000 / refresh_hz, 2),
                 "frames": frames}
 
 
@@ -305,6 +323,7 @@ def run_participant(client: httpx.Client, study: SimulatedStudy, number: int,
                                          "screen_height": 1080}}),
            "environment event")
     timeline = _check(client.get(f"{api}/timeline", headers=headers), "timeline").json()
+    study.agent.begin(number, timeline["trials"])
     for entry in timeline["trials"]:
         body = {"trial_index": entry["index"], "trial_type": entry["type"],
                 "response": study.answer(entry, fails_catch)}
@@ -313,8 +332,9 @@ def run_participant(client: httpx.Client, study: SimulatedStudy, number: int,
         _check(client.post(f"{api}/trials", json=body, headers=headers),
                f"trial {entry['index']}")
     _check(client.post(f"{api}/complete", headers=headers), "complete")
-    return {"participant": pid, "platform_id": platform_id, "fails_catch": fails_catch,
-            "refresh_hz": refresh_hz, "n_trials": len(timeline["trials"])}
+    return {"participant": pid, "platform_id": platform_id, "agent": s.agent,
+            "fails_catch": fails_catch, "refresh_hz": refresh_hz,
+            "n_trials": len(timeline["trials"])}
 
 
 @contextmanager
