@@ -8,7 +8,7 @@ import json
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from humanlike.server.trial_types.registry import check_trial_type
 
@@ -91,16 +91,50 @@ class TrialIn(BaseModel):
     answered); a page from before the resume policy's first restart sends none (0)."""
 
 
-class EventIn(BaseModel):
-    """A browser event; ``environment`` carries screen size and the measured refresh rate."""
+Count = Annotated[int, Field(ge=0)]
+
+
+class InputEventValue(BaseModel):
+    """The value of an ``input`` event: the page's input counts since its previous one
+    (``static/js/provenance.js``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+    trusted: Count
+    untrusted: Count
+    pointer_moves: Count
+    clicks: Count
+    clicks_without_move: Count
+    pastes: Count
+    webdriver: bool
+
+
+def _input_schema(schema: dict[str, Any]) -> None:
+    """JSON Schema's own words for ``EventIn._input_counts``: an ``input`` event's value is an
+    ``InputEventValue`` (so the OpenAPI document says what the server accepts)."""
+    value = InputEventValue.model_json_schema()
+    schema["if"] = {"properties": {"type": {"const": "input"}}, "required": ["type"]}
+    schema["then"] = {"properties": {"value": value}, "required": ["value"]}
+
+
+class EventIn(BaseModel):
+    """A browser event; ``environment`` carries screen size and the measured refresh rate,
+    ``input`` the input counts (``InputEventValue``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_input_schema)
     type: Literal[
         "blur", "focus", "fullscreen_enter", "fullscreen_exit", "resize", "error",
-        "environment", "visibility", "offline", "online", "resume",
+        "environment", "visibility", "offline", "online", "resume", "input",
     ]
-    value: dict[str, Any] | str | float | int | None = None
+    value: dict[str, Any] | str | float | int | None = Field(default=None, validate_default=True)
     client_time: Annotated[float, Field(ge=0)] | None = None
+
+    @field_validator("value")
+    @classmethod
+    def _input_counts(cls, value: Any, info: ValidationInfo) -> Any:
+        """An ``input`` event's value is an ``InputEventValue`` (errors name ``value.<field>``)."""
+        if info.data.get("type") == "input":
+            InputEventValue.model_validate(value)
+        return value
 
 
 class ConsentIn(BaseModel):

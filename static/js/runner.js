@@ -236,6 +236,7 @@ var HumanlikeRunner = (function () {
             screen_width: window.screen.width, screen_height: window.screen.height,
             window_width: window.innerWidth, window_height: window.innerHeight,
             device_pixel_ratio: window.devicePixelRatio || 1,
+            webdriver: navigator.webdriver === true,
           });
           return HumanlikeDisplay.prepare(tl, frame, state.queue).then(function (ok) {
             if (ok) run(tl);

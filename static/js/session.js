@@ -2,7 +2,7 @@
 /* The participant's session in this page: the state the runner's files share, the write token,
  * the resume code, progress, the connection status, queueing a finished trial for the server, and
  * the browser events recorded about the session (focus, visibility, connection, resize, full
- * screen, errors).
+ * screen, errors, and the input provenance of provenance.js).
  *
  * The write token comes from the page config (signed session cookie) or, when the page runs
  * without cookies (MTurk's cross-site frame), from the URL fragment `#token=...`, read once into
@@ -140,6 +140,7 @@ var HumanlikeSession = (function () {
   function send(entry, response, data) {
     state.done[entry.index] = true;
     showProgress();
+    if (typeof HumanlikeProvenance !== "undefined") HumanlikeProvenance.flush(); // the input behind it
     state.queue.add({
       trial_index: entry.index,
       trial_type: entry.type,
@@ -156,6 +157,8 @@ var HumanlikeSession = (function () {
 
   function watchEvents() {
     var q = state.queue;
+    // provenance.js: the task page loads it; unit tests of this file may not
+    if (typeof HumanlikeProvenance !== "undefined") HumanlikeProvenance.watch(q);
     window.addEventListener("blur", function () { q.event("blur"); });
     window.addEventListener("focus", function () { q.event("focus"); });
     document.addEventListener("visibilitychange", function () { q.event("visibility", document.visibilityState); });

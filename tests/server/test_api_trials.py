@@ -121,13 +121,41 @@ def test_events_are_logged_and_environment_sets_the_refresh_rate(app, client):
     pid, token = enter(client)
     url = f"/api/v1/participants/{pid}/events"
     assert client.post(url, json={"type": "blur", "client_time": 1.0}, headers=auth(token)).status_code == 201
-    env = {"type": "environment", "value": {"refresh_hz": 59.94, "screen_width": 1920}}
+    env = {"type": "environment", "value": {"refresh_hz": 59.94, "screen_width": 1920, "webdriver": False}}
     assert client.post(url, json=env, headers=auth(token)).status_code == 201
     bad = client.post(url, json={"type": "keylogger"}, headers=auth(token))
     assert bad.status_code == 422 and bad.get_json()["error"] == "invalid_event"
     assert count_rows(app, Event) == 2
     with app.app_context():
         assert db.session.execute(sa.select(Participant.refresh_hz)).scalar_one() == pytest.approx(59.94)
+
+
+INPUT = {"trusted": 12, "untrusted": 0, "pointer_moves": 40, "clicks": 2, "clicks_without_move": 1,
+         "pastes": 0, "webdriver": False}
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"value": {**INPUT, "trusted": -1}}, "value.trusted"),
+    ({"value": {**INPUT, "clicks": 2.0}}, "value.clicks"),
+    ({"value": {**INPUT, "webdriver": 1}}, "value.webdriver"),
+    ({"value": {k: v for k, v in INPUT.items() if k != "pastes"}}, "value.pastes"),
+    ({"value": {**INPUT, "keys": "hunter2"}}, "value.keys"),
+    ({"value": "12 trusted"}, "value"),
+    ({"value": None}, "value"),
+    ({}, "value"),
+])
+def test_an_input_event_stores_its_counts_and_a_malformed_one_is_a_422_naming_the_field(
+        app, client, body, field):
+    pid, token = enter(client)
+    url = f"/api/v1/participants/{pid}/events"
+    ok = client.post(url, json={"type": "input", "value": INPUT, "client_time": 1.0}, headers=auth(token))
+    assert ok.status_code == 201
+    bad = client.post(url, json={"type": "input", **body}, headers=auth(token))
+    assert bad.status_code == 422 and bad.get_json()["error"] == "invalid_event"
+    assert field in {d["field"] for d in bad.get_json()["detail"]}
+    with app.app_context():
+        stored = db.session.execute(sa.select(Event.type, Event.value)).all()
+    assert stored == [("input", INPUT)]
 
 
 def test_complete_lists_missing_trials_then_redirects_to_prolific_with_the_code(app, client):
