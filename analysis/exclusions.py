@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 #: Deprecated rule names and the names that replaced them.
 DEPRECATED_RULE_NAMES = {"min_rt_ms": "min_trial_rt_ms"}
 
-_SWITCHES = frozenset({"analyse_partial_data", "analyse_simulated"})
+_SWITCHES = frozenset({"analyse_partial_data", "analyse_simulated", "exclude_authenticity_flagged"})
 """Rules that are on/off switches, not thresholds."""
 
 _Share = Annotated[float, Field(ge=0, le=1)]
@@ -48,6 +48,9 @@ class ExclusionRules(BaseModel):
     analyse_simulated: bool = False
     """Analyse simulated participants (a rehearsal such as the demo: ``humanlike simulate``, which
     the server records at arrival); by default they are out of every analysis."""
+    exclude_authenticity_flagged: bool = False
+    """Exclude from the analyses the participants the authenticity screen flags (docs/authenticity.md);
+    off by default: the verdict informs, the researcher decides. It never touches payment."""
 
     @model_validator(mode="before")
     @classmethod

@@ -20,7 +20,8 @@ def kappa_2x2(both: ArrayLike, first: ArrayLike, second: ArrayLike, n: ArrayLike
               ) -> tuple[np.ndarray, np.ndarray]:
     """Kappa of two binary codings (here: correct / wrong) from the count of trials both code 1,
     each one's count of 1s and the trial count, with its large-sample variance at the estimate
-    (Fleiss et al. 1969, eq. 13); NaN where p_e = 1 (kappa undefined)."""
+    (Fleiss et al. 1969, eq. 13); NaN where either coding is constant (an observer right on every
+    trial has no errors to agree on: kappa is 0 or undefined whatever the other does)."""
     both, first, second, n = (np.asarray(x, dtype=float) for x in (both, first, second, n))
     with np.errstate(divide="ignore", invalid="ignore"):
         p11 = both / n
@@ -36,7 +37,7 @@ def kappa_2x2(both: ArrayLike, first: ArrayLike, second: ArrayLike, n: ArrayLike
                 + p22 * (1.0 - (r2 + c2) * (1.0 - k)) ** 2)
         off = (1.0 - k) ** 2 * (p12 * (c1 + r2) ** 2 + p21 * (c2 + r1) ** 2)
         var = (diag + off - (k - p_e * (1.0 - k)) ** 2) / (n * (1.0 - p_e) ** 2)
-    undefined = ~(p_e < 1.0)
+    undefined = ~((r1 > 0) & (r1 < 1) & (c1 > 0) & (c1 < 1))
     k[undefined] = np.nan
     var[undefined] = np.nan
     return k, np.maximum(var, 0.0)

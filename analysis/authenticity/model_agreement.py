@@ -18,13 +18,17 @@ MIN_CONDITION_TRIALS = 10
 
 
 def first_presentations(trials: pd.DataFrame) -> pd.DataFrame:
-    """Each participant's first answer to each image with a known class: ``participant``,
-    ``stimulus``, ``condition`` (``""`` when the design has none), ``correct``."""
+    """Each participant's first answer to each image with a known class in each task:
+    ``participant``, ``stimulus``, ``condition`` (the task and the image's condition, ``""`` where
+    the design has neither: kappa is averaged over these), ``correct``."""
     known = trials[trials["category"].notna()]
     order = [c for c in ("participant", "trial_index") if c in known]
-    known = known.sort_values(order, kind="stable").drop_duplicates(["participant", "stimulus"])
-    condition = (known["condition"].fillna("").astype(str) if "condition" in known
-                 else pd.Series("", index=known.index))
+    task = (known["task"].fillna("").astype(str) if "task" in known
+            else pd.Series("", index=known.index))
+    known = known.assign(_task=task).sort_values(order, kind="stable").drop_duplicates(
+        ["participant", "_task", "stimulus"])
+    condition = known["_task"] + (("/" + known["condition"].fillna("").astype(str))
+                                  if "condition" in known else "")
     return pd.DataFrame({"participant": known["participant"].to_numpy(),
                          "stimulus": known["stimulus"].astype(str).to_numpy(),
                          "condition": condition.to_numpy(),

@@ -30,7 +30,7 @@ def response_truth_kappa(trials: pd.DataFrame) -> pd.DataFrame:
     with np.errstate(divide="ignore", invalid="ignore"):
         kappa = (p_o - p_e) / (1.0 - p_e)
         var0 = pd.Series(null_variance(p_e, cross, n), index=n.index)
-        z = (kappa / np.sqrt(var0)).where(var0 > 0, 0.0)  # one answer throughout: no evidence
+        z: pd.Series = (kappa / np.sqrt(var0)).where(var0 > 0, 0.0)  # one answer: no evidence
     out = pd.DataFrame({"n_known": n, "stimulus_kappa": kappa.where(p_e < 1), "stimulus_z": z})
     short = out["n_known"] < MIN_SCORED_TRIALS
     out.loc[short, ["stimulus_kappa", "stimulus_z"]] = np.nan

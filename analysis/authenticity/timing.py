@@ -12,7 +12,7 @@ from humanlike.analysis.authenticity.reference import ANTICIPATION_MS, MIN_SCORE
 def ex_gaussian_moments(mean: np.ndarray, sd: np.ndarray, skew: np.ndarray
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ex-Gaussian (mu, sigma, tau) from mean, SD and skewness: tau = sd (skew / 2)^(1/3),
-    mu = mean - tau, sigma^2 = sd^2 - tau^2 (Heathcote 1996; Olivier & Norberg 2010, eq. 4-6);
+    mu = mean - tau, sigma^2 = sd^2 - tau^2 (Heathcote 1996; Lacouture & Cousineau 2008);
     a skew at or below 0 gives tau 0 and a skew of 2 or more sigma 0."""
     tau = sd * np.cbrt(np.clip(skew, 0.0, 2.0) / 2.0)
     return mean - tau, np.sqrt(np.clip(sd ** 2 - tau ** 2, 0.0, None)), tau

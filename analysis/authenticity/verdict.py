@@ -77,7 +77,7 @@ COLUMNS: dict[str, str] = {
 class ScreenInput:
     """What the screen reads: one row per answered trial (``participant``, ``stimulus``,
     ``response``, ``category`` (true class or NaN), ``correct``, ``rt_ms``, optional ``condition``,
-    ``level``, ``trial_index``), candidate models' answers (``model``, ``stimulus``, ``response``)
+    ``level``, ``trial_index``, ``task`` (repeats count within a task)), candidate models' answers (``model``, ``stimulus``, ``response``)
     and the browser's input signals (``provenance.input_signals``)."""
 
     trials: pd.DataFrame
@@ -98,7 +98,9 @@ def ec_reference(human: pd.DataFrame) -> float:
 def signals(data: ScreenInput) -> pd.DataFrame:
     """Every signal per participant (NaN where the design or the data cannot show it)."""
     trials = data.trials
-    people = pd.Index(pd.unique(trials["participant"]), name="participant")
+    inputs = data.inputs if data.inputs is not None else pd.DataFrame()
+    people = pd.Index(pd.unique(pd.concat([trials["participant"], inputs.index.to_series()])),
+                      name="participant")
     parts = [response_truth_kappa(trials), rt_shape(trials), repeat_consistency(trials),
              difficulty_slope(trials)]
     human = agreement.human_agreement(trials)
@@ -109,8 +111,8 @@ def signals(data: ScreenInput) -> pd.DataFrame:
     out = pd.concat([p.reindex(people) for p in parts], axis=1)
     out["ec_reference"] = reference
     out["accuracy"] = trials.groupby("participant")["correct"].mean().reindex(people)
-    if data.inputs is not None and not data.inputs.empty:
-        out = out.join(data.inputs, how="left")
+    if not inputs.empty:
+        out = out.join(inputs, how="left")
     return out
 
 
@@ -126,7 +128,8 @@ def _words(row: pd.Series) -> tuple[list[str], list[str], bool]:
     p = row.get("ec_model_p", np.nan)
     if pd.notna(p) and p < ALPHA:
         decisive.append(f"EC with model {row['ec_model']} {_fmt(row['ec_model_kappa'])}, above the "
-                        f"human reference {_fmt(row['ec_reference'])} (p = {p:.1g})")
+                        f"human reference {_fmt(row['ec_reference'])} "
+                        f"({f'p = {p:.1g}' if p >= 1e-16 else 'p < 1e-16'})")
     z = row.get("stimulus_z", np.nan)
     if pd.notna(z) and z < z_crit:
         decisive.append(f"answers do not depend on the image: kappa with the true class "
@@ -138,7 +141,8 @@ def _words(row: pd.Series) -> tuple[list[str], list[str], bool]:
     untrusted = row.get("untrusted_inputs", np.nan)
     if pd.notna(untrusted) and untrusted > 0:
         decisive.append(f"{int(untrusted)} synthetic input events (isTrusted false)")
-    if bool(row.get("webdriver", False) is True):
+    webdriver = row.get("webdriver", False)
+    if isinstance(webdriver, (bool, np.bool_)) and webdriver:
         decisive.append("the browser reported automation (navigator.webdriver)")
     share = row.get("anticipation_share", np.nan)
     if pd.notna(share) and share > MAX_ANTICIPATION_SHARE:
@@ -161,7 +165,8 @@ def _words(row: pd.Series) -> tuple[list[str], list[str], bool]:
                               f"range {low:.0f}-{high:.0f} ms")
     if (row.get("pastes", 0) or 0) > 0:
         supporting.append(f"pasted text {int(row['pastes'])} times")
-    screened = pd.notna(row.get("stimulus_z", np.nan)) or pd.notna(cv)
+    screened = (pd.notna(row.get("stimulus_z", np.nan)) or pd.notna(cv)
+                or row.get("input_recorded", False) is True)
     return decisive, supporting, screened
 
 
@@ -185,6 +190,5 @@ def export_columns(screened: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(index=screened.index)
     for column in COLUMNS:
         source = column.removeprefix("auth_")
-        out[column] = screened[source] if source in screened else (
-            screened[column] if column in screened else np.nan)
+        out[column] = screened[source] if source in screened else screened.get(column, np.nan)
     return out

@@ -22,6 +22,7 @@ from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.database import as_utc
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import ParticipantStatus
+from humanlike.server.live.authenticity import authenticity_reasons, stored_verdicts
 from humanlike.server.live.qc import qc_in_words
 from humanlike.server.participants import display, overrides, timeouts, trial_store
 from humanlike.server.rights.pseudonyms import key_from_secret, pseudonym
@@ -153,6 +154,7 @@ def _page(exp: Any, q: TableQuery) -> tuple[list[dict[str, Any]], int]:
             if qc is not None and qc.last_trial_at is not None and qc.n_stored == stored.get(p.id, 0)}
     seen.update(stats.last_seen([i for i in ids if i not in seen]))
     simulated = simulated_ids(ids)
+    verdicts = stored_verdicts(exp, ids)
     reward = reward_of(exp)
     out = []
     for p, qc in rows:
@@ -166,6 +168,7 @@ def _page(exp: Any, q: TableQuery) -> tuple[list[dict[str, Any]], int]:
             "progress": min(1.0, (stored.get(p.id, 0) - internal.get(p.id, 0)) / task_total(p))
             if task_total(p) else 1.0,
             "simulated": p.id in simulated,
+            "authenticity": verdicts.get(p.id),
             "cost": None if earned is None and bonus is None else (earned or 0.0) + (bonus or 0.0),
             "started_at": started, "last_seen": seen.get(p.id),
             "duration_s": (end - started).total_seconds() if end and started else None,
@@ -365,6 +368,7 @@ def participant(public_id: str):
     stimuli = dict(db.session.execute(sa.select(Stimulus.id, Stimulus.key)
                                       .where(Stimulus.experiment_id == exp.id)).all())
     qc = db.session.get(ParticipantQC, p.id)  # computed in the background by the same QC code
+    screened = stored_verdicts(exp, [p.id]).get(p.id)  # the authenticity screen, likewise
     internal = set(internal_types())
     rts = np.array([t.rt_ms for t in trials if t.rt_ms is not None
                     and t.trial_type not in internal and not t.practice], dtype=float)
@@ -378,6 +382,7 @@ def participant(public_id: str):
         qc_reasons=[r for r in (qc.qc_reasons if qc else "").split(";") if r],
         qc_stale=qc is None or qc.n_stored != len(trials),
         qc_words=qc_in_words(exp.spec.get("exclusion"), qc.metrics) if qc and qc.metrics else [],
+        authenticity=screened, authenticity_reasons=authenticity_reasons(screened),
         scatter=charts.scatter(repeat_pairs(trials)),
         histogram=charts.histogram(rts), reveal=reveal,
         platform_id=p.platform_id if reveal else pseudonym(key, exp.slug, p.platform_id),

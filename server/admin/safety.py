@@ -73,7 +73,7 @@ def _share(value: Any) -> str:
 
 
 def _rules(numbers: dict[str, Any], slug: str) -> list[RuleRow]:
-    """The four rules (``breaker.read``'s names), measured at the trip against the served spec's
+    """The five rules (``breaker.read``'s names), measured at the trip against the served spec's
     limits; ``fired`` as the trip recorded it."""
     rules = breaker.rules_for(slug)
     fired = {str(f).split(" ", 1)[0] for f in numbers.get("fired") or []}
@@ -99,6 +99,10 @@ def _rules(numbers: dict[str, Any], slug: str) -> list[RuleRow]:
         RuleRow("median_time_share", "median time on task",
                 f"{_share(n('median_time_share'))} of the timeline's estimate",
                 limit("min_time_share", "below"), "median_time_share" in fired),
+        RuleRow("flagged_share", "flagged by the authenticity screen",
+                f"{n('n_flagged', 0)} of {n('n_finished', 0)} finished "
+                f"({_share(n('flagged_share'))})", limit("max_flagged_share", "above"),
+                "flagged_share" in fired),
     ]
 
 

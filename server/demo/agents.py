@@ -19,7 +19,7 @@ types an agent has no rule for get the human's answer (the type's ``simulate``).
   ``labels[rank % len(labels)]``, its rank (0-based) among the recording's distinct responses
   sorted as text (``mapped_labels``). A classification takes the label, a rating rates it 1 and
   every other label 0, a triad chooses left for a label at an even position of the study's labels
-  and right for an odd one (a recorded left/right stays itself). A recorded timeout (``na``, its
+  and right for an odd one (each type's ``label_answer``). A recorded timeout (``na``, its
   RT missing) replays as a timeout on a classification trial (``na``, no RT, as the browser sends
   it) and elsewhere as its mapped label at the recording's median RT. Without a recording: a
   noisy human answers the participant's timeline in memory (its own seed-derived draws, nothing
@@ -43,7 +43,6 @@ import numpy as np
 import pandas as pd
 
 from humanlike.server.trial_types.classification import NO_RESPONSE
-from humanlike.server.trial_types.rating import RATING_LEVELS
 from humanlike.server.trial_types.registry import TRIAL_TYPES
 
 if TYPE_CHECKING:
@@ -52,7 +51,6 @@ if TYPE_CHECKING:
 AGENTS = ("human", "model", "replay", "lazy", "scripted")
 LAZY_RT_MS = 450.0
 LAZY_JITTER_MS = 5.0
-TRIAD_CHOICES = ("left", "right")
 MVH_COLUMNS = ("subj", "trial", "rt", "object_response")
 EXPORT_COLUMNS = ("participant", "trial_index", "rt_ms")
 
@@ -71,17 +69,6 @@ def is_internal(entry: dict[str, Any]) -> bool:
     """Whether the entry is an internal trial (the debrief: no timing, no agent rule)."""
     trial_type = TRIAL_TYPES.get(str(entry.get("type")))
     return trial_type is not None and trial_type.internal
-
-
-def one_hot(labels: list[str], target: str) -> dict[str, Any]:
-    """A rating response rating ``target`` 1 and every other label 0."""
-    return {"ratings": {label: 1.0 if label == target else 0.0 for label in labels}}
-
-
-def rounded_levels(p: np.ndarray) -> list[float]:
-    """Each probability rounded to the nearest rating level (the lower on a tie), as the human's."""
-    grid = np.array(RATING_LEVELS)
-    return grid[np.abs(p[:, None] - grid[None]).argmin(axis=1)].tolist()
 
 
 class HumanAgent:
@@ -103,17 +90,14 @@ class HumanAgent:
 
 
 class ModelAgent(HumanAgent):
-    """The observer model: its probabilities on the rating scale, its argmax class, no noise."""
+    """The observer model: its probabilities on the rating scale, its argmax class, no noise (each
+    type's ``model_answer``)."""
 
     def answer(self, entry: dict[str, Any], fails_catch: bool) -> dict[str, Any]:
-        study = self.study
-        kind = entry.get("type")
-        if kind == "rating":
-            p = study.model_p(str(entry["stimulus"]))
-            return {"ratings": dict(zip(study.labels, rounded_levels(p), strict=True))}
-        if kind == "classification":
-            return {"choice": study.labels[int(np.argmax(study.model_p(str(entry["stimulus"]))))]}
-        return super().answer(entry, fails_catch)
+        trial_type = TRIAL_TYPES.get(str(entry.get("type")))
+        if trial_type is None or trial_type.model_answer is None:
+            return super().answer(entry, fails_catch)
+        return trial_type.model_answer(self.study.labels, self.study.model_p(str(entry["stimulus"])))
 
 
 class LazyAgent(HumanAgent):
@@ -130,14 +114,10 @@ class LazyAgent(HumanAgent):
                             strict=True))
 
     def answer(self, entry: dict[str, Any], fails_catch: bool) -> dict[str, Any]:
-        first, kind = self.study.labels[0], entry.get("type")
-        if kind == "rating":
-            return one_hot(self.study.labels, first)
-        if kind == "classification":
-            return {"choice": first}
-        if kind == "triad":
-            return {"choice": "left"}
-        return super().answer(entry, fails_catch)
+        trial_type = TRIAL_TYPES.get(str(entry.get("type")))
+        if trial_type is None or trial_type.label_answer is None:
+            return super().answer(entry, fails_catch)
+        return trial_type.label_answer(self.study.labels, self.study.labels[0])
 
     def rt_ms(self, entry: dict[str, Any]) -> float | None:
         return float(self.rts[int(entry["index"])])
@@ -295,21 +275,17 @@ class ReplayAgent(HumanAgent):
     def answer(self, entry: dict[str, Any], fails_catch: bool) -> dict[str, Any]:
         if is_internal(entry):
             return super().answer(entry, fails_catch)
+        trial_type = TRIAL_TYPES.get(str(entry.get("type")))
+        if trial_type is None or trial_type.label_answer is None:
+            return super().answer(entry, fails_catch)
         response, label, rt = self.queue[self.position % len(self.queue)]
         self.position += 1
-        kind = entry.get("type")
         timeout = response == NO_RESPONSE and np.isnan(rt)
-        self.given[int(entry["index"])] = rt if kind == "classification" or not timeout \
-            else self.median_rt
-        if kind == "rating":
-            return one_hot(self.study.labels, label)
-        if kind == "classification":
-            return {"choice": NO_RESPONSE if response == NO_RESPONSE else label}
-        if kind == "triad":
-            if response in TRIAD_CHOICES:
-                return {"choice": response}
-            return {"choice": TRIAD_CHOICES[self.study.labels.index(label) % 2]}
-        return super().answer(entry, fails_catch)
+        if timeout and trial_type.timeout_answer is not None:  # too late here too: no RT
+            self.given[int(entry["index"])] = rt
+            return dict(trial_type.timeout_answer)
+        self.given[int(entry["index"])] = self.median_rt if timeout else rt
+        return trial_type.label_answer(self.study.labels, label)
 
     def rt_ms(self, entry: dict[str, Any]) -> float | None:
         return self.given.get(int(entry["index"]))

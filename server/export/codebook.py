@@ -1,6 +1,7 @@
 """Descriptions of every exported column (written as codebook.json next to the data); each trial
 type's own columns come from its registry entry (``trial_types``)."""
 
+from humanlike.analysis.authenticity.verdict import COLUMNS as AUTHENTICITY_COLUMNS
 from humanlike.server.lifecycle import ParticipantStatus
 from humanlike.server.participants.display import CALIBRATION_COLUMNS, TIMING_COLUMNS
 from humanlike.server.platforms import Platform
@@ -75,6 +76,7 @@ PARTICIPANT_COLUMNS = {
     "completion_s": "completion time used by the completion-time rules (= duration_s)",
     "excluded": "true when any exclusion rule of the spec fails",
     "exclusion_reasons": "';'-separated reasons for exclusion",
+    **AUTHENTICITY_COLUMNS,
     "analysed": "true when the participant is in every analysis: finished, not rejected, not "
                 "excluded (QC or researcher); returned / timed-out / quit-early participants only "
                 "with the spec's analyse_partial_data (humanlike.analysis.sample)",
@@ -93,7 +95,9 @@ EVENT_COLUMNS = {
     "experiment": "experiment slug",
     "participant": "participant id",
     "type": "blur | focus | visibility | resize | fullscreen_enter | fullscreen_exit | error | "
-            "environment | resume | resume_policy (a return under the spec's resume policy) | "
+            "environment | input (the page's input provenance since the last one: trusted and "
+            "synthetic key and pointer events, clicks, clicks without pointer movement, pastes, "
+            "navigator.webdriver) | resume | resume_policy (a return under the spec's resume policy) | "
             "stale_trial (a trial answered before its block restarted, sent afterwards: kept "
             "here, not as an answer) | lock_reset (humanlike reset-lock: the next session id "
             "may resume this participant) | preview (the logged-in researcher's own try of a "

@@ -19,6 +19,7 @@ import pandas as pd
 import sqlalchemy as sa
 
 from humanlike.analysis.exclusions import ExclusionRules
+from humanlike.server.export import authenticity
 from humanlike.server.export import codebook as book
 from humanlike.server.export.sink import SinkWriter, TableSink
 from humanlike.server.export.stored_records import stored_record_tables
@@ -307,6 +308,7 @@ class _Export:
         self.inclusion = adaptive.inclusion_lookup(exp.id)  # [adaptive]: each draw's probabilities
         self.timing: list[pd.DataFrame] = []  # each chunk's frame errors, for [display] max_frame_miss
         self.stored: dict[str, int] = {}
+        self.screened: list[pd.DataFrame] = []  # each chunk's decisions, for the authenticity screen
         self.qc: list[Any] = []  # frames, or futures of frames
         self.pool: Any = None
         if qc_process and not self.participants.empty:
@@ -321,6 +323,7 @@ class _Export:
         tables["trial_timing"] = display.trial_timing(trials, self.exp.spec, self.frame_ms)
         self.timing.append(tables["trial_timing"][["participant", "frame_error"]])
         self.stored.update({str(k): int(n) for k, n in trials.groupby("participant").size().items()})
+        self.screened.append(authenticity.screen_rows(tables))
         rated = [tables[t.table] for t in TRIAL_TYPES.values() if t.rated]  # what QC reads
         ratings = rated[0] if len(rated) == 1 else pd.concat(rated, ignore_index=True) \
             if rated else pd.DataFrame()
@@ -349,11 +352,28 @@ class _Export:
         qc = [q if isinstance(q, pd.DataFrame) else q.result() for q in self.qc]
         frame = finish_participants(self.participants, pd.Series(self.stored, dtype=int), qc)
         frame = display.exclude_by_timing(frame, self.timing, self.exp.spec)
+        frame = self.with_authenticity(frame)
         frame = apply_overrides(frame, overrides(self.exp.id))
         if frame.empty:
             return frame
         return decide_analysed(frame, self.rules.analyse_partial_data,
                                self.rules.analyse_simulated)
+
+    def with_authenticity(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The authenticity screen's columns (``analysis.authenticity.verdict.COLUMNS``); a flagged
+        participant is excluded only where ``[exclusion] exclude_authenticity_flagged`` says so."""
+        if frame.empty:
+            return frame
+        rows = pd.concat(self.screened, ignore_index=True) if self.screened else pd.DataFrame()
+        columns = authenticity.participants_columns(self.exp, rows, frame["participant"])
+        frame = pd.concat([frame.reset_index(drop=True), columns], axis=1)
+        if self.rules.exclude_authenticity_flagged:
+            flagged = (frame["authenticity"] == "flagged").to_numpy()
+            frame.loc[flagged, "excluded"] = True
+            frame.loc[flagged, "exclusion_reasons"] = [
+                ";".join(filter(None, [old, "authenticity flagged"]))
+                for old in frame.loc[flagged, "exclusion_reasons"]]
+        return frame
 
     def close(self) -> None:
         """Stop the QC worker process, if any."""

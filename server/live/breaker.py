@@ -258,6 +258,9 @@ class Reading:
     """Distinct sources among the counted participants: the count the minimum applies to."""
     n_qc_failed: int
     qc_fail_share: float | None
+    n_flagged: int
+    flagged_share: float | None
+    """Share of finished sources the authenticity screen flags (computed under ``max_flagged_share``)."""
     return_share: float | None
     api_answers: int
     api_errors: int
@@ -328,6 +331,7 @@ def read(exp: Experiment, rules: BreakerRules, now: dt.datetime) -> Reading:
     """The window's numbers and the rules they break (none below the minimum count of sources,
     where the QC count is not computed either). Each source weighs as one participant: shares are
     means over sources of each source's share, the time share a median over sources."""
+    from humanlike.server.live.authenticity import refresh_authenticity, stored_verdicts
     from humanlike.server.live.qc import refresh_qc
 
     answers, errors = TALLY.rate(rules.window_minutes * 60.0)  # before QC's writes
@@ -348,20 +352,28 @@ def read(exp: Experiment, rules: BreakerRules, now: dt.datetime) -> Reading:
     weight = 1.0 / counted.groupby("source")["id"].transform("size")
     done = counted[~counted["is_return"]]
     failed: set[int] = set()
+    flagged: set[int] = set()
     if len(done) and n_sources >= rules.min_participants:  # QC only once it can matter
         refresh_qc(exp)
         failed = set(db.session.execute(sa.select(ParticipantQC.participant_id).where(
             ParticipantQC.participant_id.in_(done["id"].tolist()),
             ParticipantQC.qc_failed.is_(True))).scalars())
-    by_source = done.assign(failed=done["id"].isin(failed),
+        if rules.max_flagged_share is not None:
+            refresh_authenticity(exp)
+            flagged = {pid for pid, a in stored_verdicts(exp, done["id"].tolist()).items()
+                       if a.verdict == "flagged"}
+    by_source = done.assign(failed=done["id"].isin(failed), flagged=done["id"].isin(flagged),
                             share=done["id"].map(time_shares(done["id"].tolist())))
-    by_source = by_source.groupby("source")[["failed", "share"]].mean()
+    by_source = by_source.groupby("source")[["failed", "flagged", "share"]].mean()
     shares = by_source["share"].dropna()
     reading = Reading(
         window_start=start.isoformat(), n_arrived=len(frame), n_finished=int(finished.sum()),
         n_returned=int(confirmed.sum()), n_declined=int((returned & ~confirmed).sum()),
         n_sources=n_sources, n_qc_failed=len(failed),
         qc_fail_share=float(by_source["failed"].mean()) if len(by_source) else None,
+        n_flagged=len(flagged),
+        flagged_share=(float(by_source["flagged"].mean()) if len(by_source)
+                       and rules.max_flagged_share is not None else None),
         return_share=float((weight * counted["is_return"]).sum() / n_sources) if n_sources else None,
         api_answers=answers, api_errors=errors, error_rate=errors / answers if answers else None,
         median_time_share=float(np.median(shares)) if len(shares) else None)
@@ -370,7 +382,8 @@ def read(exp: Experiment, rules: BreakerRules, now: dt.datetime) -> Reading:
     checks = [("qc_fail_share", reading.qc_fail_share, rules.max_qc_fail_share, ">"),
               ("return_share", reading.return_share, rules.max_return_share, ">"),
               ("error_rate", reading.error_rate, rules.max_error_rate, ">"),
-              ("median_time_share", reading.median_time_share, rules.min_time_share, "<")]
+              ("median_time_share", reading.median_time_share, rules.min_time_share, "<"),
+              ("flagged_share", reading.flagged_share, rules.max_flagged_share, ">")]
     for name, value, limit, side in checks:
         if value is None or limit is None:
             continue

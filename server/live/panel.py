@@ -41,6 +41,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from humanlike.server.database import as_utc
 from humanlike.server.extensions import db
+from humanlike.server.live.authenticity import refresh_authenticity
 from humanlike.server.live.panel_ratings import PanelRatings, panel_ratings, stored_trial_types
 from humanlike.server.live.panel_sections import MLDS_SECTION
 from humanlike.server.live.qc import refresh_qc
@@ -405,6 +406,11 @@ def refresh(exp: Experiment, owner: str | None = None, force: bool = False) -> b
         except Exception as exc:  # the panel then excludes by the QC stored before
             db.session.rollback()
             errors["qc"] = failure(exc)
+        try:
+            refresh_authenticity(exp)
+        except Exception as exc:  # the dashboard then shows the verdicts stored before
+            db.session.rollback()
+            errors["authenticity"] = failure(exc)
         try:
             result = compute(exp, errors)
         except Exception as exc:  # outside every section: stored as the panel's one error

@@ -110,6 +110,9 @@ class BreakerRules(_Strict):
     """Trips when the median time on task (sum of reaction times) is below this share of the
     timeline's estimate of the same trials. A ``max_*`` of 1 or a ``min_time_share`` of 0 switches
     that rule off."""
+    max_flagged_share: Annotated[float, Field(gt=0, le=1)] | None = None
+    """Trips when more than this share of the finished participants (each source once) is flagged
+    by the authenticity screen (docs/authenticity.md); off unless set."""
 
 
 class Block(_Strict):
@@ -506,6 +509,9 @@ class ExperimentSpec(_Strict):
         for block in data.get("blocks") or []:
             if isinstance(block, dict) and block.get("resume") is None:
                 block.pop("resume", None)
+        exclusion = data.get("exclusion")
+        if isinstance(exclusion, dict) and exclusion.get("exclude_authenticity_flagged") is False:
+            exclusion.pop("exclude_authenticity_flagged")  # off (the default): the older hash
         return data
 
     def resume_policy(self, block: str | None) -> ResumePolicy:

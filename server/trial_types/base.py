@@ -120,6 +120,15 @@ class TrialType:
     simulate: Callable[[Observer, Entry, bool], dict[str, Any]] | None = None
     """A simulated participant's response to an entry, ``(observer, entry, fails_catch)``
     (``simulate.py``); None: the type cannot be simulated."""
+    label_answer: Callable[[Sequence[str], str], dict[str, Any]] | None = None
+    """The response that picks one label, ``(labels, label)``: what the lazy and replay agents of
+    ``server/demo/agents.py`` send; None: the agents answer this type as the noisy human."""
+    model_answer: Callable[[Sequence[str], np.ndarray], dict[str, Any]] | None = None
+    """A model's response from its probabilities over the labels (the model agent); None: as the
+    noisy human."""
+    timeout_answer: dict[str, Any] | None = None
+    """The response a trial answered too late sends (with no reaction time); None: the type has
+    no timeout, and a replayed timeout answers at the recording's median reaction time."""
 
     def block_trials(self, block: Block, pool: list[StimulusRecord],
                      spare_catch: list[StimulusRecord],

@@ -3,6 +3,7 @@ whole number of frames, mask, forced choice; its block settings are ``Classifica
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -90,6 +91,18 @@ def simulate_classification(observer: Observer, entry: Entry, fails_catch: bool)
     return {"choice": observer.labels[int(np.argmax(observer.model_p(str(entry["stimulus"]))))]}
 
 
+def classification_label(labels: Sequence[str], label: str) -> dict[str, Any]:
+    """The classification that chooses ``label``."""
+    return {"choice": label}
+
+
+def classification_of_model(labels: Sequence[str], p: np.ndarray) -> dict[str, Any]:
+    """A model's classification: its most probable label."""
+    import numpy as np
+
+    return {"choice": labels[int(np.argmax(p))]}
+
+
 CLASSIFICATION = TrialType(
     name="classification", validate=_validate_classification, table="classifications",
     frame=classification_frame,
@@ -102,4 +115,6 @@ CLASSIFICATION = TrialType(
     },
     browser=True, needs_categories=True, entry=classification_entry,
     seconds_per_trial=2.5, settings=("classification",), simulate=simulate_classification,
+    label_answer=classification_label, model_answer=classification_of_model,
+    timeout_answer={"choice": NO_RESPONSE},
 )

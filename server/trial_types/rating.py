@@ -3,12 +3,14 @@ export table and the K-way decisions derived from it (ties broken by a recorded 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from humanlike.server.trial_types.base import DerivedTable, Entry, ExportInput, Observer, TrialType
 from humanlike.vocabulary import StimulusKind
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 
@@ -118,6 +120,20 @@ def simulate_rating(observer: Observer, entry: Entry, fails_catch: bool) -> dict
     return {"ratings": dict(zip(labels, levels.tolist(), strict=True))}
 
 
+def rating_label(labels: Sequence[str], label: str) -> dict[str, Any]:
+    """The rating that gives ``label`` 1 and every other label 0."""
+    return {"ratings": {x: 1.0 if x == label else 0.0 for x in labels}}
+
+
+def rating_of_model(labels: Sequence[str], p: np.ndarray) -> dict[str, Any]:
+    """A model's rating: each probability at the nearest rating level (the lower on a tie)."""
+    import numpy as np
+
+    grid = np.array(RATING_LEVELS)
+    levels = grid[np.abs(np.asarray(p, dtype=float)[:, None] - grid[None]).argmin(axis=1)]
+    return {"ratings": dict(zip(labels, levels.tolist(), strict=True))}
+
+
 RATING = TrialType(
     name="rating", validate=_validate_rating, table="ratings", frame=rating_frame,
     columns={
@@ -125,7 +141,8 @@ RATING = TrialType(
         "rating": "rating of the category: 0, .25, .5, .75 or 1",
     },
     browser=True, needs_categories=True, rated=True,
-    seconds_per_trial=8.0, simulate=simulate_rating,
+    seconds_per_trial=8.0, simulate=simulate_rating, label_answer=rating_label,
+    model_answer=rating_of_model,
     derived=(DerivedTable(
         table="decisions", frame=decision_frame,
         columns={

@@ -103,6 +103,12 @@ def simulate_triad(observer: Observer, entry: Entry, fails_catch: bool) -> dict[
     return {"choice": "left" if chose_s1 != bool(entry["swapped"]) else "right"}
 
 
+def triad_label(labels: Sequence[str], label: str) -> dict[str, Any]:
+    """A triad answered by a label: left for a label at an even position of ``labels``, right for
+    an odd one."""
+    return {"choice": ("left", "right")[list(labels).index(label) % 2]}
+
+
 TRIAD = TrialType(
     name="triad", validate=_validate_triad, table="triads", frame=triad_frame,
     columns={
@@ -115,5 +121,5 @@ TRIAD = TrialType(
     },
     browser=True, designed_trials=triad_trials, seconds_per_trial=3.0,
     practice_supply=triad_supply, check_manifest=check_triad_manifest,
-    simulate=simulate_triad,
+    simulate=simulate_triad, label_answer=triad_label,
 )

@@ -298,9 +298,11 @@ def test_block_settings_belong_to_the_types_that_accept_them(small_experiment, m
 
 
 def test_a_simulated_answer_is_its_types_entry(monkeypatch):
+    from humanlike.server.demo.agents import HumanAgent
     from humanlike.server.demo.simulate import SimulatedStudy
 
     study = SimulatedStudy.__new__(SimulatedStudy)
+    study.agent = HumanAgent(study)  # the noisy human answers through its type's entry
     seen = []
     monkeypatch.setitem(TRIAL_TYPES, "triad", replace(
         TRIAL_TYPES["triad"],

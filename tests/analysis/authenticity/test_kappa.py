@@ -49,3 +49,9 @@ def test_null_variance_of_independent_raters_matches_a_simulation():
     pe = float(f @ g)
     var0 = null_variance(pe, float((f * g * (f + g)).sum()), n)
     assert np.var(k) == pytest.approx(float(var0), rel=0.05)
+
+
+def test_a_coding_without_variation_leaves_kappa_undefined():
+    # a model right on every trial: kappa would be 0 with variance 0 whatever the other does
+    k, var = kappa_2x2([30], [30], [40], [40])
+    assert np.isnan(k[0]) and np.isnan(var[0])

@@ -1,0 +1,185 @@
+"""The authenticity screen on a running study (issue 39): agents sent through the real API (a model,
+a fixed key, a replayed human recording; ``server/demo/agents.py``) are flagged, each for its own
+reason, in the stored verdicts, the dashboard, the export (columns and codebook) and the circuit
+breaker's reading; nothing is rejected, paid or excluded unless the researcher says so."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from humanlike.analysis.authenticity.verdict import COLUMNS
+from humanlike.analysis.data_paths import shared_data_dir
+from humanlike.analysis.exclusions import ExclusionRules
+from humanlike.server import create_app, database
+from humanlike.server.demo.simulate import (
+    SimulatedStudy,
+    SimulationSettings,
+    api_client,
+    find_model_responses,
+    load_responses,
+    run_participant,
+)
+from humanlike.server.export import codebook
+from humanlike.server.export.writer import _Export, export_frames, trial_chunks
+from humanlike.server.extensions import db
+from humanlike.server.live import breaker
+from humanlike.server.live.authenticity import refresh_authenticity, stored_verdicts
+from humanlike.server.study import experiments
+from humanlike.server.study.spec import BreakerRules
+from humanlike.server.tables.core import AuditEntry, Experiment, Participant, Payment
+from tests.server.admin.dashboard_helpers import login
+from tests.server.conftest import write_small_experiment
+from tests.server.test_breaker import from_address
+
+LABELS = [str(d) for d in range(10)]
+SPEEDED = """
+[[blocks]]
+name = "speeded"
+trial_type = "classification"
+kinds = ["natural"]
+
+[blocks.classification]
+duration_ms = 200
+
+[[conditions]]
+"""
+AGENTS = {"model": 2, "lazy": 2, "replay": 2}
+
+
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory) -> Path:
+    """The small rating experiment with three images a class, a classification block, and model
+    'alpha' as the panel's candidate model: random probabilities, the true class raised by 0.15
+    (a classifier that errs, as the models people test do)."""
+    path = write_small_experiment(tmp_path_factory.mktemp("authenticity"), per_class=3)
+    text = path.read_text().replace("\n[[conditions]]\n", SPEEDED, 1)
+    path.write_text(text + '\n[panel]\nmodel_responses = ["models/alpha.csv"]\n')
+    manifest = pd.read_csv(path.parent / "stimuli" / "manifest.csv")
+    p = np.random.default_rng(39).dirichlet(np.ones(10), len(manifest))
+    truth = manifest["true_class"].astype(str).map({c: i for i, c in enumerate(LABELS)})
+    p[np.arange(len(p)), truth.fillna(0).astype(int)] += 0.15
+    p /= p.sum(axis=1, keepdims=True)
+    rows = [{"model": "alpha", "stimulus": s, "category": c, "probability": p[i, int(c)]}
+            for i, s in enumerate(manifest["file"].astype(str)) for c in LABELS]
+    (path.parent / "models").mkdir()
+    pd.DataFrame(rows).to_csv(path.parent / "models" / "alpha.csv", index=False)
+    return path
+
+
+@pytest.fixture
+def app(database_url, spec):
+    application = create_app({"TESTING": True, "SECRET_KEY": "test-secret",
+                              "SQLALCHEMY_DATABASE_URI": database_url,
+                              "EXPERIMENT_PATHS": [str(spec)], "PROXY_COUNT": 1})
+    database.upgrade(application)
+    experiments.sync_all(application)
+    yield application
+    database.dispose(application)
+
+
+def send_agents(app, spec: Path) -> dict[str, str]:
+    """Two participants of each agent, each from its own address; platform id -> agent."""
+    models = load_responses(find_model_responses(spec)[0])
+    recording = shared_data_dir() / "model-vs-human/raw-data/edge/edge_subject-01_session_1.csv"
+    who: dict[str, str] = {}
+    number = 0
+    with api_client(app=app) as client:
+        for seed, (agent, n) in enumerate(AGENTS.items()):
+            settings = SimulationSettings(
+                n_participants=n, agent=agent, seed=seed, id_prefix=agent,
+                replay_source=str(recording) if agent == "replay" else None)
+            study = SimulatedStudy(spec, settings, models)
+            for k in range(n):
+                from_address(client, number)
+                number += 1
+                truth = run_participant(client, study, k, fails_catch=False)
+                who[truth["platform_id"]] = agent
+    return who
+
+
+def test_agents_are_flagged_for_their_own_reasons_and_nothing_is_done_to_them(app, spec):
+    who = send_agents(app, spec)
+    with app.app_context():
+        exp = db.session.execute(sa.select(Experiment)).scalar_one()
+        assert refresh_authenticity(exp) == len(who)
+        people = dict(db.session.execute(sa.select(Participant.id, Participant.platform_id)).all())
+        verdicts = {people[pid]: v for pid, v in stored_verdicts(exp).items()}
+        statuses = set(db.session.execute(sa.select(Participant.status)).scalars())
+        n_payments = db.session.execute(sa.select(sa.func.count()).select_from(Payment)).scalar_one()
+        audit = set(db.session.execute(sa.select(AuditEntry.action)).scalars())
+    assert {v.verdict for v in verdicts.values()} == {"flagged"}
+    for platform_id, agent in who.items():
+        reasons = verdicts[platform_id].reasons
+        signals = verdicts[platform_id].signals
+        if agent == "model":  # answers with alpha's most probable class: kappa 1 with alpha
+            assert reasons.startswith("EC with model alpha 1.00, above the human reference 0.40")
+            assert signals["ec_model_kappa"] == 1.0 and signals["rt_cv"] > 0.2
+        elif agent == "lazy":  # '0' on every trial at 450 +- 5 ms
+            assert "answers do not depend on the image: kappa with the true class 0.00" in reasons
+            assert "reaction times too regular for a person" in reasons
+            assert signals["stimulus_kappa"] == pytest.approx(0.0) and signals["rt_cv"] < 0.01
+        else:  # a real observer's edge answers, replayed onto these digits
+            assert "answers do not depend on the image" in reasons
+            assert "EC with model" not in reasons and signals["rt_cv"] > 0.1
+    # the screen informs: nobody was rejected, paid, or acted on
+    assert statuses == {"completed"} and n_payments == 0
+    assert not {a for a in audit if "reject" in a or "approve" in a or "bonus" in a}
+
+
+def test_export_columns_codebook_and_the_researchers_exclusion_switch(app, spec):
+    who = send_agents(app, spec)
+    with app.app_context():
+        frame = export_frames("small")["participants"].set_index("platform_id")
+        exp = db.session.execute(sa.select(Experiment)).scalar_one()
+        run = _Export(exp)
+        for chunk in trial_chunks(exp):
+            run.tables(chunk)
+        run.rules = ExclusionRules(exclude_authenticity_flagged=True)  # as the spec would say
+        switched = run.participant_frame().set_index("platform_id")
+    assert set(COLUMNS) <= set(frame.columns)
+    assert set(COLUMNS) <= set(codebook.codebook()["participants"])
+    assert (frame.loc[list(who), "authenticity"] == "flagged").all()
+    lazy = [p for p, a in who.items() if a == "lazy"]
+    assert (frame.loc[lazy, "auth_rt_cv"] < 0.01).all()
+    assert frame.loc[[p for p, a in who.items() if a == "model"], "auth_ec_model"].eq("alpha").all()
+    # off by default: the verdict excludes nobody; switched on: every flagged one, with the reason
+    assert not frame["exclusion_reasons"].str.contains("authenticity").any()
+    assert switched.loc[list(who), "excluded"].all()
+    assert switched.loc[list(who), "exclusion_reasons"].str.contains("authenticity flagged").all()
+
+
+def test_the_breaker_rule_reads_the_flagged_share(app, spec):
+    send_agents(app, spec)
+    with app.app_context():
+        exp = db.session.execute(sa.select(Experiment)).scalar_one()
+        now = dt.datetime.now(dt.UTC)
+        rules = BreakerRules(min_participants=5, max_flagged_share=0.5, max_qc_fail_share=None,
+                             max_return_share=None, max_error_rate=None, min_time_share=None)
+        reading = breaker.read(exp, rules, now)
+        off = breaker.read(exp, rules.model_copy(update={"max_flagged_share": None}), now)
+    assert reading.n_sources == 6 and reading.n_flagged == 6
+    assert reading.flagged_share == 1.0 and reading.fired == ["flagged_share 1.00 > 0.50"]
+    assert off.flagged_share is None and off.fired == []
+
+
+def test_the_dashboard_shows_the_verdict_in_words(app, spec):
+    send_agents(app, spec)
+    with app.app_context():
+        exp = db.session.execute(sa.select(Experiment)).scalar_one()
+        refresh_authenticity(exp)
+        model = db.session.execute(sa.select(Participant.public_id).where(
+            Participant.platform_id.like("model%"))).scalars().first()
+    client = app.test_client()
+    login(app, client)
+    table = client.get("/admin/experiments/small/rows").get_data(as_text=True)
+    assert table.count('data-authenticity="flagged"') == 6
+    page = client.get(f"/admin/participants/{model}").get_data(as_text=True)
+    assert 'data-authenticity="flagged"' in page
+    assert "EC with model alpha 1.00, above the human reference 0.40" in page
+    assert "never rejects, excludes or withholds pay" in page
