@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from humanlike.analysis.authenticity.kappa import kappa_2x2
+from humanlike.analysis.authenticity.kappa import kappa_2x2, reference_variance
 from humanlike.analysis.authenticity.reference import ALPHA, HUMAN_MODEL_EC_MAX, MIN_SCORED_TRIALS
 
 MIN_CONDITION_TRIALS = 10
@@ -35,10 +35,14 @@ def first_presentations(trials: pd.DataFrame) -> pd.DataFrame:
                          "correct": known["correct"].astype(bool).to_numpy()})
 
 
-def _pooled(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+def _pooled(frame: pd.DataFrame, keys: list[str], reference: float | None = None) -> pd.DataFrame:
     """Condition kappas (from ``both``, ``first``, ``second``, ``n`` per key and condition) averaged
-    over conditions with weights n_c / N; the variance sum_c (n_c / N)^2 var_c."""
+    over conditions with weights n_c / N; the variance sum_c (n_c / N)^2 var_c, var_c at the
+    estimate, or with ``reference`` at the condition's table whose kappa is the reference."""
     k, var = kappa_2x2(frame["both"], frame["first"], frame["second"], frame["n"])
+    if reference is not None:
+        var = np.where(np.isfinite(k), reference_variance(
+            frame["first"], frame["second"], frame["n"], reference), np.nan)
     frame = frame.assign(kappa=k, var=var)
     frame = frame[np.isfinite(frame["kappa"]) & (frame["n"] >= MIN_CONDITION_TRIALS)]
     weight = frame["n"] / frame.groupby(keys)["n"].transform("sum")
@@ -50,8 +54,9 @@ def _pooled(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 def model_agreement(trials: pd.DataFrame, models: pd.DataFrame,
                     reference: float = HUMAN_MODEL_EC_MAX) -> pd.DataFrame:
     """Per participant, the candidate model it agrees with most: ``ec_model``, ``ec_model_kappa``,
-    ``ec_model_se``, ``ec_model_z`` = (kappa - reference) / SE and ``ec_model_p``, the one-sided
-    p-value Bonferroni-corrected over the models. ``models`` has ``model``, ``stimulus``,
+    ``ec_model_se`` (the SE were kappa at the reference: a score test, ``reference_variance``),
+    ``ec_model_z`` = (kappa - reference) / SE and ``ec_model_p``, the one-sided p-value
+    Bonferroni-corrected over the models. ``models`` has ``model``, ``stimulus``,
     ``response``; a model is right where its response is the image's class in ``trials``."""
     mine = first_presentations(trials)
     known = trials.dropna(subset=["category"]).drop_duplicates("stimulus")
@@ -67,7 +72,7 @@ def model_agreement(trials: pd.DataFrame, models: pd.DataFrame,
     counts = joined.groupby(["participant", "model", "condition"]).agg(
         both=("both", "sum"), first=("correct", "sum"), second=("m_correct", "sum"),
         n=("correct", "size")).reset_index()
-    pooled = _pooled(counts, ["participant", "model"])
+    pooled = _pooled(counts, ["participant", "model"], reference)
     pooled = pooled[pooled["n"] >= MIN_SCORED_TRIALS]
     se = np.sqrt(pooled["var"])
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -54,10 +54,10 @@ AGENTS = {"model": 2, "lazy": 2, "replay": 2}
 
 @pytest.fixture(scope="module")
 def spec(tmp_path_factory) -> Path:
-    """The small rating experiment with three images a class, a classification block, and model
+    """The small rating experiment with five images a class, a classification block, and model
     'alpha' as the panel's candidate model: random probabilities, the true class raised by 0.15
     (a classifier that errs, as the models people test do)."""
-    path = write_small_experiment(tmp_path_factory.mktemp("authenticity"), per_class=3)
+    path = write_small_experiment(tmp_path_factory.mktemp("authenticity"), per_class=5)
     text = path.read_text().replace("\n[[conditions]]\n", SPEEDED, 1)
     path.write_text(text + '\n[panel]\nmodel_responses = ["models/alpha.csv"]\n')
     manifest = pd.read_csv(path.parent / "stimuli" / "manifest.csv")

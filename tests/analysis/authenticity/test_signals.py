@@ -106,13 +106,17 @@ def test_model_kappa_its_test_and_the_best_model_by_hand():
         pd.DataFrame({"model": "m2", "stimulus": trials["stimulus"], "response": trials["response"]}),
     ])
     out = model_agreement.model_agreement(trials, models, reference=0.3)
-    # m2 answers exactly as p does: kappa 1 with variance 0 beats m1's 0.4
-    assert out.loc["p", "ec_model"] == "m2" and out.loc["p", "ec_model_kappa"] == 1.0
-    assert out.loc["p", "ec_model_z"] == np.inf and out.loc["p", "ec_model_p"] == 0.0
-    only_m1 = model_agreement.model_agreement(trials, models[models["model"] == "m1"], reference=0.3)
+    # m2 answers exactly as p does: kappa 1 beats m1's 0.4; its z uses the variance at the table
+    # with margins (0.5, 0.5) and kappa 0.3: both-correct share (0.65 - 1 + 0.5 + 0.5) / 2 = 0.325
     from humanlike.analysis.authenticity.kappa import kappa_2x2
 
-    _, var = kappa_2x2([40], [50], [60], [100])
+    assert out.loc["p", "ec_model"] == "m2" and out.loc["p", "ec_model_kappa"] == 1.0
+    _, var_m2 = kappa_2x2([32.5], [50], [50], [100])
+    assert out.loc["p", "ec_model_z"] == pytest.approx(0.7 / np.sqrt(var_m2[0]))
+    only_m1 = model_agreement.model_agreement(trials, models[models["model"] == "m1"], reference=0.3)
+    # the score test's variance: at the table with these margins (0.5, 0.6) whose kappa is 0.3:
+    # p_e 0.5, p_o 0.5 + 0.3 * 0.5 = 0.65, both-correct share (0.65 - 1 + 0.5 + 0.6) / 2 = 0.375
+    _, var = kappa_2x2([37.5], [50], [60], [100])
     z = (0.4 - 0.3) / np.sqrt(var[0])
     assert only_m1.loc["p", "ec_model_kappa"] == pytest.approx(0.4)
     assert only_m1.loc["p", "ec_model_z"] == pytest.approx(z)
