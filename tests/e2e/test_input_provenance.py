@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from humanlike.analysis.authenticity.provenance import input_signals
+from humanlike.analysis.authenticity.verdict import verdicts
 from humanlike.server.extensions import db
 from humanlike.server.tables.core import Event, Participant
 from tests.e2e.conftest import serving
@@ -118,3 +119,11 @@ def test_trusted_and_scripted_input_are_told_apart(chromium, server):
     assert signals.loc["script", "untrusted_inputs"] > 0 and signals.loc["script", "trusted_inputs"] == 0
     assert signals["webdriver"].tolist() == [automated, automated]
     assert signals["input_recorded"].all() and (signals["pastes"] == 0).all()
+    # the verdict: synthetic input is decisive; the person's own input is not; automation is
+    # decisive for both where this browser reports it (Playwright's Chromium does)
+    words = verdicts(signals)
+    assert "synthetic input events (isTrusted false)" in words.loc["script", "authenticity_reasons"]
+    assert "synthetic" not in words.loc["person", "authenticity_reasons"]
+    assert ("navigator.webdriver" in words.loc["person", "authenticity_reasons"]) is automated
+    assert words.loc["script", "authenticity"] == "flagged"
+    assert words.loc["person", "authenticity"] == ("flagged" if automated else "pass")
