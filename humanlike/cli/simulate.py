@@ -208,8 +208,10 @@ def command(experiment: str, n_participants: int, observer: str | None,
         assert url is not None
         truth = study.truth()
         try:
-            truth.participants = [{**p, "agent": "scripted"} for p in run_scripted(
-                url, study.slug, n_participants, seed, rehearsal_key, study)]
+            with tqdm(total=n_participants, desc="participants (browser)", unit="participant") as bar:
+                truth.participants = [{**p, "agent": "scripted"} for p in run_scripted(
+                    url, study.slug, n_participants, seed, rehearsal_key, study,
+                    progress=bar.update)]
         except (RuntimeError, OSError) as exc:
             raise click.ClickException(str(exc)) from exc
         write_truth(truth, truth_dir, n_participants, study.slug)
