@@ -308,7 +308,6 @@ class _Export:
         self.inclusion = adaptive.inclusion_lookup(exp.id)  # [adaptive]: each draw's probabilities
         self.timing: list[pd.DataFrame] = []  # each chunk's frame errors, for [display] max_frame_miss
         self.stored: dict[str, int] = {}
-        self.screened: list[pd.DataFrame] = []  # each chunk's decisions, for the authenticity screen
         self.qc: list[Any] = []  # frames, or futures of frames
         self.pool: Any = None
         if qc_process and not self.participants.empty:
@@ -323,7 +322,6 @@ class _Export:
         tables["trial_timing"] = display.trial_timing(trials, self.exp.spec, self.frame_ms)
         self.timing.append(tables["trial_timing"][["participant", "frame_error"]])
         self.stored.update({str(k): int(n) for k, n in trials.groupby("participant").size().items()})
-        self.screened.append(authenticity.screen_rows(tables))
         rated = [tables[t.table] for t in TRIAL_TYPES.values() if t.rated]  # what QC reads
         ratings = rated[0] if len(rated) == 1 else pd.concat(rated, ignore_index=True) \
             if rated else pd.DataFrame()
@@ -364,8 +362,7 @@ class _Export:
         participant is excluded only where ``[exclusion] exclude_authenticity_flagged`` says so."""
         if frame.empty:
             return frame
-        rows = pd.concat(self.screened, ignore_index=True) if self.screened else pd.DataFrame()
-        columns = authenticity.participants_columns(self.exp, rows, frame["participant"])
+        columns = authenticity.participants_columns(self.exp, frame["participant"])
         frame = pd.concat([frame.reset_index(drop=True), columns], axis=1)
         if self.rules.exclude_authenticity_flagged:
             flagged = (frame["authenticity"] == "flagged").to_numpy()

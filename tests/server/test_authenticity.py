@@ -183,3 +183,31 @@ def test_the_dashboard_shows_the_verdict_in_words(app, spec):
     assert 'data-authenticity="flagged"' in page
     assert "EC with model alpha 1.00, above the human reference 0.40" in page
     assert "never rejects, excludes or withholds pay" in page
+
+
+def test_the_screen_reads_the_decisions_the_export_tables_hold(app, spec):
+    """The screen's own reader (stored trials, no rating long form) gives the rows of the export's
+    classifications and decisions tables: practice out, tied ratings out, same class and condition."""
+    from humanlike.server.export.authenticity import SCREEN_FIELDS, decision_types, screen_rows
+    from humanlike.server.export.writer import stimulus_frame
+    from humanlike.server.participants import trial_store
+
+    send_agents(app, spec)
+    with app.app_context():
+        exp = db.session.execute(sa.select(Experiment)).scalar_one()
+        tables = export_frames("small")
+        [chunk] = trial_store.trial_chunks(SCREEN_FIELDS, experiment_id=exp.id, chunk_rows=None,
+                                           trial_types=list(decision_types()))
+        rows = screen_rows(chunk, LABELS, stimulus_frame(exp))
+    expected = pd.concat([
+        tables["classifications"].assign(task="classifications"),
+        tables["decisions"][tables["decisions"]["n_tied"] == 1].assign(task="decisions")])
+    expected = expected[~expected["practice"].astype(bool)]
+    key = ["participant", "trial_index"]
+    got = rows.sort_values(key).reset_index(drop=True)
+    want = expected.sort_values(key).reset_index(drop=True)
+    assert len(got) == len(want) > 300
+    for column in ("stimulus", "response", "category", "correct", "task"):
+        assert got[column].astype(str).tolist() == want[column].astype(str).tolist(), column
+    assert got["condition"].astype(str).tolist() == want["stimulus_condition"].astype(str).tolist()
+    assert got["rt_ms"].tolist() == pytest.approx(want["rt_ms"].astype(float).tolist(), nan_ok=True)
