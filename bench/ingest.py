@@ -84,7 +84,7 @@ def start_servers(spec: Path, database_url: str, instance: Path, server: str = D
                SECRET_KEY=secrets.token_hex(16), HUMANLIKE_INSTANCE=str(instance),
                HUMANLIKE_RATE_LIMITS="off")  # every simulated participant arrives from 127.0.0.1
     prepare = (
-        "from humanlike.server import create_app, database, experiments\n"
+        "from humanlike.server import create_app, database\nfrom humanlike.server.study import experiments\n"
         "app = create_app(); database.upgrade(app); experiments.sync_all(app)\n"
     )
     subprocess.run([sys.executable, "-c", prepare], env=dict(os.environ, **env), check=True,

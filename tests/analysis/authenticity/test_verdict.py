@@ -82,3 +82,15 @@ def test_export_columns_are_the_codebook(screened):
     assert list(out.columns) == list(COLUMNS)
     assert out.loc["agent-model", "auth_ec_model"] == "resnet50"
     assert out.loc["subject-01", "authenticity"] == "pass"
+
+
+def test_a_model_kappa_significant_only_at_005_asks_for_review_not_a_flag():
+    # the scripted browser agent on the demo: kappa 1 with the accurate cnn, p 0.017 (few errors)
+    table = pd.DataFrame({"stimulus_z": [18.3], "rt_cv": [0.28], "ec_model": ["cnn"],
+                          "ec_model_kappa": [1.0], "ec_model_p": [0.017], "ec_reference": [0.4]},
+                         index=pd.Index(["agent"], name="participant"))
+    out = verdicts(table)
+    assert out.loc["agent", "authenticity"] == "review"
+    assert out.loc["agent", "authenticity_reasons"] == (
+        "EC with model cnn 1.00, above the human reference 0.40 (p = 0.02), not decisive")
+    assert verdicts(table.assign(ec_model_p=0.2)).loc["agent", "authenticity"] == "pass"
