@@ -52,13 +52,15 @@ def _pooled(frame: pd.DataFrame, keys: list[str], reference: float | None = None
 
 
 def model_agreement(trials: pd.DataFrame, models: pd.DataFrame,
-                    reference: float = HUMAN_MODEL_EC_MAX) -> pd.DataFrame:
+                    reference: float = HUMAN_MODEL_EC_MAX,
+                    first: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per participant, the candidate model it agrees with most: ``ec_model``, ``ec_model_kappa``,
     ``ec_model_se`` (the SE were kappa at the reference: a score test, ``reference_variance``),
     ``ec_model_z`` = (kappa - reference) / SE and ``ec_model_p``, the one-sided p-value
     Bonferroni-corrected over the models. ``models`` has ``model``, ``stimulus``,
-    ``response``; a model is right where its response is the image's class in ``trials``."""
-    mine = first_presentations(trials)
+    ``response``; a model is right where its response is the image's class in ``trials``.
+    ``first``: ``first_presentations(trials)`` where already computed."""
+    mine = first_presentations(trials) if first is None else first
     known = trials.dropna(subset=["category"]).drop_duplicates("stimulus")
     truth = pd.Series(known["category"].astype(str).to_numpy(), index=known["stimulus"].astype(str))
     m = models.assign(stimulus=models["stimulus"].astype(str)).drop_duplicates(["model", "stimulus"])
@@ -87,11 +89,12 @@ def model_agreement(trials: pd.DataFrame, models: pd.DataFrame,
                          "ec_model_se": best["se"], "ec_model_z": best["z"], "ec_model_p": best["p"]})
 
 
-def human_agreement(trials: pd.DataFrame) -> pd.DataFrame:
+def human_agreement(trials: pd.DataFrame, first: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per participant: ``ec_human_mean`` and ``ec_human_max``, its condition-averaged kappa with
     every other participant over their shared images (masked matrix products per condition;
-    pairs sharing fewer than ``MIN_SCORED_TRIALS`` images are left out)."""
-    mine = first_presentations(trials)
+    pairs sharing fewer than ``MIN_SCORED_TRIALS`` images are left out; ``first`` as in
+    ``model_agreement``)."""
+    mine = first_presentations(trials) if first is None else first
     people = np.sort(mine["participant"].unique())
     if len(people) < 2:
         return pd.DataFrame(columns=["ec_human_mean", "ec_human_max"], dtype=float)

@@ -39,8 +39,11 @@ def response_truth_kappa(trials: pd.DataFrame) -> pd.DataFrame:
 
 def numeric_levels(condition: pd.Series) -> pd.Series:
     """The number in each condition name (``c30`` -> 30, ``0.2`` -> 0.2), NaN where none."""
-    return pd.to_numeric(condition.astype(str).str.extract(r"(-?\d+(?:\.\d+)?)", expand=False),
-                         errors="coerce")
+    codes, names = pd.factorize(condition.astype(str))  # a few names, many trials
+    numbers = pd.to_numeric(pd.Series(names, dtype=object).str.extract(
+        r"(-?\d+(?:\.\d+)?)", expand=False), errors="coerce").to_numpy(dtype=float)
+    numbers = np.append(numbers, np.nan)  # code -1 (a missing name) reads the NaN at the end
+    return pd.Series(numbers[codes], index=condition.index)
 
 
 def difficulty_slope(trials: pd.DataFrame) -> pd.DataFrame:

@@ -107,11 +107,12 @@ def signals(data: ScreenInput) -> pd.DataFrame:
                       name="participant")
     parts = [response_truth_kappa(trials), rt_shape(trials), repeat_consistency(trials),
              difficulty_slope(trials)]
-    human = agreement.human_agreement(trials)
+    first = agreement.first_presentations(trials)
+    human = agreement.human_agreement(trials, first)
     parts.append(human)
     reference = ec_reference(human)
     if data.models is not None and not data.models.empty:
-        parts.append(agreement.model_agreement(trials, data.models, reference))
+        parts.append(agreement.model_agreement(trials, data.models, reference, first))
     out = pd.concat([p.reindex(people) for p in parts], axis=1)
     out["ec_reference"] = reference
     out["accuracy"] = trials.groupby("participant")["correct"].mean().reindex(people)

@@ -111,16 +111,23 @@ def screen_of(exp: Experiment, trials: pd.DataFrame) -> pd.DataFrame:
     return screen(ScreenInput(trials, candidate_answers(exp), inputs))
 
 
-def experiment_screen(exp: Experiment) -> pd.DataFrame:
-    """The screen over every stored decision of ``exp``, read in chunks of whole participants
-    (only the decision types, only ``SCREEN_FIELDS``: no rating long form is built)."""
+def stored_rows(exp: Experiment, participant_ids: list[int] | None = None) -> pd.DataFrame:
+    """The screen rows of ``exp``'s stored decisions (of ``participant_ids`` where given), read in
+    chunks of whole participants: only the decision types, only ``SCREEN_FIELDS`` (no rating long
+    form is built)."""
     from humanlike.server.export.writer import stimulus_frame
 
     labels = [str(c["label"]) for c in exp.spec.get("categories", [])]
     stimuli = stimulus_frame(exp)
     rows = [screen_rows(chunk, labels, stimuli) for chunk in trial_store.trial_chunks(
-        SCREEN_FIELDS, experiment_id=exp.id, trial_types=list(decision_types()))]
-    return screen_of(exp, pd.concat(rows, ignore_index=True))
+        SCREEN_FIELDS, experiment_id=exp.id, participant_ids=participant_ids,
+        trial_types=list(decision_types()))]
+    return pd.concat(rows, ignore_index=True)
+
+
+def experiment_screen(exp: Experiment) -> pd.DataFrame:
+    """The screen over every stored decision of ``exp``."""
+    return screen_of(exp, stored_rows(exp))
 
 
 def participants_columns(exp: Experiment, participants: pd.Series) -> pd.DataFrame:

@@ -5,13 +5,16 @@ read by the dashboard's participants table and page. The screen itself:
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import sqlalchemy as sa
 
-from humanlike.server.export.authenticity import experiment_screen
+from humanlike.server.export.authenticity import screen_of, stored_rows
 from humanlike.server.extensions import db
+from humanlike.server.participants import trial_store
 from humanlike.server.tables.authenticity import ParticipantAuthenticity
 from humanlike.server.tables.core import Experiment, Participant, utcnow
 
@@ -26,10 +29,54 @@ def _plain(value: Any) -> Any:
     return None if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
 
 
+@dataclass
+class _Rows:
+    """A process's screen rows of one experiment: per participant (public id) its rows and the
+    stored trial count they were read at (trials are only ever added)."""
+
+    key: str
+    rows: dict[str, pd.DataFrame] = field(default_factory=dict)
+    stamps: dict[str, int] = field(default_factory=dict)
+
+
+_ROWS: dict[tuple[str, int], _Rows] = {}
+
+
+def current_rows(exp: Experiment) -> pd.DataFrame:
+    """Every participant's screen rows, reading only those whose stored trial count changed since
+    this process's last pass (``panel_ratings`` keeps its cells the same way)."""
+    counts = trial_store.experiment_stored_counts(exp.id)
+    public = dict(db.session.execute(sa.select(Participant.id, Participant.public_id).where(
+        Participant.experiment_id == exp.id)).all())
+    where = (str(db.engine.url), exp.id)
+    cache = _ROWS.get(where)
+    if cache is None or cache.key != exp.spec_hash:
+        cache = _ROWS[where] = _Rows(exp.spec_hash)
+    changed = [pid for pid, n in counts.items() if cache.stamps.get(public.get(pid, "")) != n]
+    for gone in set(cache.rows) - set(public.values()):  # withdrawn: their data is deleted
+        cache.rows.pop(gone, None)
+        cache.stamps.pop(gone, None)
+    if changed:
+        try:
+            fresh = stored_rows(exp, changed)
+        except BaseException:
+            del _ROWS[where]  # half read: start afresh next time
+            raise
+        grouped = dict(tuple(fresh.groupby("participant", sort=False))) if len(fresh) else {}
+        for pid in changed:
+            person = public.get(pid)
+            if person is not None:
+                cache.rows[person] = grouped.get(person, fresh.iloc[0:0])
+                cache.stamps[person] = counts[pid]
+    parts = [cache.rows[p] for p in public.values() if p in cache.rows]
+    return pd.concat(parts, ignore_index=True) if parts else stored_rows(exp, [])
+
+
 def refresh_authenticity(exp: Experiment) -> int:
     """Recompute and store every participant's verdict (the screen compares participants with
-    each other, so all of them at once); how many stored."""
-    screened = experiment_screen(exp)
+    each other, so all of them at once; only changed participants' trials are read); how many
+    stored."""
+    screened = screen_of(exp, current_rows(exp))
     ids = dict(db.session.execute(sa.select(Participant.public_id, Participant.id).where(
         Participant.experiment_id == exp.id)).all())
     db.session.execute(sa.delete(ParticipantAuthenticity).where(

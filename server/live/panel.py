@@ -407,25 +407,32 @@ def refresh(exp: Experiment, owner: str | None = None, force: bool = False) -> b
             db.session.rollback()
             errors["qc"] = failure(exc)
         try:
-            refresh_authenticity(exp)
-        except Exception as exc:  # the dashboard then shows the verdicts stored before
-            db.session.rollback()
-            errors["authenticity"] = failure(exc)
-        try:
             result = compute(exp, errors)
         except Exception as exc:  # outside every section: stored as the panel's one error
             db.session.rollback()
             errors["panel"] = failure(exc)
             result = {"kind": None, "n_participants": 0, "error": errors["panel"],
                       MLDS_SECTION: None, "ec": None, "stopping": None, "errors": errors}
-    before = ((previous[1] or {}).get("errors") or {}) if previous is not None else {}
-    for name, message in result["errors"].items():
-        if before.get(name) != message:
-            log.error("live panel of %s: %s failed: %s", exp.slug, name, message)
+        before = ((previous[1] or {}).get("errors") or {}) if previous is not None else {}
+        for name, message in result["errors"].items():
+            if before.get(name) != message:
+                log.error("live panel of %s: %s failed: %s", exp.slug, name, message)
+        owned = sa.and_(PanelResult.experiment_id == exp.id, PanelResult.lease_owner == owner)
+        db.session.execute(sa.update(PanelResult).where(owned).values(
+            data_version=version, computed_at=utcnow(), seconds=time.perf_counter() - started,
+            n_participants=int(result.get("n_participants") or 0), result=result))
+        db.session.commit()  # the panel shows now; the authenticity verdicts follow, still leased
+        try:
+            refresh_authenticity(exp)
+        except Exception as exc:  # the dashboard then shows the verdicts stored before
+            db.session.rollback()
+            message = failure(exc)
+            if before.get("authenticity") != message:
+                log.error("live panel of %s: authenticity failed: %s", exp.slug, message)
+            result = {**result, "errors": {**result["errors"], "authenticity": message}}
+            db.session.execute(sa.update(PanelResult).where(owned).values(result=result))
     db.session.execute(sa.update(PanelResult).where(
         PanelResult.experiment_id == exp.id, PanelResult.lease_owner == owner).values(
-        data_version=version, computed_at=utcnow(), seconds=time.perf_counter() - started,
-        n_participants=int(result.get("n_participants") or 0), result=result,
         lease_owner=None, lease_until=None))
     db.session.commit()
     from humanlike.server.live.adaptive import (

@@ -211,3 +211,35 @@ def test_the_screen_reads_the_decisions_the_export_tables_hold(app, spec):
         assert got[column].astype(str).tolist() == want[column].astype(str).tolist(), column
     assert got["condition"].astype(str).tolist() == want["stimulus_condition"].astype(str).tolist()
     assert got["rt_ms"].tolist() == pytest.approx(want["rt_ms"].astype(float).tolist(), nan_ok=True)
+
+
+def test_the_live_pass_reads_only_participants_with_new_trials(app, spec, monkeypatch):
+    """The background pass keeps each participant's screen rows with the trial count they were
+    read at: a second pass reads only the newcomer, and its verdicts are the full screen's."""
+    from humanlike.server.export import authenticity as screen_module
+    from humanlike.server.live import authenticity as live
+
+    asked: list[list[int]] = []
+    reader = screen_module.stored_rows
+    monkeypatch.setattr(live, "stored_rows", lambda exp, ids=None: asked.append(ids) or reader(exp, ids))
+    monkeypatch.setattr(live, "_ROWS", {})
+    models = load_responses(find_model_responses(spec)[0])
+    with api_client(app=app) as client:
+        for k in range(3):
+            from_address(client, k)
+            run_participant(client, SimulatedStudy(spec, SimulationSettings(
+                n_participants=1, agent="lazy", seed=k, id_prefix="lazy"), models), 0, False)
+        with app.app_context():
+            exp = db.session.execute(sa.select(Experiment)).scalar_one()
+            refresh_authenticity(exp)
+            from_address(client, 9)
+            run_participant(client, SimulatedStudy(spec, SimulationSettings(
+                n_participants=1, agent="model", seed=9, id_prefix="model"), models), 0, False)
+            refresh_authenticity(exp)
+            newcomer = db.session.execute(sa.select(Participant.id).where(
+                Participant.platform_id.like("model%"))).scalar_one()
+            stored = {a.participant_id: a.reasons for a in stored_verdicts(exp).values()}
+            full = screen_module.experiment_screen(exp)
+            ids = dict(db.session.execute(sa.select(Participant.public_id, Participant.id)).all())
+    assert [len(a) for a in asked] == [3, 1] and asked[1] == [newcomer]
+    assert stored == {ids[p]: r for p, r in full["authenticity_reasons"].items()}

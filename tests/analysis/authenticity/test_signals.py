@@ -156,3 +156,10 @@ def test_human_agreement_is_the_pairwise_kappa():
     assert out.loc["p1", "ec_human_max"] == pytest.approx(1.0)
     assert out.loc["p1", "ec_human_mean"] == pytest.approx(0.7)
     assert out.loc["p2", "ec_human_max"] == pytest.approx(0.4)
+
+
+def test_numeric_levels_read_the_number_in_each_condition_name():
+    levels = stimulus_dependence.numeric_levels(pd.Series(["c30", "c05", None, "natural", "0.2", "c30"]))
+    assert levels.tolist()[:2] == [30.0, 5.0] and levels.tolist()[4:] == [0.2, 30.0]
+    assert np.isnan(levels.iloc[2]) and np.isnan(levels.iloc[3])
+    assert stimulus_dependence.numeric_levels(pd.Series([np.nan, np.nan])).isna().all()
