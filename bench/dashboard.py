@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -55,8 +56,29 @@ def percentiles(samples: list[float]) -> dict[str, float]:
             "p99_ms": round(float(np.percentile(samples, 99)), 1), "n": len(samples)}
 
 
+def time_authenticity(app: Any) -> None:
+    """The authenticity screen's passes, printed: the first (every trial read), a second with no
+    new trials (the kept rows screened again), and the size of the rows kept between passes."""
+    import sqlalchemy as sa
+
+    from humanlike.server.extensions import db
+    from humanlike.server.live import authenticity
+    from humanlike.server.tables.core import Experiment
+
+    with app.app_context():
+        exp = db.session.execute(sa.select(Experiment).where(Experiment.slug == "bench")).scalar_one()
+        for which in ("first", "unchanged"):
+            start = time.perf_counter()
+            authenticity.refresh_authenticity(exp)
+            print(f"authenticity screen, {which} pass: {time.perf_counter() - start:.1f} s", flush=True)
+        kept = sum(a.nbytes for rows in authenticity._ROWS.values() for person in rows.rows.values()
+                   for a in person.values())
+        print(f"authenticity rows kept between passes: {kept / 2**20:.0f} MB", flush=True)
+
+
 def time_pages(url: str, spec: Path, repeats: int) -> tuple[dict[str, dict[str, float]], float]:
-    """Page latencies through the Flask app (in process, logged in); the initial QC pass's time."""
+    """Page latencies through the Flask app (in process, logged in); the initial QC pass's time;
+    then the authenticity screen's passes (``time_authenticity``)."""
     import sqlalchemy as sa
 
     from humanlike.server import create_app
@@ -98,6 +120,7 @@ def time_pages(url: str, spec: Path, repeats: int) -> tuple[dict[str, dict[str, 
             assert resp.status_code == 200
         out[name] = percentiles(samples)
         print(f"{name:28s} {out[name]}", flush=True)
+    time_authenticity(app)
     listed, unlisted = listing_cost(app, client, repeats)
     print(f"{'listing panel: with':28s} {listed}\n{'listing panel: without':28s} {unlisted}",
           flush=True)

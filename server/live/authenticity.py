@@ -29,14 +29,48 @@ def _plain(value: Any) -> Any:
     return None if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
 
 
+TEXT_COLUMNS = ("stimulus", "response", "category", "condition", "task")
+"""Screen-row columns kept as codes into one word list per experiment (a few hundred distinct
+words over millions of rows: 4 bytes a cell instead of a string object each)."""
+
+
 @dataclass
 class _Rows:
-    """A process's screen rows of one experiment: per participant (public id) its rows and the
-    stored trial count they were read at (trials are only ever added)."""
+    """A process's screen rows of one experiment, compactly: per participant (public id) its
+    columns (text as codes into ``words``) and the stored trial count they were read at (trials
+    are only ever added, so an unchanged count means unchanged rows)."""
 
     key: str
-    rows: dict[str, pd.DataFrame] = field(default_factory=dict)
+    words: list[str] = field(default_factory=list)
+    code_of: dict[str, int] = field(default_factory=dict)
+    rows: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     stamps: dict[str, int] = field(default_factory=dict)
+
+    def encode(self, frame: pd.DataFrame) -> dict[str, np.ndarray]:
+        """``frame``'s columns as arrays, its text as codes (-1: missing)."""
+        out = {"trial_index": frame["trial_index"].to_numpy(dtype=np.int64),
+               "rt_ms": pd.to_numeric(frame["rt_ms"], errors="coerce").to_numpy(dtype=float),
+               "correct": frame["correct"].to_numpy(dtype=bool)}
+        for column in TEXT_COLUMNS:
+            local, uniques = pd.factorize(frame[column].astype(object))  # -1 for missing
+            for word in uniques.astype(str):  # new words only: a handful per pass
+                self.code_of.setdefault(word, len(self.words))
+                if len(self.words) < len(self.code_of):
+                    self.words.append(word)
+            codes = np.array([self.code_of[w] for w in uniques.astype(str)] + [-1], dtype=np.int32)
+            out[column] = codes[local]
+        return out
+
+    def frame(self, people: list[str]) -> pd.DataFrame:
+        """The screen rows of ``people`` (in that order) as one frame."""
+        parts = [self.rows[p] for p in people]
+        words = np.array([*self.words, np.nan], dtype=object)  # code -1 reads the NaN at the end
+        columns: dict[str, Any] = {"participant": np.repeat(
+            np.array(people, dtype=object), [len(p["trial_index"]) for p in parts])}
+        for column in ("trial_index", "rt_ms", "correct", *TEXT_COLUMNS):
+            values = np.concatenate([p[column] for p in parts]) if parts else np.array([])
+            columns[column] = words[values] if column in TEXT_COLUMNS and parts else values
+        return pd.DataFrame(columns)
 
 
 _ROWS: dict[tuple[str, int], _Rows] = {}
@@ -59,17 +93,16 @@ def current_rows(exp: Experiment) -> pd.DataFrame:
     if changed:
         try:
             fresh = stored_rows(exp, changed)
+            grouped = dict(tuple(fresh.groupby("participant", sort=False))) if len(fresh) else {}
+            for pid in changed:
+                person = public.get(pid)
+                if person is not None:
+                    cache.rows[person] = cache.encode(grouped.get(person, fresh.iloc[0:0]))
+                    cache.stamps[person] = counts[pid]
         except BaseException:
             del _ROWS[where]  # half read: start afresh next time
             raise
-        grouped = dict(tuple(fresh.groupby("participant", sort=False))) if len(fresh) else {}
-        for pid in changed:
-            person = public.get(pid)
-            if person is not None:
-                cache.rows[person] = grouped.get(person, fresh.iloc[0:0])
-                cache.stamps[person] = counts[pid]
-    parts = [cache.rows[p] for p in public.values() if p in cache.rows]
-    return pd.concat(parts, ignore_index=True) if parts else stored_rows(exp, [])
+    return cache.frame([p for p in public.values() if p in cache.rows])
 
 
 def refresh_authenticity(exp: Experiment) -> int:
