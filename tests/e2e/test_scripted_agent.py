@@ -51,6 +51,7 @@ def spec_path(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the agent, not the backend
 def test_a_scripted_participant_finishes_with_the_models_answers_at_a_human_pace(
         database_url, spec_path, monkeypatch):
     from humanlike.server.demo import scripted_agent
