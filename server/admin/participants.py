@@ -14,6 +14,7 @@ import numpy as np
 import sqlalchemy as sa
 from flask import abort, current_app, redirect, render_template, request, session, url_for
 
+from humanlike.analysis.authenticity.verdict import VERDICTS
 from humanlike.server import audit
 from humanlike.server.admin import charts, stats
 from humanlike.server.admin.auth import actor
@@ -27,6 +28,7 @@ from humanlike.server.live.qc import qc_in_words
 from humanlike.server.participants import display, overrides, timeouts, trial_store
 from humanlike.server.rights.pseudonyms import key_from_secret, pseudonym
 from humanlike.server.sources import sona
+from humanlike.server.tables.authenticity import ParticipantAuthenticity
 from humanlike.server.tables.core import Event, Participant, ParticipantQC, Payment, Stimulus, Trial
 from humanlike.server.trial_types import responses
 from humanlike.server.trial_types.registry import internal_types, rated_types
@@ -53,6 +55,7 @@ class TableQuery:
     condition: str = ""
     excluded: str = ""
     qc: str = ""
+    authenticity: str = ""
     sort: str = "id"
     order: str = "asc"
     page: int = 1
@@ -70,6 +73,8 @@ class TableQuery:
                    condition=args.get("condition", "")[:64],
                    excluded=args.get("excluded", "") if args.get("excluded") in ("yes", "no") else "",
                    qc=args.get("qc", "") if args.get("qc") in ("failed", "passed") else "",
+                   authenticity=(args.get("authenticity", "")
+                                 if args.get("authenticity") in VERDICTS else ""),
                    sort=sort if sort in SORTS else "id",
                    order="desc" if args.get("order") == "desc" else "asc", page=page,
                    reveal=reveal)
@@ -77,7 +82,7 @@ class TableQuery:
     def args(self, **change: Any) -> dict[str, Any]:
         """The query string of this view with ``change`` applied (links for sort and paging)."""
         values = {"status": self.status, "condition": self.condition, "excluded": self.excluded,
-                  "qc": self.qc, "sort": self.sort, "order": self.order, "page": self.page,
+                  "qc": self.qc, "authenticity": self.authenticity, "sort": self.sort, "order": self.order, "page": self.page,
                   **change}
         return {k: v for k, v in values.items() if v not in ("", None)}
 
@@ -97,6 +102,10 @@ def participants_select(experiment_id: int, q: TableQuery) -> sa.Select:
     if q.qc:
         failed = sa.func.coalesce(ParticipantQC.qc_failed, sa.false())
         stmt = stmt.where(failed if q.qc == "failed" else ~failed)
+    if q.authenticity:
+        verdict = sa.select(ParticipantAuthenticity.verdict).where(
+            ParticipantAuthenticity.participant_id == Participant.id).scalar_subquery()
+        stmt = stmt.where(verdict == q.authenticity)
     return stmt
 
 
@@ -222,7 +231,8 @@ def _table_context(slug: str) -> dict[str, Any]:
     q = TableQuery.from_args(request.args, reveal=revealed(exp.slug))
     rows, total = _page(exp, q)
     return {"exp": exp, "q": q, "rows": rows, "total": total,
-            "pages": max(1, math.ceil(total / PAGE_SIZE)), "sorts": list(SORTS)}
+            "pages": max(1, math.ceil(total / PAGE_SIZE)), "sorts": list(SORTS),
+            "verdicts": VERDICTS}
 
 
 @bp.get("/experiments/<slug>")

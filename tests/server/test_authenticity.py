@@ -32,6 +32,7 @@ from humanlike.server.live import breaker
 from humanlike.server.live.authenticity import refresh_authenticity, stored_verdicts
 from humanlike.server.study import experiments
 from humanlike.server.study.spec import BreakerRules
+from humanlike.server.tables.authenticity import ParticipantAuthenticity
 from humanlike.server.tables.core import AuditEntry, Experiment, Participant, Payment
 from tests.server.admin.dashboard_helpers import login
 from tests.server.conftest import write_small_experiment
@@ -243,3 +244,39 @@ def test_the_live_pass_reads_only_participants_with_new_trials(app, spec, monkey
             ids = dict(db.session.execute(sa.select(Participant.public_id, Participant.id)).all())
     assert [len(a) for a in asked] == [3, 1] and asked[1] == [newcomer]
     assert stored == {ids[p]: r for p, r in full["authenticity_reasons"].items()}
+
+
+def test_the_table_filters_by_verdict_and_a_failed_screen_shows_on_the_panel(app, spec, monkeypatch):
+    send_agents(app, spec)
+    with app.app_context():
+        exp = db.session.execute(sa.select(Experiment)).scalar_one()
+        refresh_authenticity(exp)
+        one = db.session.execute(sa.select(Participant.id).where(
+            Participant.platform_id.like("model%"))).scalars().first()
+        db.session.execute(sa.update(ParticipantAuthenticity).where(
+            ParticipantAuthenticity.participant_id == one).values(verdict="review"))
+        db.session.commit()
+    client = app.test_client()
+    login(app, client)
+    rows = client.get("/admin/experiments/small/rows?authenticity=review").get_data(as_text=True)
+    assert rows.count("<tr data-participant") == 1 and 'data-authenticity="review"' in rows
+    rows = client.get("/admin/experiments/small/rows?authenticity=flagged").get_data(as_text=True)
+    assert rows.count("<tr data-participant") == 5
+    rows = client.get("/admin/experiments/small/rows?authenticity=bogus").get_data(as_text=True)
+    assert rows.count("<tr data-participant") == 6  # an unknown value filters nothing
+    page = client.get("/admin/experiments/small?authenticity=review").get_data(as_text=True)
+    assert '<option value="review" selected>' in page
+    # a screen that fails leaves the verdicts stored before and says so on the panel, once logged
+    from humanlike.server.live import panel
+
+    def broken(exp):
+        raise RuntimeError("no screen today")
+
+    monkeypatch.setattr(panel, "refresh_authenticity", broken)
+    with app.app_context():
+        exp = db.session.execute(sa.select(Experiment)).scalar_one()
+        assert panel.refresh(exp, force=True)
+        kept = {a.verdict for a in stored_verdicts(exp).values()}
+    html = client.get("/admin/experiments/small/panel").get_data(as_text=True)
+    assert 'data-section-error="authenticity"' in html and "no screen today" in html
+    assert kept == {"flagged", "review"}
