@@ -51,6 +51,7 @@ duration_ms = 200
 [[conditions]]
 """
 AGENTS = {"model": 2, "lazy": 2, "replay": 2}
+SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 
 @pytest.fixture(scope="module")
@@ -169,23 +170,7 @@ def test_the_breaker_rule_reads_the_flagged_share(app, spec):
     assert off.flagged_share is None and off.fired == []
 
 
-def test_the_dashboard_shows_the_verdict_in_words(app, spec):
-    send_agents(app, spec)
-    with app.app_context():
-        exp = db.session.execute(sa.select(Experiment)).scalar_one()
-        refresh_authenticity(exp)
-        model = db.session.execute(sa.select(Participant.public_id).where(
-            Participant.platform_id.like("model%"))).scalars().first()
-    client = app.test_client()
-    login(app, client)
-    table = client.get("/admin/experiments/small/rows").get_data(as_text=True)
-    assert table.count('data-authenticity="flagged"') == 6
-    page = client.get(f"/admin/participants/{model}").get_data(as_text=True)
-    assert 'data-authenticity="flagged"' in page
-    assert "EC with model alpha 1.00, above the human reference 0.40" in page
-    assert "never rejects, excludes or withholds pay" in page
-
-
+@SQLITE  # the reader is under test; both backends read in the tests above
 def test_the_screen_reads_the_decisions_the_export_tables_hold(app, spec):
     """The screen's own reader (stored trials, no rating long form) gives the rows of the export's
     classifications and decisions tables: practice out, tied ratings out, same class and condition."""
@@ -214,6 +199,7 @@ def test_the_screen_reads_the_decisions_the_export_tables_hold(app, spec):
     assert got["rt_ms"].tolist() == pytest.approx(want["rt_ms"].astype(float).tolist(), nan_ok=True)
 
 
+@SQLITE  # the reader is under test; both backends read in the tests above
 def test_the_live_pass_reads_only_participants_with_new_trials(app, spec, monkeypatch):
     """The background pass keeps each participant's screen rows with the trial count they were
     read at: a second pass reads only the newcomer, and its verdicts are the full screen's."""
@@ -246,18 +232,28 @@ def test_the_live_pass_reads_only_participants_with_new_trials(app, spec, monkey
     assert stored == {ids[p]: r for p, r in full["authenticity_reasons"].items()}
 
 
-def test_the_table_filters_by_verdict_and_a_failed_screen_shows_on_the_panel(app, spec, monkeypatch):
+def test_the_dashboard_shows_filters_and_keeps_the_verdicts(app, spec, monkeypatch):
+    """The table's badges and filter, the participant page in words, and a failed screen on the
+    panel with the verdicts stored before kept."""
     send_agents(app, spec)
     with app.app_context():
         exp = db.session.execute(sa.select(Experiment)).scalar_one()
         refresh_authenticity(exp)
-        one = db.session.execute(sa.select(Participant.id).where(
+        model = db.session.execute(sa.select(Participant).where(
             Participant.platform_id.like("model%"))).scalars().first()
+        one, model_public = model.id, model.public_id
+    client = app.test_client()
+    login(app, client)
+    table = client.get("/admin/experiments/small/rows").get_data(as_text=True)
+    assert table.count('data-authenticity="flagged"') == 6
+    page = client.get(f"/admin/participants/{model_public}").get_data(as_text=True)
+    assert 'data-authenticity="flagged"' in page
+    assert "EC with model alpha 1.00, above the human reference 0.40" in page
+    assert "never rejects, excludes or withholds pay" in page
+    with app.app_context():  # as if one of them were only marked review
         db.session.execute(sa.update(ParticipantAuthenticity).where(
             ParticipantAuthenticity.participant_id == one).values(verdict="review"))
         db.session.commit()
-    client = app.test_client()
-    login(app, client)
     rows = client.get("/admin/experiments/small/rows?authenticity=review").get_data(as_text=True)
     assert rows.count("<tr data-participant") == 1 and 'data-authenticity="review"' in rows
     rows = client.get("/admin/experiments/small/rows?authenticity=flagged").get_data(as_text=True)
