@@ -260,7 +260,9 @@ class Reading:
     qc_fail_share: float | None
     n_flagged: int
     flagged_share: float | None
-    """Share of finished sources the authenticity screen flags (computed under ``max_flagged_share``)."""
+    """Share of finished sources the authenticity screen flagged, as its last background pass
+    stored the verdicts (read under ``max_flagged_share``; a participant not screened yet counts
+    as not flagged)."""
     return_share: float | None
     api_answers: int
     api_errors: int
@@ -331,7 +333,7 @@ def read(exp: Experiment, rules: BreakerRules, now: dt.datetime) -> Reading:
     """The window's numbers and the rules they break (none below the minimum count of sources,
     where the QC count is not computed either). Each source weighs as one participant: shares are
     means over sources of each source's share, the time share a median over sources."""
-    from humanlike.server.live.authenticity import refresh_authenticity, stored_verdicts
+    from humanlike.server.live.authenticity import stored_verdicts
     from humanlike.server.live.qc import refresh_qc
 
     answers, errors = TALLY.rate(rules.window_minutes * 60.0)  # before QC's writes
@@ -358,8 +360,8 @@ def read(exp: Experiment, rules: BreakerRules, now: dt.datetime) -> Reading:
         failed = set(db.session.execute(sa.select(ParticipantQC.participant_id).where(
             ParticipantQC.participant_id.in_(done["id"].tolist()),
             ParticipantQC.qc_failed.is_(True))).scalars())
-        if rules.max_flagged_share is not None:
-            refresh_authenticity(exp)
+        if rules.max_flagged_share is not None:  # as the panel's background pass stored them:
+            # the screen compares everyone, too much for the participant's completion request
             flagged = {pid for pid, a in stored_verdicts(exp, done["id"].tolist()).items()
                        if a.verdict == "flagged"}
     by_source = done.assign(failed=done["id"].isin(failed), flagged=done["id"].isin(flagged),

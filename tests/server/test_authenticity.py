@@ -157,14 +157,19 @@ def test_export_columns_codebook_and_the_researchers_exclusion_switch(app, spec)
 
 
 def test_the_breaker_rule_reads_the_flagged_share(app, spec):
+    """The rule reads the verdicts the background pass stored (the screen is too much work for a
+    participant's completion request, where the breaker is checked): none stored, none counted."""
     send_agents(app, spec)
     with app.app_context():
         exp = db.session.execute(sa.select(Experiment)).scalar_one()
         now = dt.datetime.now(dt.UTC)
         rules = BreakerRules(min_participants=5, max_flagged_share=0.5, max_qc_fail_share=None,
                              max_return_share=None, max_error_rate=None, min_time_share=None)
+        before = breaker.read(exp, rules, now)
+        refresh_authenticity(exp)  # the panel's background pass
         reading = breaker.read(exp, rules, now)
         off = breaker.read(exp, rules.model_copy(update={"max_flagged_share": None}), now)
+    assert before.n_flagged == 0 and before.fired == []
     assert reading.n_sources == 6 and reading.n_flagged == 6
     assert reading.flagged_share == 1.0 and reading.fired == ["flagged_share 1.00 > 0.50"]
     assert off.flagged_share is None and off.fired == []
