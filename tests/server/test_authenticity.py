@@ -36,20 +36,9 @@ from humanlike.server.tables.authenticity import ParticipantAuthenticity
 from humanlike.server.tables.core import AuditEntry, Experiment, Participant, Payment
 from tests.server.admin.dashboard_helpers import login
 from tests.server.conftest import write_small_experiment
+from tests.server.test_agents import LABELS, SPEEDED  # the small study plus a classification block
 from tests.server.test_breaker import from_address
 
-LABELS = [str(d) for d in range(10)]
-SPEEDED = """
-[[blocks]]
-name = "speeded"
-trial_type = "classification"
-kinds = ["natural"]
-
-[blocks.classification]
-duration_ms = 200
-
-[[conditions]]
-"""
 AGENTS = {"model": 2, "lazy": 2, "replay": 2}
 SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
