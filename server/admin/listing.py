@@ -35,6 +35,37 @@ ACTIONS = {"publish": ("PUBLISH", "Publish the study"), "pause": ("PAUSE", "Paus
 """Listing actions: name -> (Prolific's study transition, label)."""
 
 
+CURRENCY_SYMBOLS = {"GBP": "£", "USD": "$"}
+"""The symbol of each currency a recruitment platform here pays in."""
+
+
+def currency_of(exp: Experiment) -> str | None:
+    """The currency of an experiment's rewards and bonuses: the spec's ``[recruitment.prolific]
+    currency`` on Prolific, USD on MTurk (legacy HITs), None when not declared or not paid here."""
+    if exp.platform == "mturk":
+        return "USD"
+    if exp.platform != "prolific":
+        return None
+    return _spec_listing(exp).get("currency")
+
+
+@bp.app_template_filter("money")
+def money_filter(amount: Any, exp: Experiment) -> str:
+    """``amount`` (major units) with the experiment's currency: "£0.50", "$0.50", or "0.50" when
+    the currency is not declared (the header then says "account currency"); "–" for none."""
+    if amount is None:
+        return "–"
+    text = f"{Decimal(str(amount)):.2f}"
+    code = currency_of(exp)
+    return f"{CURRENCY_SYMBOLS[code]}{text}" if code in CURRENCY_SYMBOLS else text
+
+
+@bp.app_template_global("currency_label")
+def currency_label(exp: Experiment) -> str:
+    """The table headers' unit: the currency's code, or "account currency" when not declared."""
+    return currency_of(exp) or "account currency"
+
+
 class ListingForm(FlaskForm):
     """CSRF token for the listing's forms (fields are read from the request)."""
 

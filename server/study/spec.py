@@ -22,7 +22,14 @@ from pydantic import (
 )
 
 from humanlike.analysis.exclusions import ExclusionRules
-from humanlike.server.platforms import PRESETS, Platform, resolve
+from humanlike.server.platforms import (
+    EXIT_CODE_TYPES,
+    PRESETS,
+    Exit,
+    Platform,
+    exit_problem,
+    resolve,
+)
 from humanlike.server.study.settings import (
     AdaptiveSettings,
     DisplaySettings,
@@ -30,6 +37,7 @@ from humanlike.server.study.settings import (
     Stopping,
 )
 from humanlike.server.trial_types.classification import ClassificationSettings
+from humanlike.server.trial_types.odd_one_out import OddOneOutSettings
 from humanlike.server.trial_types.registry import (
     TRIAL_TYPES,
     block_settings,
@@ -128,6 +136,7 @@ class Block(_Strict):
     shuffle: bool = True
     prompt: str = ""
     classification: ClassificationSettings | None = None  # classification blocks only
+    odd_one_out: OddOneOutSettings | None = None  # odd_one_out blocks only
     intro: str = Field(default="", max_length=5000)
     practice_feedback: bool = False
     cap: bool = False
@@ -140,13 +149,6 @@ class Condition(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
     block_order: list[str] | None = None
     presentation: Presentation | None = None
-
-
-class Completion(_Strict):
-    """Where a participant goes at the end, per platform."""
-
-    prolific_code: str | None = Field(default=None, pattern=r"^[A-Za-z0-9]{4,32}$")
-    mturk_sandbox: bool = True
 
 
 _PARAM = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
@@ -173,6 +175,45 @@ def _check_pattern(value: str | None) -> str | None:
         except re.error as exc:
             raise ValueError(f"not a regular expression: {exc}") from exc
     return value
+
+
+class ExitOutcome(_Strict):
+    """What the participant's platform gets for one way out of the study (``[completion.exits]``,
+    docs/recruitment.md): Prolific a completion code (one of ``recruitment.prolific.completion_codes``,
+    of a code type the exit allows), a redirect source its URL for this exit, SONA a credit decision."""
+
+    prolific_code: str | None = Field(default=None, pattern=r"^[A-Za-z0-9]{4,32}$")
+    url: Annotated[str | None, AfterValidator(_check_template)] = Field(
+        default=None, max_length=2000, pattern=_URL_TEMPLATE)
+    """A redirect source's URL for this exit (``{code}``, ``{participant_id}``, ``{session_id}``,
+    ``{study_id}``), e.g. a panel's screen-out redirect."""
+    code: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{4,64}$")
+    """The fixed code ``{code}`` stands for in ``url`` (a panel's status code)."""
+    credit: bool = False
+    """SONA: grant the credit (the server-side completion URL is called) for this exit."""
+    min_failed_catch: Annotated[int, Field(ge=1, le=1000)] | None = None
+    """``failed_attention`` only: the failed catch trials (true class not rated highest) at
+    completion that give this outcome instead of ``completed`` (default 2)."""
+
+
+class Completion(_Strict):
+    """Where a participant goes at the end, per platform, and for each other way out (``exits``)."""
+
+    prolific_code: str | None = Field(default=None, pattern=r"^[A-Za-z0-9]{4,32}$")
+    mturk_sandbox: bool = True
+    exits: dict[Exit, ExitOutcome] = Field(default_factory=dict)
+    """Each way out other than completing (``humanlike.server.platforms.Exit``) and what the
+    platform gets for it; an exit not declared keeps the polite page that asks the participant to
+    return the study by hand."""
+
+    @model_validator(mode="after")
+    def _exit_fields(self) -> Completion:
+        for name, outcome in self.exits.items():
+            if outcome.min_failed_catch is not None and name != Exit.FAILED_ATTENTION:
+                raise ValueError(f"exits.{name.value}.min_failed_catch is failed_attention's")
+            if outcome.code is not None and outcome.url is None:
+                raise ValueError(f"exits.{name.value}.code needs url (where {{code}} goes)")
+        return self
 
 
 class PlatformSettings(_Strict):
@@ -226,7 +267,13 @@ class DebriefQuestion(_Strict):
     options: list[str] | None = None
 
 
-CodeAction = Literal["MANUALLY_REVIEW", "AUTOMATICALLY_APPROVE", "REQUEST_RETURN"]
+CodeAction = Literal["MANUALLY_REVIEW", "AUTOMATICALLY_APPROVE", "REQUEST_RETURN",
+                     "FIXED_SCREEN_OUT_PAYMENT"]
+CodeType = Literal["COMPLETED", "FAILED_ATTENTION_CHECK", "FOLLOW_UP_STUDY", "GIVE_BONUS",
+                   "INCOMPATIBLE_DEVICE", "NO_CONSENT", "OTHER", "FIXED_SCREENOUT"]
+"""Prolific's completion-code types (the study object, ``completion_codes[].code_type``)."""
+SCREEN_OUT_MIN_REWARD = 10
+"""Prolific's least fixed screen-out reward, in minor units: 10 pence (GBP; USD 14 cents)."""
 Device = Literal["desktop", "tablet", "mobile"]
 
 
@@ -242,13 +289,25 @@ class ProlificCompletionCode(_Strict):
     """A Prolific completion code and what Prolific does when a participant submits it."""
 
     code: str = Field(pattern=r"^[A-Za-z0-9]{4,32}$")
-    code_type: str = Field(default="COMPLETED", pattern=r"^[A-Z_]{1,64}$")
+    code_type: CodeType = "COMPLETED"
     actions: list[CodeAction] = Field(default_factory=_manual_review, min_length=1)
+    fixed_screen_out_reward: Annotated[int, Field(ge=SCREEN_OUT_MIN_REWARD, le=100_000)] | None = None
+    """``FIXED_SCREEN_OUT_PAYMENT``: what each screened-out participant is paid (minor units)."""
+    slots: Annotated[int, Field(gt=0, le=100_000)] | None = None
+    """``FIXED_SCREEN_OUT_PAYMENT``: how many may be screened out before Prolific pauses the study."""
 
     @model_validator(mode="after")
     def _compatible(self) -> ProlificCompletionCode:
         if {"MANUALLY_REVIEW", "AUTOMATICALLY_APPROVE"} <= set(self.actions):
             raise ValueError("actions: MANUALLY_REVIEW and AUTOMATICALLY_APPROVE exclude each other")
+        screen_out = "FIXED_SCREEN_OUT_PAYMENT" in self.actions
+        if screen_out and (self.fixed_screen_out_reward is None or self.slots is None):
+            raise ValueError("actions: FIXED_SCREEN_OUT_PAYMENT needs fixed_screen_out_reward "
+                             "and slots")
+        if not screen_out and (self.fixed_screen_out_reward is not None or self.slots is not None):
+            raise ValueError("fixed_screen_out_reward and slots go with FIXED_SCREEN_OUT_PAYMENT")
+        if screen_out and self.code_type != "FIXED_SCREENOUT":
+            raise ValueError("FIXED_SCREEN_OUT_PAYMENT is for code_type 'FIXED_SCREENOUT'")
         return self
 
 
@@ -275,6 +334,9 @@ class ProlificRecruitment(_Strict):
     description: str = Field(min_length=1, max_length=10_000)
     reward: Annotated[int, Field(gt=0, le=100_000)]
     """Per participant, in minor units of the account's currency (pence / cents)."""
+    currency: Literal["GBP", "USD"] | None = None
+    """The Prolific account's currency (ISO 4217; Prolific accounts pay in GBP or USD), shown beside
+    every reward, bonus and cost on the dashboard; unset, amounts say "account currency"."""
     places: Annotated[int, Field(gt=0, le=100_000)]
     estimated_minutes: Annotated[int, Field(gt=0, le=1440)]
     maximum_minutes: Annotated[int, Field(gt=0, le=1440)] | None = None
@@ -297,6 +359,8 @@ class ProlificRecruitment(_Strict):
         codes = [c.code for c in self.completion_codes]
         if len(set(codes)) != len(codes):
             raise ValueError("completion_codes: each code must be unique")
+        if sum("FIXED_SCREEN_OUT_PAYMENT" in c.actions for c in self.completion_codes) > 1:
+            raise ValueError("completion_codes: FIXED_SCREEN_OUT_PAYMENT goes on one code only")
         return self
 
 
@@ -446,9 +510,31 @@ class ExperimentSpec(_Strict):
                 )
         if self.platform_name == Platform.PROLIFIC and not self.completion.prolific_code:
             raise ValueError("platform 'prolific' needs completion.prolific_code")
+        self._check_exits()
         if self.adaptive is not None:
             self.adaptive_block()  # raises when [adaptive] has no rating block to allocate
         return self
+
+    def _check_exits(self) -> None:
+        """Each declared exit gives the study's platform what it needs: Prolific a code of the
+        type the exit allows (among ``recruitment.prolific.completion_codes`` when listed), a
+        redirect source a URL (``platforms.exit_problem``)."""
+        listed = {c.code: c for c in (self.recruitment.prolific.completion_codes
+                                      if self.recruitment and self.recruitment.prolific else [])}
+        rules = resolve(self.platform.model_dump(mode="json") if isinstance(
+            self.platform, PlatformSettings) else self.platform.value)
+        for name, outcome in self.completion.exits.items():
+            where = f"completion.exits.{name.value}"
+            problem = exit_problem(rules, name, outcome.model_dump())
+            if problem:
+                raise ValueError(f"{where}: {problem}")
+            code = listed.get(outcome.prolific_code or "")
+            if listed and rules.platform == Platform.PROLIFIC and code is None:
+                raise ValueError(f"{where}.prolific_code {outcome.prolific_code!r} is not among "
+                                 "recruitment.prolific.completion_codes")
+            if code is not None and code.code_type not in EXIT_CODE_TYPES[name]:
+                raise ValueError(f"{where}.prolific_code {code.code!r} is a {code.code_type} code; "
+                                 f"this exit takes {' or '.join(sorted(EXIT_CODE_TYPES[name]))}")
 
     def adaptive_block(self) -> Block:
         """The rating block ``[adaptive]`` allocates (its ``block``, else the first rated one);
@@ -509,6 +595,9 @@ class ExperimentSpec(_Strict):
         for block in data.get("blocks") or []:
             if isinstance(block, dict) and block.get("resume") is None:
                 block.pop("resume", None)
+        completion = data.get("completion")
+        if isinstance(completion, dict) and not completion.get("exits"):
+            completion.pop("exits", None)  # no exits declared: the older hash
         exclusion = data.get("exclusion")
         if isinstance(exclusion, dict) and exclusion.get("exclude_authenticity_flagged") is False:
             exclusion.pop("exclude_authenticity_flagged")  # off (the default): the older hash

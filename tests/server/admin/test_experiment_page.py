@@ -119,3 +119,39 @@ def test_the_audit_log_is_paged_and_filtered(app, client):
     assert "admin:bob" not in bonuses.split("<tbody>")[1]
     one = client.get("/admin/audit?target=p0007").get_data(as_text=True)
     assert one.count("<tr data-action=") == 1
+
+
+def test_amounts_carry_the_declared_currency_or_say_they_are_in_the_accounts(
+        database_url, tmp_path):
+    """Issue 36.7: a bonus of 0.50 shows as "£0.50" under [recruitment.prolific] currency = "GBP"
+    (table, participant page, confirm form), and as "0.50" with "account currency" when undeclared."""
+    from humanlike.server import create_app, database
+    from humanlike.server.study import experiments
+    from tests.server.conftest import write_small_experiment
+
+    spec = write_small_experiment(tmp_path / "gbp")
+    spec.write_text(spec.read_text() + (
+        '\n[recruitment.prolific]\nname = "Digits"\ndescription = "Rate digits."\nreward = 150\n'
+        'places = 10\nestimated_minutes = 5\ncurrency = "GBP"\n'))
+    for declared in (True, False):
+        if not declared:
+            spec.write_text(spec.read_text().replace('currency = "GBP"\n', ""))
+        app = create_app({"TESTING": True, "SECRET_KEY": "test-secret",
+                          "SQLALCHEMY_DATABASE_URI": database_url,
+                          "EXPERIMENT_PATHS": [str(spec)]})
+        database.upgrade(app)
+        experiments.sync_all(app)
+        client = app.test_client()
+        pid = completed(app, client, f"CUR{int(declared)}")
+        with app.app_context():
+            row = db.session.execute(sa.select(Participant).where(Participant.public_id == pid))
+            assert actions.pay_bonus(row.scalar_one(), "admin:alice", "0.50", "accuracy").ok
+        login(app, client, name=f"alice{int(declared)}")
+        html = client.get("/admin/experiments/small").get_data(as_text=True)
+        person = client.get(f"/admin/participants/{pid}").get_data(as_text=True)
+        shown = "£0.50" if declared else "0.50"
+        assert re.search(rf'data-col="bonus">{shown}<', row_html(html, pid))
+        assert f"{shown} for “accuracy”" in person
+        unit = "GBP" if declared else "account currency"
+        assert f"bonuses paid (or recorded), {unit}" in html and f"({unit})" in person
+        database.dispose(app)
