@@ -86,6 +86,13 @@ def test_researcher_watches_judges_and_pays_without_reloads(dashboard_server, ch
     assert page.evaluate("() => window.__noReload === true"), "the page reloaded"
     assert stored_of(page, pid) > before
     shoot(page, "experiment")
+    # on a 1366-px laptop screen every column of the table is inside the window (issue 36.7)
+    page.set_viewport_size({"width": 1366, "height": 768})
+    edges = page.evaluate("""() => ({right: Math.max(...[...document.querySelectorAll(
+        'table.participants th, table.participants td')].map(c => c.getBoundingClientRect().right)),
+        width: document.documentElement.clientWidth})""")
+    assert edges["right"] <= edges["width"], edges
+    page.set_viewport_size({"width": 1400, "height": 1000})
 
     # the participant page lists the trials stored so far
     page.click(f'tr[data-participant="{pid}"] a')
