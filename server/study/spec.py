@@ -38,6 +38,7 @@ from humanlike.server.study.settings import (
 )
 from humanlike.server.trial_types.classification import ClassificationSettings
 from humanlike.server.trial_types.odd_one_out import OddOneOutSettings
+from humanlike.server.trial_types.odd_one_out import OddOneOutSettings
 from humanlike.server.trial_types.registry import (
     TRIAL_TYPES,
     block_settings,
@@ -136,6 +137,7 @@ class Block(_Strict):
     shuffle: bool = True
     prompt: str = ""
     classification: ClassificationSettings | None = None  # classification blocks only
+    odd_one_out: OddOneOutSettings | None = None  # odd_one_out blocks only
     odd_one_out: OddOneOutSettings | None = None  # odd_one_out blocks only
     intro: str = Field(default="", max_length=5000)
     practice_feedback: bool = False

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from humanlike.server.trial_types.base import TrialType
 from humanlike.server.trial_types.classification import CLASSIFICATION
 from humanlike.server.trial_types.debrief import DEBRIEF
+from humanlike.server.trial_types.odd_one_out import ODD_ONE_OUT
 from humanlike.server.trial_types.rating import RATING
 from humanlike.server.trial_types.triad import TRIAD
 
@@ -38,7 +39,8 @@ if TYPE_CHECKING:  # pandas and numpy are imported by the builders only, so the 
 # Simulated answers (``simulate.SimulatedStudy.answer``; all randomness from the observer's rng)
 
 
-TRIAL_TYPES: dict[str, TrialType] = {t.name: t for t in (RATING, TRIAD, CLASSIFICATION, DEBRIEF)}
+TRIAL_TYPES: dict[str, TrialType] = {t.name: t for t in (RATING, TRIAD, CLASSIFICATION, ODD_ONE_OUT,
+                                                            DEBRIEF)}
 """Every trial type by name, in the order the export writes their tables."""
 
 

@@ -11,6 +11,8 @@ STATE_JS = """() => {
   if (r) return r.dataset.phase === 'loading' || r.dataset.phase === 'done' ? 'busy' : 'rating';
   const t = document.querySelector('.hl-triad');
   if (t) return t.dataset.phase === 'loading' || t.dataset.phase === 'done' ? 'busy' : 'triad';
+  const o = document.querySelector('.hl-odd');
+  if (o) return o.dataset.phase === 'loading' || o.dataset.phase === 'done' ? 'busy' : 'odd_one_out';
   const c = document.querySelector('.hl-classification');
   if (c) return c.dataset.phase === 'response' ? 'classification' : 'busy';
   if (document.querySelector('#jspsych-survey-html-form')) return 'debrief';
@@ -44,6 +46,8 @@ class Played:
     rating_stimuli: list[str] = field(default_factory=list)
     triads: list[str] = field(default_factory=list)
     classifications: list[str] = field(default_factory=list)
+    odd_one_out: list[tuple[list[str], str]] = field(default_factory=list)
+    """Each odd-one-out trial's image URLs (left, middle, right) and the position chosen."""
     phases: set[str] = field(default_factory=set)
     screenshot_dir: Path | None = None
     """Where to save a screenshot of the first response screen of each trial type (if set)."""
@@ -128,6 +132,27 @@ def play(page, played: Played, *, until: str = "done", max_trials: int | None = 
                 page.keyboard.press(answer)
             page.wait_for_selector(".hl-classification[data-answered]", state="detached")
             played.classifications.append(answer)
+            answered += 1
+        elif state == "odd_one_out":
+            # the image whose digit class the other two share (keys 1-3), else the middle one;
+            # every third trial by a click
+            k = len(played.odd_one_out)
+            srcs = page.eval_on_selector_all(".hl-odd img.hl-stimulus",
+                                             "imgs => imgs.map(i => i.getAttribute('src'))")
+            classes = [src.rsplit("/", 1)[-1].split("_")[0] for src in srcs]
+            lonely = [i for i, c in enumerate(classes) if classes.count(c) == 1]
+            at = lonely[0] if len(lonely) == 1 else 1
+            position = ("left", "middle", "right")[at]
+            if k < 2 and played.screenshot_dir is not None:  # the practice trial and the first main one
+                played.screenshot_dir.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(played.screenshot_dir / f"odd-one-out-response-{k}.png"))
+            page.eval_on_selector(".hl-odd", "el => { el.dataset.answered = '1'; }")
+            if k % 3 == 2:
+                page.click(f".hl-odd-{position}")
+            else:
+                page.keyboard.press(str(at + 1))
+            page.wait_for_selector(".hl-odd[data-answered]", state="detached")
+            played.odd_one_out.append((srcs, position))
             answered += 1
         elif state == "debrief":
             page.keyboard.type("I looked at the shapes.")

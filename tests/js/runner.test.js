@@ -12,6 +12,7 @@ loadScript("trial_types.js");
 loadScript("plugins/rating.js");
 loadScript("plugins/triad.js");
 loadScript("plugins/classification.js");
+loadScript("plugins/odd_one_out.js");
 loadScript("plugins/debrief.js");
 loadScript("trial_queue.js");
 loadScript("session.js");
@@ -47,7 +48,7 @@ afterEach(() => {
 
 describe("the trial-type registry", () => {
   it("holds one builder per trial type, each registered by its own file", () => {
-    expect(TrialTypes.names()).toEqual(["rating", "triad", "classification", "debrief"]);
+    expect(TrialTypes.names()).toEqual(["rating", "triad", "classification", "odd_one_out", "debrief"]);
     for (const name of TrialTypes.names()) {
       expect(typeof TrialTypes.get(name)).toBe("function");
       expect(readSource(`plugins/${name}.js`)).toContain(`HumanlikeTrialTypes.register("${name}", `);
@@ -59,7 +60,7 @@ describe("the trial-type registry", () => {
     expect(() => TrialTypes.register("triad", () => ({}))).toThrow('trial type "triad" registered twice');
     expect(TrialTypes.get("slider")).toBeNull();
     expect(TrialTypes.get("toString")).toBeNull();
-    expect(TrialTypes.names()).toEqual(["rating", "triad", "classification", "debrief"]);
+    expect(TrialTypes.names()).toEqual(["rating", "triad", "classification", "odd_one_out", "debrief"]);
   });
 
   it("buildTrials stops at the first entry whose type has no builder", () => {

@@ -199,8 +199,8 @@ def test_every_type_declares_its_timeline_manifest_and_simulation():
         assert (t.closing_entry is not None) == t.internal, t.name
     assert TRIAL_TYPES["triad"].designed_trials is not None
     assert {name: t.seconds_per_trial for name, t in TRIAL_TYPES.items()} == {
-        "rating": 8.0, "triad": 3.0, "classification": 2.5, "debrief": 60.0}
-    assert block_settings() == {"classification": ["classification"]}
+        "rating": 8.0, "triad": 3.0, "classification": 2.5, "odd_one_out": 4.0, "debrief": 60.0}
+    assert block_settings() == {"classification": ["classification"], "odd_one_out": ["odd_one_out"]}
 
 
 def test_a_new_type_builds_its_entries_and_closing_entry_through_the_registry(
@@ -291,7 +291,8 @@ def test_block_settings_belong_to_the_types_that_accept_them(small_experiment, m
             load_experiment(bad)
         monkeypatch.setitem(TRIAL_TYPES, "rating", replace(TRIAL_TYPES["rating"],
                                                            settings=("classification",)))
-        assert block_settings() == {"classification": ["rating", "classification"]}
+        assert block_settings() == {"classification": ["rating", "classification"],
+                                    "odd_one_out": ["odd_one_out"]}
         assert load_experiment(bad).spec.blocks[0].classification is not None
     finally:
         bad.unlink()
@@ -327,12 +328,12 @@ def test_psiturk_records_are_a_stored_records_entry_not_a_trial_type():
     assert "psiturk" not in browser_trial_types() and "psiturk" not in block_trial_types()
     book = codebook()
     assert "psiturk_trials" not in book
-    assert book["trials"]["trial_type"] == "rating | triad | classification | debrief"
+    assert book["trials"]["trial_type"] == "rating | triad | classification | odd_one_out | debrief"
 
 
 def test_a_posted_psiturk_trial_is_refused_as_an_unknown_type():
     with pytest.raises(ValueError, match=r"unknown trial type 'psiturk'; one of \['rating', "
-                                         r"'triad', 'classification', 'debrief'\]"):
+                                         r"'triad', 'classification', 'odd_one_out', 'debrief'\]"):
         check_trial_type("psiturk")
     with pytest.raises(ValueError, match="unknown trial type 'psiturk'"):
         TrialIn.model_validate_json('{"trial_index": 0, "trial_type": "psiturk", "response": {}}')

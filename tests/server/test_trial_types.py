@@ -52,8 +52,8 @@ def test_an_internal_or_unknown_type_is_not_a_block_type():
 
 
 def test_the_browser_names_are_rating_triad_and_debrief():
-    assert browser_trial_types() == ["rating", "triad", "classification", "debrief"]
-    assert block_trial_types() == ["rating", "triad", "classification"]
+    assert browser_trial_types() == ["rating", "triad", "classification", "odd_one_out", "debrief"]
+    assert block_trial_types() == ["rating", "triad", "classification", "odd_one_out"]
     assert TRIAL_TYPES["classification"].browser
 
 
@@ -76,9 +76,9 @@ def test_a_trial_of_an_unregistered_type_is_refused():
 
 def test_every_type_has_its_table_and_columns_in_the_codebook():
     book = codebook()
-    assert book["trials"]["trial_type"] == "rating | triad | classification | debrief"
+    assert book["trials"]["trial_type"] == "rating | triad | classification | odd_one_out | debrief"
     assert [name for name in book if name in {t.table for t in TRIAL_TYPES.values()}] == [
-        "ratings", "triads", "classifications", "debrief"]
+        "ratings", "triads", "classifications", "odd_one_out", "debrief"]
     for t in TRIAL_TYPES.values():
         assert set(t.columns) <= set(book[t.table]), t.name
         assert ("experiment" in book[t.table]) == (not t.internal), t.name
