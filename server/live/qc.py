@@ -32,7 +32,7 @@ from humanlike.server.extensions import db
 from humanlike.server.participants import trial_store
 from humanlike.server.tables.core import Experiment, Participant, ParticipantQC, Trial, utcnow
 from humanlike.server.trial_types import responses
-from humanlike.server.trial_types.registry import rated_types
+from humanlike.server.trial_types.registry import TRIAL_TYPES, rated_types
 
 DEFAULT_TOO_FAST_MS = 100.0
 """Trials faster than this count as too fast when the spec sets no ``exclusion.min_trial_rt_ms``."""
@@ -51,7 +51,7 @@ def too_fast_ms(exp: Experiment) -> float:
 
 
 TRIAL_FIELDS = ("participant", "trial_index", "trial_type", "stimulus", "stimulus_kind",
-                "is_repeat", "rt_ms", "server_time", "practice", "response")
+                "is_repeat", "repeat_of", "rt_ms", "server_time", "practice", "response")
 """What the QC reads of each trial (``trial_store.FIELDS``)."""
 
 
@@ -93,6 +93,21 @@ def timing(trials: pd.DataFrame, threshold: float) -> tuple[dict[Any, float], di
     return grouped["rt"].median().to_dict(), grouped["fast"].mean().to_dict()
 
 
+def type_metrics(trials: pd.DataFrame) -> dict[Any, dict[str, float | None]]:
+    """Per participant: the metrics each trial type's ``participant_qc`` computes from its own
+    trials (position bias and repeat consistency of odd-one-out triplets, ...)."""
+    found: dict[Any, dict[str, float | None]] = {}
+    for t in TRIAL_TYPES.values():
+        if t.participant_qc is None:
+            continue
+        own = trials[trials["trial_type"].to_numpy() == t.name]
+        if own.empty:
+            continue
+        for person, values in t.participant_qc(own).to_dict("index").items():
+            found.setdefault(person, {}).update({str(k): _finite(v) for k, v in values.items()})
+    return found
+
+
 def _compute(exp: Experiment, ids: list[int], people: pd.DataFrame,
              stimuli: pd.DataFrame) -> list[dict[str, Any]]:
     """QC rows for the participants ``ids`` (database ids)."""
@@ -104,6 +119,7 @@ def _compute(exp: Experiment, ids: list[int], people: pd.DataFrame,
     if not ratings.empty and not people.empty:
         qc = rating_qc(ratings, stimuli, people, _rules(exp)).set_index("participant")
     median_rt, too_fast = timing(trials, too_fast_ms(exp))
+    per_type = type_metrics(trials)
     stored = trials.groupby("participant").size().to_dict()
     last = trials.groupby("participant")["server_time"].max().to_dict()
     qc_rows = qc.to_dict("index")
@@ -130,6 +146,8 @@ def _compute(exp: Experiment, ids: list[int], people: pd.DataFrame,
                               if k not in ("excluded", "exclusion_reasons")}
         if row["too_fast_share"] is not None:
             row["metrics"] = {**(row.get("metrics") or {}), "too_fast_share": row["too_fast_share"]}
+        if pub in per_type:
+            row["metrics"] = {**(row.get("metrics") or {}), **per_type[pub]}
         rows.append(row)
     return rows
 

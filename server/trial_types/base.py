@@ -129,6 +129,10 @@ class TrialType:
     timeout_answer: dict[str, Any] | None = None
     """The response a trial answered too late sends (with no reaction time); None: the type has
     no timeout, and a replayed timeout answers at the recording's median reaction time."""
+    participant_qc: Callable[[pd.DataFrame], pd.DataFrame] | None = None
+    """Per-participant QC metrics of this type's stored trials (``live/qc.py``'s ``TRIAL_FIELDS``,
+    ``response`` as stored JSON): a frame indexed by participant, one column per metric, kept
+    among each participant's stored QC metrics; None: the type adds none."""
 
     def block_trials(self, block: Block, pool: list[StimulusRecord],
                      spare_catch: list[StimulusRecord],

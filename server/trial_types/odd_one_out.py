@@ -169,6 +169,38 @@ def simulate_odd_one_out(observer: Observer, entry: Entry, fails_catch: bool) ->
     return {"choice": POSITIONS[int(rng.choice(3, p=p))]}
 
 
+def odd_one_out_qc(trials: pd.DataFrame) -> pd.DataFrame:
+    """Per participant over the scoring triplets: ``position_bias``, the share of answers at the
+    most chosen position (1/3 balanced, 1 a single key), and ``repeat_consistency``, the share of
+    repeated triplets (shown again in the same positions) answered at the same position as the
+    first time (chance 1/3; NaN without repeats)."""
+    import pandas as pd
+
+    from humanlike.server.trial_types.responses import json_values
+
+    scoring = ~trials["practice"].fillna(False).astype(bool).to_numpy()
+    rows = trials.loc[scoring, ["participant", "trial_index", "is_repeat", "repeat_of"]].copy()
+    choices = [r.get("choice") if isinstance(r, dict) else None
+               for r in json_values(trials.loc[scoring, "response"])]
+    rows["at"] = pd.Series(choices, index=rows.index).map(
+        {p: i for i, p in enumerate(POSITIONS)})
+    rows = rows.dropna(subset=["at"])
+    if rows.empty:
+        return pd.DataFrame(columns=["position_bias", "repeat_consistency"])
+    counts = pd.crosstab(rows["participant"], rows["at"])
+    bias = counts.max(axis=1) / counts.sum(axis=1)
+    repeat = rows["is_repeat"].astype(bool).to_numpy()
+    firsts = rows.loc[~repeat, ["participant", "trial_index", "at"]]
+    again = rows.loc[repeat, ["participant", "repeat_of", "at"]].astype({"repeat_of": "int64"})
+    pairs = again.merge(firsts, left_on=["participant", "repeat_of"],
+                        right_on=["participant", "trial_index"], suffixes=("", "_first"))
+    same = (pairs["at"].to_numpy() == pairs["at_first"].to_numpy()).astype(float)
+    consistency = pd.Series(same, index=pairs["participant"]).groupby(level=0).mean()
+    out = pd.DataFrame({"position_bias": bias})
+    out["repeat_consistency"] = consistency.reindex(out.index).astype(float)
+    return out
+
+
 def odd_one_out_label(labels: Sequence[str], label: str) -> dict[str, Any]:
     """A triplet answered by a label: the position of the label's index modulo 3."""
     return {"choice": POSITIONS[list(labels).index(label) % 3]}
@@ -190,4 +222,5 @@ ODD_ONE_OUT = TrialType(
     browser=True, designed_trials=odd_one_out_trials, seconds_per_trial=4.0,
     practice_supply=odd_one_out_supply, check_manifest=check_odd_one_out_block,
     settings=("odd_one_out",), simulate=simulate_odd_one_out, label_answer=odd_one_out_label,
+    participant_qc=odd_one_out_qc,
 )

@@ -121,6 +121,26 @@ def test_the_spec_refuses_catch_trials_too_many_triplets_and_settings_on_other_b
         load_experiment(other)
 
 
+def test_the_qc_counts_position_bias_and_repeat_consistency():
+    from humanlike.server.trial_types.odd_one_out import odd_one_out_qc
+
+    rows = [  # participant, index, practice, is_repeat, repeat_of, choice
+        ("a", 0, True, False, None, "right"),  # practice: not counted
+        ("a", 1, False, False, None, "left"), ("a", 2, False, False, None, "left"),
+        ("a", 3, False, False, None, "middle"), ("a", 4, False, False, None, "right"),
+        ("a", 5, False, True, 1, "left"), ("a", 6, False, True, 3, "right"),
+        ("b", 0, False, False, None, "middle"), ("b", 1, False, False, None, "middle"),
+    ]
+    trials = pd.DataFrame(rows, columns=["participant", "trial_index", "practice", "is_repeat",
+                                         "repeat_of", "choice"])
+    trials["repeat_of"] = trials["repeat_of"].astype("Int64")
+    trials["response"] = [f'{{"choice": "{c}"}}' for c in trials.pop("choice")]  # stored JSON text
+    qc = odd_one_out_qc(trials)
+    # a: left 3 of 6 answers; repeats: trial 1 again left (same), trial 3 middle -> right (not)
+    assert qc.loc["a"].tolist() == [pytest.approx(0.5), pytest.approx(0.5)]
+    assert qc.loc["b", "position_bias"] == 1.0 and np.isnan(qc.loc["b", "repeat_consistency"])
+
+
 @pytest.fixture
 def odd_app(database_url, odd_experiment):
     application = create_app({"TESTING": True, "SECRET_KEY": "test-secret",
@@ -197,6 +217,10 @@ def test_the_api_checks_the_choice_and_simulated_people_export_and_score(odd_app
     assert len(simulated) == 6 * (30 + 1 + 2)
     # the stored QC times every participant's scoring trials (REAL1 answered only its practice)
     assert len(qc) == 7 and sum(row.median_rt_ms is not None for row in qc) == 6
+    odd_metrics = [row.metrics for row in qc if row.metrics and "position_bias" in row.metrics]
+    assert len(odd_metrics) == 6  # the type's own QC, kept among the stored metrics
+    for m in odd_metrics:
+        assert 1 / 3 <= m["position_bias"] <= 1 and m["repeat_consistency"] in (0.0, 0.5, 1.0)
 
     # the simulated people choose by their model (true class one-hot: the item whose class the
     # other two share is odd); a model with the same embedding matches them on those triplets
