@@ -18,6 +18,8 @@ from urllib.parse import quote
 from flask import Request, current_app, url_for
 from werkzeug.datastructures import MultiDict
 
+from humanlike.vocabulary import ParticipantStatus
+
 if TYPE_CHECKING:
     from humanlike.server.tables.core import Participant
 
@@ -42,6 +44,39 @@ class Platform(StrEnum):
     CONNECT = "connect"
     PANEL = "panel"
     LAB = "lab"
+
+
+class Exit(StrEnum):
+    """Every way out of a study (DESIGN.md: every exit is a declared outcome), as stored in
+    ``participant.outcome``; the spec's ``[completion.exits]`` says what the platform gets for each
+    but ``completed`` (``completion.prolific_code``, the source's ``completion_url``)."""
+
+    COMPLETED = ParticipantStatus.COMPLETED.value
+    NO_CONSENT = "no_consent"
+    """Declined the consent form."""
+    INCOMPATIBLE_DEVICE = "incompatible_device"
+    """Arrived on a phone or tablet when the spec does not ``allow_mobile`` (no participant row)."""
+    DISPLAY_UNSUITABLE = "display_unsuitable"
+    """The spec's ``[display]`` refused the display before the first trial (refresh rate, whole
+    frames, too small at the size in degrees, calibration answers)."""
+    FAILED_ATTENTION = "failed_attention"
+    """Finished every trial but failed ``min_failed_catch`` catch trials or more."""
+    REFUSED_ON_RETURN = "refused_on_return"
+    """Came back and was refused by the resume policy (``refuse``, or past ``max_age_minutes``)."""
+
+
+EXIT_CODE_TYPES: dict[Exit, frozenset[str]] = {
+    Exit.COMPLETED: frozenset({"COMPLETED"}),
+    Exit.NO_CONSENT: frozenset({"NO_CONSENT"}),
+    Exit.INCOMPATIBLE_DEVICE: frozenset({"INCOMPATIBLE_DEVICE"}),
+    Exit.DISPLAY_UNSUITABLE: frozenset({"INCOMPATIBLE_DEVICE", "FIXED_SCREENOUT"}),
+    Exit.FAILED_ATTENTION: frozenset({"FAILED_ATTENTION_CHECK"}),
+    Exit.REFUSED_ON_RETURN: frozenset({"OTHER", "FIXED_SCREENOUT"}),
+}
+"""The Prolific completion-code types each exit may use (the study object's ``code_type``): a
+display turned away after the calibration is a paid screen-out (``FIXED_SCREENOUT`` with
+``FIXED_SCREEN_OUT_PAYMENT``) or an incompatible device; a refusal on return ``OTHER`` (the
+researcher reviews the part done) or a paid screen-out."""
 
 
 @dataclass(frozen=True)
@@ -229,6 +264,11 @@ def completion_code(participant: Participant) -> str:
     a panel's ``completion_code``); otherwise the participant's own (``participant_code``). Stored
     on the participant when the server has every trial, and shown only then."""
     spec = participant.experiment.spec
+    declared = declared_exit(spec, getattr(participant, "outcome", None))
+    if declared is not None:  # an exit's own code (Prolific's of its type, a panel's)
+        code = declared.get("prolific_code") if participant.platform == Platform.PROLIFIC else (
+            declared.get("code"))
+        return code or participant_code(participant.public_id)
     if participant.platform == Platform.PROLIFIC:
         code = spec.get("completion", {}).get("prolific_code")
     else:
@@ -245,9 +285,14 @@ def _fill(template: str, participant: Participant, preset: PlatformPreset) -> st
 
 
 def completion_target(participant: Participant) -> dict[str, Any]:
-    """Where a finished participant goes: the source's completion URL, MTurk's form, or our page."""
+    """Where a finished participant goes: the source's completion URL (with the failed-attention
+    exit's code or URL where that was the outcome), MTurk's form, or our page."""
     spec = participant.experiment.spec
     preset = preset_for(participant)
+    if getattr(participant, "outcome", None) not in (None, Exit.COMPLETED):
+        target = exit_target(participant)
+        if target is not None:
+            return target
     if participant.platform == Platform.PROLIFIC and not spec.get("completion", {}).get(
             "prolific_code"):
         preset = replace(preset, completion="page")
@@ -262,8 +307,76 @@ def completion_target(participant: Participant) -> dict[str, Any]:
 
 
 def server_completion_url(participant: Participant) -> str | None:
-    """The URL the server calls once for this participant (SONA's server-side completion), if any."""
+    """The URL the server calls once for this participant (SONA's server-side completion), if any:
+    on completion, and on an exit the spec credits (``[completion.exits.<exit>] credit``)."""
     preset = preset_for(participant)
     if not preset.server_completion_url:
         return None
+    if getattr(participant, "outcome", None) not in (None, Exit.COMPLETED):
+        declared = declared_exit(participant.experiment.spec, participant.outcome)
+        if declared is None or not declared.get("credit"):
+            return None
     return _fill(preset.server_completion_url, participant, preset)
+
+
+def declared_exit(spec: Mapping[str, Any], exit: str | None) -> dict[str, Any] | None:
+    """The spec's ``[completion.exits.<exit>]`` (a stored spec's JSON), None when not declared."""
+    if exit is None or exit == Exit.COMPLETED:
+        return None
+    exits = (spec.get("completion") or {}).get("exits") or {}
+    found = exits.get(str(exit))
+    return dict(found) if isinstance(found, Mapping) else None
+
+
+def exit_problem(rules: PlatformPreset, exit: Exit, outcome: Mapping[str, Any]) -> str | None:
+    """Why a declared exit cannot be honoured on the study's source (None when it can)."""
+    if rules.platform in (Platform.LOCAL, Platform.LAB):
+        return f"a {rules.platform.value} study ends on its own page: no platform outcome to declare"
+    if rules.platform == Platform.MTURK:
+        return "MTurk-format links submit MTurk's form: they have no exit outcomes"
+    if rules.platform == Platform.PROLIFIC:
+        if not outcome.get("prolific_code"):
+            return "a Prolific study needs prolific_code (the completion code of this exit)"
+        if outcome.get("url") or outcome.get("credit"):
+            return "on Prolific an exit is its prolific_code (url and credit are other sources')"
+        return None
+    if outcome.get("prolific_code"):
+        return f"prolific_code is Prolific's; this study's source is {rules.platform.value!r}"
+    if outcome.get("credit") and rules.platform != Platform.SONA:
+        return "credit is SONA's (its server-side completion URL)"
+    if rules.platform != Platform.SONA and not outcome.get("url"):
+        return f"a {rules.platform.value} study needs url (where this exit sends the participant)"
+    return None
+
+
+def exit_target(participant: Participant) -> dict[str, Any] | None:
+    """Where a participant who left by ``participant.outcome`` goes: Prolific's completion URL
+    with the exit's code, the exit's URL on a redirect source; None where the spec declares no
+    outcome for it (the polite page that asks to return the study by hand)."""
+    declared = declared_exit(participant.experiment.spec, participant.outcome)
+    if declared is None:
+        return None
+    preset = preset_for(participant)
+    if participant.platform == Platform.PROLIFIC and declared.get("prolific_code"):
+        return {"kind": "redirect", "url": _fill(str(preset.completion_url), participant, preset)}
+    if declared.get("url"):
+        return {"kind": "redirect", "url": _fill(str(declared["url"]), participant, preset)}
+    return None
+
+
+def arrival_exit_url(spec: Mapping[str, Any], entry: Entry, exit: Exit) -> str | None:
+    """Where an arrival turned away before any participant exists (``incompatible_device``) goes:
+    the exit's platform URL filled from the link's own ids; None when not declared."""
+    declared = declared_exit(spec, exit)
+    rules = resolve(spec.get("platform"))
+    if declared is None or rules.platform != entry.platform:
+        return None
+    template = rules.completion_url if entry.platform == Platform.PROLIFIC and declared.get(
+        "prolific_code") else declared.get("url")
+    if not template:
+        return None
+    code = declared.get("prolific_code") or declared.get("code") or ""
+    values = {"code": code, "participant_id": entry.platform_id or "",
+              "session_id": getattr(entry, rules.session_column) or "",
+              "study_id": getattr(entry, rules.study_column) or ""}
+    return str(template).format(**{k: quote(str(v), safe="") for k, v in values.items()})

@@ -4,7 +4,7 @@ type's own columns come from its registry entry (``trial_types``)."""
 from humanlike.analysis.authenticity.verdict import COLUMNS as AUTHENTICITY_COLUMNS
 from humanlike.server.lifecycle import ParticipantStatus
 from humanlike.server.participants.display import CALIBRATION_COLUMNS, TIMING_COLUMNS
-from humanlike.server.platforms import Platform
+from humanlike.server.platforms import Exit, Platform
 from humanlike.server.study.settings import ADAPTIVE_EXPORT_COLUMNS as _ADAPTIVE_COLUMNS
 from humanlike.server.study.settings import ADAPTIVE_TRIAL_COLUMNS
 from humanlike.server.trial_types.registry import TRIAL_TYPES
@@ -57,7 +57,11 @@ PARTICIPANT_COLUMNS = {
     "psiturk_mode": "psiTurk participants only: debug | sandbox | live",
     **_ADAPTIVE_COLUMNS,
     "n_stored": "number of trials stored",
-    "completion_code": "completion code shown or sent to the platform",
+    "completion_code": "completion code shown or sent to the platform (an exit's own code where "
+                       "the participant left by a declared exit)",
+    "outcome": "how the participant left the study: " + " | ".join(Exit) + " (empty: still under "
+               "way, timed out or returned on the platform); each exit's platform code or credit is "
+               "the spec's [completion.exits] (docs/recruitment.md)",
     "bonus": "bonus paid",
     "n_blur": "number of window blur events (the participant switched to another window)",
     "n_hidden": "number of visibility events with state hidden (tab hidden or minimised)",

@@ -204,7 +204,7 @@ def participant_table(exp: Experiment, ids: list[int] | None = None) -> pd.DataF
          "created_at": p.created_at,
          "started_at": p.started_at, "completed_at": p.completed_at,
          "refresh_hz": p.refresh_hz, "user_agent": p.user_agent, "n_trials": p.n_trials,
-         "completion_code": p.completion_code,
+         "completion_code": p.completion_code, "outcome": p.outcome,
          "bonus": float(p.bonus) if p.bonus is not None else None}
         for p in rows
     ])

@@ -30,7 +30,7 @@ from humanlike.server.lifecycle import APPROVE, REJECT, RETURN, SUBMIT, TIME_OUT
 from humanlike.server.participants.actions import PaymentStatus, PlatformError, validate_rejection
 
 if TYPE_CHECKING:
-    from humanlike.server.study.spec import ExperimentSpec
+    from humanlike.server.study.spec import ExperimentSpec, ProlificCompletionCode
     from humanlike.server.tables.core import Experiment, Participant, Payment
 
 log = logging.getLogger(__name__)
@@ -389,9 +389,10 @@ def study_body(spec: ExperimentSpec, public_url: str | None = None, *,
     if not base or not base.startswith("https://"):
         raise ActionError("recruitment.public_url must be the server's https:// address "
                           f"(got {base!r})", "recruitment.public_url")
-    codes = [(c.code, c.code_type, list(c.actions)) for c in table.completion_codes]
+    codes = [(c.code, c.code_type, [_code_action(c, a) for a in c.actions])
+             for c in table.completion_codes]
     if not codes and spec.completion.prolific_code:
-        codes = [(spec.completion.prolific_code, "COMPLETED", ["MANUALLY_REVIEW"])]
+        codes = [(spec.completion.prolific_code, "COMPLETED", [{"action": "MANUALLY_REVIEW"}])]
     if spec.completion.prolific_code not in [c[0] for c in codes]:
         raise ActionError(f"completion.prolific_code {spec.completion.prolific_code!r} (where the "
                           "server sends finished participants) is not among "
@@ -404,7 +405,7 @@ def study_body(spec: ExperimentSpec, public_url: str | None = None, *,
         "external_study_url": study_link(base, spec.slug),
         "prolific_id_option": "url_parameters",
         "completion_codes": [{"code": code, "code_type": kind,
-                              "actions": [{"action": a} for a in actions] + (
+                              "actions": actions + (
                                   [{"action": "ADD_TO_PARTICIPANT_GROUP",
                                     "participant_group": completers_group}]
                                   if completers_group and code == spec.completion.prolific_code
@@ -420,6 +421,15 @@ def study_body(spec: ExperimentSpec, public_url: str | None = None, *,
     if table.maximum_minutes is not None:
         body["maximum_allowed_time"] = table.maximum_minutes
     return body
+
+
+def _code_action(code: ProlificCompletionCode, action: str) -> dict[str, Any]:
+    """One completion-code action as Prolific takes it: a paid screen-out carries its fixed reward
+    and its slots (Prolific's custom screening, ``FIXED_SCREEN_OUT_PAYMENT``)."""
+    if action == "FIXED_SCREEN_OUT_PAYMENT":
+        return {"action": action, "fixed_screen_out_reward": code.fixed_screen_out_reward,
+                "slots": code.slots}
+    return {"action": action}
 
 
 def merged_filters(own: list[dict[str, Any]], more: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -38,7 +38,6 @@ from humanlike.server.study.settings import (
 )
 from humanlike.server.trial_types.classification import ClassificationSettings
 from humanlike.server.trial_types.odd_one_out import OddOneOutSettings
-from humanlike.server.trial_types.odd_one_out import OddOneOutSettings
 from humanlike.server.trial_types.registry import (
     TRIAL_TYPES,
     block_settings,
@@ -138,7 +137,6 @@ class Block(_Strict):
     prompt: str = ""
     classification: ClassificationSettings | None = None  # classification blocks only
     odd_one_out: OddOneOutSettings | None = None  # odd_one_out blocks only
-    odd_one_out: OddOneOutSettings | None = None  # odd_one_out blocks only
     intro: str = Field(default="", max_length=5000)
     practice_feedback: bool = False
     cap: bool = False
@@ -210,6 +208,9 @@ class Completion(_Strict):
 
     @model_validator(mode="after")
     def _exit_fields(self) -> Completion:
+        if Exit.COMPLETED in self.exits:
+            raise ValueError("exits.completed: completing is completion.prolific_code (Prolific) "
+                             "or the platform's completion_url")
         for name, outcome in self.exits.items():
             if outcome.min_failed_catch is not None and name != Exit.FAILED_ATTENTION:
                 raise ValueError(f"exits.{name.value}.min_failed_catch is failed_attention's")

@@ -123,6 +123,9 @@ class Participant(db.Model):  # type: ignore[name-defined]  # dynamic base
         sa.DateTime(timezone=True), nullable=True
     )
     completion_code: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
+    outcome: Mapped[str | None] = mapped_column(sa.String(24), nullable=True)
+    """How the participant left the study (``humanlike.server.platforms.Exit``: completed,
+    no_consent, display_unsuitable, failed_attention, refused_on_return); NULL while under way."""
     bonus: Mapped[float | None] = mapped_column(sa.Numeric(10, 2), nullable=True)
     analysis_override: Mapped[str | None] = mapped_column(sa.String(16), nullable=True)
     """``exclude`` or ``include``: a researcher's decision that overrides the QC rules, or NULL."""

@@ -26,7 +26,13 @@ from humanlike.server.lifecycle import (
     ParticipantStatus,
     resume,
 )
-from humanlike.server.participants import auth_cache, display, resume_policy, trial_store
+from humanlike.server.participants import (
+    auth_cache,
+    display,
+    exits,
+    resume_policy,
+    trial_store,
+)
 from humanlike.server.participants.auth_cache import ParticipantAuth
 from humanlike.server.participants.payloads import (
     CompleteIn,
@@ -36,13 +42,14 @@ from humanlike.server.participants.payloads import (
     TrialIn,
     parse_json,
 )
-from humanlike.server.platforms import completion_code, completion_target
+from humanlike.server.platforms import Exit, completion_target, declared_exit
 from humanlike.server.sources import sona
 from humanlike.server.study import experiments
 from humanlike.server.study.settings import DisplaySettings
 from humanlike.server.study.timeline import estimated_minutes
 from humanlike.server.tables.core import Event, Participant, utcnow
 from humanlike.server.trial_types.registry import TRIAL_TYPES
+from humanlike.server.web import outcomes
 from humanlike.server.web.openapi import openapi_document
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -206,10 +213,14 @@ def consent(pid: str):
     except ValidationError:
         api_abort(400, "invalid_body", "send {\"agree\": true} or {\"agree\": false}")
     participant = _participant(auth)
-    (CONSENT if answer.agree else DECLINE).apply(participant, utcnow())
-    db.session.commit()
+    target = None
+    if answer.agree:
+        CONSENT.apply(participant, utcnow())
+        db.session.commit()
+    elif DECLINE.allows(participant.status) or participant.outcome == Exit.NO_CONSENT:
+        target = outcomes.leave(participant, Exit.NO_CONSENT)  # the platform's no-consent code
     auth.status = participant.status
-    return jsonify(status=participant.status)
+    return jsonify(status=participant.status, **({"next": target} if target else {}))
 
 
 def _check_replay(values: dict[str, Any]) -> None:
@@ -330,7 +341,11 @@ def post_display(pid: str):
     display.store(auth.id, record)
     participant.refresh_hz = record.refresh_hz
     db.session.commit()
-    return jsonify(stored=True), 201
+    target = None  # a declared exit ends the study here (before any trial) on the platform
+    if not record.suitable and participant.status in PRE_TRIAL and declared_exit(
+            participant.experiment.spec, Exit.DISPLAY_UNSUITABLE) is not None:
+        target = outcomes.leave(participant, Exit.DISPLAY_UNSUITABLE)
+    return jsonify(stored=True, **({"next": target} if target else {})), 201
 
 
 @bp.post("/participants/<pid>/complete")
@@ -350,7 +365,7 @@ def complete(pid: str):
     if missing:
         api_abort(409, "trials_missing", {"missing": missing[:100], "n_missing": len(missing)})
     if COMPLETE.apply(participant, utcnow()):
-        participant.completion_code = completion_code(participant)
+        exits.record(participant, exits.finishing_outcome(participant))  # with its code
         sona.record_pending(participant)  # a SONA server-side grant, committed with the completion
         db.session.commit()
     sona.send_for(participant)

@@ -24,8 +24,16 @@ _RESPONSE_SCHEMAS: dict[str, dict[str, Any]] = {
         "type": "object", "required": ["trial_index"],
         "properties": {"trial_index": {"type": "integer", "minimum": 0}},
     },
-    "Status": {"type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}},
-    "Stored": {"type": "object", "required": ["stored"], "properties": {"stored": {"type": "boolean"}}},
+    "Status": {"type": "object", "required": ["status"], "properties": {
+        "status": {"type": "string"},
+        "next": {"type": ["object", "null"],
+                 "description": "a declared exit (a refusal of consent): the platform page with "
+                                "its code"}}},
+    "Stored": {"type": "object", "required": ["stored"], "properties": {
+        "stored": {"type": "boolean"},
+        "next": {"type": ["object", "null"],
+                 "description": "a declared exit (a display refused): the platform page with its "
+                                "code"}}},
     "Completion": {
         "type": "object", "required": ["status", "next"],
         "properties": {"status": {"type": "string"}, "next": {"type": "object"}},

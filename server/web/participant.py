@@ -25,15 +25,19 @@ from humanlike.server.participants import allocation, rehearsal, resume, resume_
 from humanlike.server.platforms import (
     Entry,
     EntryError,
+    Exit,
     Platform,
     admits,
+    arrival_exit_url,
     completion_target,
+    exit_target,
     parse_entry,
     refusal,
 )
 from humanlike.server.rights import retention, withdrawal
 from humanlike.server.study import experiments
 from humanlike.server.tables.core import Event, Experiment, Participant, utcnow
+from humanlike.server.web import outcomes
 
 bp = Blueprint("participant", __name__)
 
@@ -87,6 +91,9 @@ def admit(loaded, exp: Experiment, entry: Entry, preview_by: int | None = None):
     recorded as simulated at allocation (``rehearsal.mark_arrival``)."""
     user_agent = request.headers.get("User-Agent")
     if not loaded.spec.allow_mobile and allocation.is_mobile(user_agent):
+        declared = arrival_exit_url(exp.spec, entry, Exit.INCOMPATIBLE_DEVICE)
+        if declared is not None:  # the platform's incompatible-device code, decided here
+            return redirect(declared)
         return _message("Please use a computer",
                         "This study needs a desktop or laptop computer with a keyboard. "
                         "Please return it or open the link on a computer.", 403)
@@ -181,14 +188,19 @@ def _returning(participant: Participant, via: str):
     owned[participant.public_id] = resume.reissue_token(participant)
     session.modified = True
     db.session.commit()
+    outcomes.leave(participant, Exit.REFUSED_ON_RETURN)
     return _refusal_page(participant, decision)
 
 
 def _refusal_page(participant: Participant, decision: resume_policy.Decision):
-    """The polite refusal of a returning participant, with the withdrawal link."""
+    """The polite refusal of a returning participant, with the withdrawal link and, where the
+    spec declares this exit, the button that takes them to the platform with its code."""
+    target = exit_target(participant) if participant.outcome == Exit.REFUSED_ON_RETURN else None
+    message = resume_policy.refusal_message(decision, participant.platform,
+                                            to_platform=target is not None)
     return render_template("withdraw.html", state="refused", title=resume_policy.REFUSED_TITLE,
-                           message=resume_policy.refusal_message(decision, participant.platform),
-                           pid=participant.public_id), 409
+                           message=message, pid=participant.public_id,
+                           target=target), 409
 
 
 def _task_page(participant: Participant, token: str | None):
@@ -197,6 +209,9 @@ def _task_page(participant: Participant, token: str | None):
     if participant.status in DONE:
         return redirect(url_for("participant.done", pid=pid))
     if participant.status == ParticipantStatus.RETURNED:
+        target = exit_target(participant)
+        if target is not None:  # declined or screened out: the platform, with the exit's code
+            return redirect(target["url"])
         return _message("Study ended", "You did not consent, so the study has ended. "
                         "Please return the study on your recruitment platform.", 200)
     refused = resume_policy.refusal_of(participant) if resume.resumable(participant) else None

@@ -36,6 +36,7 @@ var HumanlikeConsent = (function () {
         agree.disabled = decline.disabled = true;
         HumanlikeSession.state.queue.request("/consent", { agree: yes }).then(function (res) {
           root.removeChild(page);
+          declinedTarget = res.next || null;
           resolve(res.status);
         });
       };
@@ -44,11 +45,18 @@ var HumanlikeConsent = (function () {
     });
   }
 
-  /** The study ends here: the participant did not consent. */
+  /** @type {{kind: string, url: string} | null} where the server sends a participant who declined */
+  var declinedTarget = null;
+
+  /** The study ends here: the participant did not consent. Where the spec declares this exit, the
+   * server's answer names the platform's page with its no-consent code, and the page goes there. */
   function showDeclined() {
+    var target = declinedTarget;
     HumanlikeScreens.taskRoot().innerHTML =
-      "<div class='page'><h2>Thank you</h2><p>You did not consent, so the study has ended. " +
-      "Please return the study on your recruitment platform.</p></div>";
+      "<div class='page' role='status'><h2>Thank you</h2><p>You did not consent, so the study has ended. " +
+      (target ? "Taking you back to the recruitment site&hellip;</p></div>"
+              : "Please return the study on your recruitment platform.</p></div>");
+    if (target && target.kind === "redirect") window.location.assign(target.url);
   }
 
   /**

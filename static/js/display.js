@@ -191,8 +191,11 @@ var HumanlikeDisplay = (function () {
     function refuse(reason, detail) {
       record.suitable = false;
       record.reason = reason;
-      return send().then(function () {
-        HumanlikeScreens.unsuitableScreen(reason, detail);
+      return send().then(function (/** @type {any} */ reply) {
+        var target = reply && reply.next;
+        HumanlikeScreens.unsuitableScreen(reason, detail, !!target);
+        // a declared exit: the server ended the study and names the platform page with its code
+        if (target && target.kind === "redirect") window.location.assign(target.url);
         return false;
       });
     }

@@ -230,8 +230,10 @@ var HumanlikeScreens = (function () {
    * display: refresh rate, whole frames, size in degrees, or calibration answers).
    * @param {string} reason refresh_rate | whole_frames | too_small | calibration_failed
    * @param {string} detail what was measured, shown as text
+   * @param {boolean} [leaving] the server ended the study with the platform's code: the page is
+   *   about to go back to the recruitment site (no need to return the study by hand)
    */
-  function unsuitableScreen(reason, detail) {
+  function unsuitableScreen(reason, detail, leaving) {
     /** @type {Record<string, string>} */
     var why = {
       refresh_rate: "This study needs a screen that refreshes at a particular rate, and yours runs at another.",
@@ -239,10 +241,12 @@ var HumanlikeScreens = (function () {
       too_small: "The images of this study would not fit in your browser window at the size the study needs.",
       calibration_failed: "The screen-size and distance measurement did not give plausible values.",
     };
-    taskRoot().innerHTML = "<div class='page hl-unsuitable' data-screen='unsuitable'>" +
+    taskRoot().innerHTML = "<div class='page hl-unsuitable' data-screen='unsuitable' role='status'>" +
       "<h2>Thank you, but this display is not suitable</h2><p id='unsuitable-why'></p>" +
-      "<p>Please return the study on your recruitment platform (or try again on another computer, " +
-      "or in a larger window). You did nothing wrong.</p>" +
+      (leaving ? "<p>You did nothing wrong. Taking you back to the recruitment site, which records " +
+                 "that this display did not suit the study&hellip;</p>"
+               : "<p>Please return the study on your recruitment platform (or try again on another computer, " +
+                 "or in a larger window). You did nothing wrong.</p>") +
       "<p class='hl-unsuitable-detail'>Measured: <span id='unsuitable-detail'></span></p></div>";
     /** @type {HTMLElement} */ (document.getElementById("unsuitable-why")).textContent = why[reason] || reason;
     /** @type {HTMLElement} */ (document.getElementById("unsuitable-detail")).textContent = detail;

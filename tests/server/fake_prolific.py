@@ -12,6 +12,18 @@ Rules and where they are documented:
   selected_range}]; placeholders {{%PROLIFIC_PID%}}, {{%STUDY_ID%}}, {{%SESSION_ID%}}
   (https://docs.prolific.com/api-reference/studies/the-study-object,
   https://docs.prolific.com/api-reference/studies/get-study)
+- completion codes (https://docs.prolific.com/api-reference/studies/the-study-object,
+  completion_codes): ``code_type`` one of COMPLETED, FAILED_ATTENTION_CHECK, FOLLOW_UP_STUDY,
+  GIVE_BONUS, INCOMPATIBLE_DEVICE, NO_CONSENT, OTHER, FIXED_SCREENOUT; ``actor`` participant |
+  researcher; the custom screening action ``FIXED_SCREEN_OUT_PAYMENT`` carries
+  ``fixed_screen_out_reward`` (minor units, at least 10: Prolific's least screen-out pay is
+  £0.10 / $0.14) and ``slots`` (screen-outs allowed before Prolific pauses the study), and goes on
+  a single code ("except when using a custom screening action, which is limited to a single code";
+  Prolific's custom screening notes, https://prolific.notion.site/New-Custom-Screening-July-2025-
+  23770df1d20280c29cdee4cea83f2371). A participant submitting a code: AUTOMATICALLY_APPROVE ->
+  APPROVED; FIXED_SCREEN_OUT_PAYMENT -> SCREENED OUT, paid the fixed reward automatically;
+  REQUEST_RETURN -> AWAITING REVIEW with a return requested; otherwise AWAITING REVIEW
+  (https://docs.prolific.com/api-reference/submissions/submission-object).
 - POST /api/v1/studies/{id}/transition/ {"action": PUBLISH | PAUSE | START | STOP}
   (https://docs.prolific.com/documentation/core-concepts/reviewing-submissions-and-rewards)
 - PATCH /api/v1/studies/{id}/ total_available_places may only increase (Prolific only allows
@@ -108,6 +120,9 @@ STUDY_FIELDS = {"name", "internal_name", "description", "external_study_url", "p
 PLACEHOLDERS = ("{{%PROLIFIC_PID%}}", "{{%STUDY_ID%}}", "{{%SESSION_ID%}}")
 EVENT_TYPES = {"study.status.change", "submission.status.change", "study.has_high_return_rate",
                "study.progress.change"}
+CODE_TYPES = {"COMPLETED", "FAILED_ATTENTION_CHECK", "FOLLOW_UP_STUDY", "GIVE_BONUS",
+              "INCOMPATIBLE_DEVICE", "NO_CONSENT", "OTHER", "FIXED_SCREENOUT"}
+SCREEN_OUT_MIN_REWARD = 10
 GROUP_ACTIONS = {"ADD_TO_PARTICIPANT_GROUP", "REMOVE_FROM_PARTICIPANT_GROUP"}
 GROUP_FILTERS = {"participant_group_blocklist", "participant_group_allowlist"}
 STUDY_FILTERS = {"previous_studies_blocklist", "previous_studies_allowlist"}
@@ -189,6 +204,15 @@ class FakeProlific:
         steps = codes[code]["actions"] if code in codes else []
         actions = {a["action"] for a in steps}
         sub["status"] = "APPROVED" if "AUTOMATICALLY_APPROVE" in actions else "AWAITING REVIEW"
+        sub["return_requested"] = "REQUEST_RETURN" in actions
+        for step in steps:
+            if step["action"] == "FIXED_SCREEN_OUT_PAYMENT":  # paid at once, no review
+                sub["status"] = "SCREENED OUT"
+                sub["screen_out_reward"] = step["fixed_screen_out_reward"]
+                study = self.studies[sub["study_id"]]
+                study["screened_out"] = study.get("screened_out", 0) + 1
+                if study["screened_out"] >= step["slots"] and study["status"] == "ACTIVE":
+                    study["status"] = "PAUSED"  # the screen-out slots are used up
         for step in steps:  # Prolific keeps the groups itself, as the participant submits
             members = self.members[step["participant_group"]] if step["action"] in \
                 GROUP_ACTIONS else None
@@ -536,10 +560,15 @@ class FakeProlific:
         if not isinstance(codes, list) or not codes:
             raise _field_error("completion_codes", "Specify at least one completion code.")
         seen = set()
+        screening = 0
         for code in codes:
             if set(code) - {"code", "code_type", "actions", "actor"} or not code.get("code") \
                     or not code.get("code_type") or not isinstance(code.get("actions"), list):
                 raise _field_error("completion_codes", "Each needs code, code_type and actions.")
+            if code["code_type"] not in CODE_TYPES:
+                raise _field_error("completion_codes", f"Unknown code_type {code['code_type']!r}.")
+            if code.get("actor", "participant") not in ("participant", "researcher"):
+                raise _field_error("completion_codes", "actor is participant or researcher.")
             actions = [a.get("action") if isinstance(a, dict) else None for a in code["actions"]]
             if set(actions) - CODE_ACTIONS:
                 raise _field_error("completion_codes", f"Unknown action in {actions}.")
@@ -552,6 +581,19 @@ class FakeProlific:
                     if step["participant_group"] not in self.live_groups():
                         raise _field_error("completion_codes", "No participant group "
                                                                f"{step['participant_group']}.")
+                elif step["action"] == "FIXED_SCREEN_OUT_PAYMENT":
+                    screening += 1
+                    reward, slots = step.get("fixed_screen_out_reward"), step.get("slots")
+                    if set(step) != {"action", "fixed_screen_out_reward", "slots"} or not all(
+                            isinstance(v, int) and not isinstance(v, bool) for v in (reward, slots)):
+                        raise _field_error("completion_codes", "FIXED_SCREEN_OUT_PAYMENT needs "
+                                           "fixed_screen_out_reward and slots (integers).")
+                    if reward < SCREEN_OUT_MIN_REWARD or slots <= 0:
+                        raise _field_error("completion_codes", "The screen-out reward is at least "
+                                           "10 (minor units) and slots positive.")
+                    if screening > 1:
+                        raise _field_error("completion_codes", "A custom screening action is "
+                                           "limited to a single code.")
                 elif step["action"] in ("MANUALLY_REVIEW", "AUTOMATICALLY_APPROVE",
                                         "REQUEST_RETURN") and set(step) != {"action"}:
                     raise _field_error("completion_codes",
