@@ -13,8 +13,8 @@ participant exclusions are applied once and the same way for ratings, error cons
   Without a participants table nobody is excluded here (the ratings analysis then applies its
   :class:`~humanlike.analysis.exclusions.ExclusionRules` itself).
 
-Input: an export folder (``trials``, ``ratings``, ``triads``, ``classifications``, ``participants``,
-``stimuli`` as ``.parquet`` or ``.csv``) or one table file, whose folder may hold the
+Input: an export folder (``trials``, ``ratings``, ``triads``, ``classifications``, ``odd_one_out``,
+``participants``, ``stimuli`` as ``.parquet`` or ``.csv``) or one table file, whose folder may hold the
 ``participants`` and ``stimuli`` tables that go with it.
 """
 
@@ -30,8 +30,8 @@ from humanlike.analysis.sample import Sample, with_analysed
 from humanlike.vocabulary import StimulusKind
 
 TABLES = (
-    "trials", "ratings", "triads", "classifications", "decisions", "participants", "stimuli",
-    "trial_timing", "display",
+    "trials", "ratings", "triads", "classifications", "decisions", "odd_one_out", "participants",
+    "stimuli", "trial_timing", "display",
 )
 _ID_COLUMNS = {"participant": str, "stimulus": str, "category": str}
 
@@ -190,6 +190,12 @@ class Export:
     def triads(self) -> Selection:
         """Triad trials for MLDS (scoring trials only)."""
         return self.scoring_trials("triads")
+
+    def odd_one_out(self) -> Selection:
+        """Odd-one-out triplet trials for the triplet metric (scoring trials only;
+        ``humanlike.analysis.alignment.odd_one_out.triplet_counts``)."""
+        return self.scoring_trials("odd_one_out", ("participant", "image_1", "image_2", "image_3",
+                                                   "odd_one_out"))
 
     def ratings(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
         """The rating frame for QC and scoring: practice trials out; catch and repeated trials kept

@@ -161,7 +161,8 @@ def _enter(client, pid: str) -> tuple[str, str]:
 
 
 @SQLITE
-def test_the_api_checks_the_choice_and_simulated_people_export_and_score(odd_app, odd_experiment):
+def test_the_api_checks_the_choice_and_simulated_people_export_and_score(odd_app, odd_experiment,
+                                                                         tmp_path):
     from humanlike.analysis.alignment.odd_one_out import (
         embedding_choices,
         odd_one_out_score,
@@ -199,7 +200,11 @@ def test_the_api_checks_the_choice_and_simulated_people_export_and_score(odd_app
     study = SimulatedStudy(odd_experiment, SimulationSettings(n_participants=6, fail_catch=0, seed=3))
     with api_client(app=odd_app, rehearsal_key=rehearsal_key("test-secret", "odd")) as api:
         simulate_participants(api, study)
+    from humanlike.analysis.io.export import read_export
+    from humanlike.server.export.writer import write_export
+
     with odd_app.app_context():
+        write_export("odd", tmp_path / "export")
         frames = export_frames("odd")
         exp = db.session.execute(sa.select(Experiment)).scalar_one()
         refresh_qc(exp, everyone=True)
@@ -228,6 +233,11 @@ def test_the_api_checks_the_choice_and_simulated_people_export_and_score(odd_app
     truth = stimuli["true_class"]
     emb = pd.DataFrame(np.eye(10)[truth.astype(int).to_numpy()], index=truth.index)
     counts = triplet_counts(simulated)
+    # the export reader gives the same scoring triplets (a rehearsal analysed on purpose; REAL1's
+    # practice answer, the repeats and no one else left out)
+    read = read_export(tmp_path / "export", include_simulated=True).odd_one_out().frame
+    from_files = triplet_counts(read)
+    assert (from_files.triplets == counts.triplets).all() and (from_files.counts == counts.counts).all()
     classes = truth.loc[counts.triplets.ravel()].to_numpy().reshape(-1, 3)
     paired = np.array([len(set(row)) == 2 for row in classes.tolist()])
     assert paired.sum() >= 3  # 30 of C(20, 3): about 8 % of triplets hold a same-class pair
