@@ -37,6 +37,7 @@ $(VENDOR)/.installed: package.json package-lock.json
 	cp node_modules/jspsych/dist/index.browser.min.js $(VENDOR)/jspsych/jspsych.js
 	cp node_modules/jspsych/css/jspsych.css $(VENDOR)/jspsych/jspsych.css
 	mkdir -p $(VENDOR)/htmx && cp node_modules/htmx.org/dist/htmx.min.js $(VENDOR)/htmx/htmx.js
+	mkdir -p $(VENDOR)/axe && cp node_modules/axe-core/axe.min.js $(VENDOR)/axe/axe.js
 	for p in $(JSPSYCH_PLUGINS); do \
 	  cp node_modules/@jspsych/$$p/dist/index.browser.min.js $(VENDOR)/plugins/$$p.js; done
 	touch $@
