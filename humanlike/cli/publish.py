@@ -11,6 +11,7 @@ import click
 
 from humanlike.cli.app_context import database_option, make_app
 from humanlike.cli.options import alpha_option, confidence_option, n_resamples_option
+from humanlike.cli.publish_targets import check_targets, send, target_options
 
 
 def _license_choices() -> list[str]:
@@ -51,11 +52,16 @@ def _time_choices() -> list[str]:
 @click.option("--seed", default=0, show_default=True, type=int,
               help="Seed of all resampling (as the report).")
 @database_option
+@target_options
 def command(experiment: str, out: Path, license_: str, authors: tuple[str, ...],
             title: str | None, description: str | None, responses: Path | None,
             include_free_text: bool, times: str, n_resamples: int, n_sim: int, confidence: float,
-            alpha: float, seed: int, database_url: str | None) -> None:
-    """Publish EXPERIMENT (its slug) as a Psych-DS dataset and benchmark in OUT."""
+            alpha: float, seed: int, database_url: str | None, **targets) -> None:
+    """Publish EXPERIMENT (its slug) as a Psych-DS dataset and benchmark in OUT; with --deposit
+    or --brainscore an OUT that already holds the published folder is sent as it is."""
+    if check_targets(out, experiment, **targets):  # OUT already published: send it as it is
+        send(out, **targets)
+        return
     from humanlike.analysis.psychds.publish import publish_export
     from humanlike.analysis.ratings.scores import load_model_responses
     from humanlike.analysis.report.sections import ReportSettings
@@ -98,6 +104,7 @@ def command(experiment: str, out: Path, license_: str, authors: tuple[str, ...],
             out.rmdir()
         shutil.move(str(staged), str(out))
     click.echo(f"published {experiment} to {out} ({len(validation.datafiles)} data files)")
+    send(out, **targets)
 
 
 def _study(slug: str) -> tuple[dict, list, Path]:

@@ -246,3 +246,118 @@ def test_bad_input_is_refused_and_changes_nothing(published, tmp_path):
                                   "model_responses.csv"), "--out", str(out / "scores")])
     assert result.exit_code != 0 and "outside" in result.output
     assert _digests(out) == before
+
+
+def test_publish_deposits_the_folder_on_a_zenodo_fake_resumes_after_a_503_and_releases(
+        published, tmp_path, monkeypatch):
+    """`--deposit zenodo` on the published demo: a draft holding the folder with the stimuli in
+    one archive (within a record's 100 files), a 503 halfway, a rerun that resumes the same draft,
+    then `--release`; the folder's bytes never change (the state lives beside it)."""
+    from humanlike.analysis.psychds.deposit import STIMULI_ARCHIVE, deposit_files, zenodo
+    from tests.fakes.zenodo import FakeZenodo
+
+    _, out, _, _ = published
+    folder = tmp_path / "dataset"
+    shutil.copytree(out, folder)
+    before = _digests(folder)
+    fake = FakeZenodo()
+    fake.fail[("put_object", 3)] = 503
+    monkeypatch.setenv("ZENODO_TOKEN", fake.token)
+    monkeypatch.setattr(zenodo, "TRANSPORT", fake.transport())
+    args = ["publish", "demo", "--out", str(folder), "--license", "CC-BY-4.0", "--deposit",
+            "zenodo", "--deposit-url", fake.base_url]
+    runner = CliRunner()
+    result = runner.invoke(main, args)
+    assert result.exit_code != 0 and "HTTP 503" in result.output and "resume" in result.output
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "resuming draft" in result.output and "--release" in result.output
+    result = runner.invoke(main, [*args, "--release"])
+    assert result.exit_code == 0, result.output
+    assert fake.violations == [] and len(fake.depositions) == 1 and fake.drafts() == []
+    [record] = fake.depositions.values()
+    assert len(before) > 100 >= len(record["files"])  # file by file it would not fit a record
+    assert {n: f["data"] for n, f in record["files"].items()} == {
+        f.name: f.data for f in deposit_files(folder, 100, "Zenodo")}
+    assert STIMULI_ARCHIVE in record["files"]
+    assert record["metadata"]["creators"] == [{"name": "Ada Researcher"}]
+    assert record["metadata"]["license"] == "cc-by-4.0"
+    assert _digests(folder) == before
+    result = runner.invoke(main, ["publish", "demo", "--out", str(tmp_path / "new"), "--license",
+                                  "CC0-1.0", "--release"])
+    assert result.exit_code != 0 and "--deposit" in result.output
+    assert not (tmp_path / "new").exists()
+
+
+def test_brainscore_plugins_have_brainscores_layout_and_reproduce_humanlike_score(
+        published, tmp_path):
+    """`--brainscore`: Brain-Score's data and benchmark plugin layout (checked against
+    brain-score/vision's plugins: registries set in __init__.py, benchmark.py, metadata.yaml's
+    schema, test.py); the plugin's own numpy formulas on its ratings.csv give `humanlike score`'s
+    noise ceiling (lower bound, subset all) and the reference model's mean r to 1e-6."""
+    import ast
+    import importlib.util
+    import json
+    import zipfile
+
+    import yaml
+
+    _, out, _, _ = published
+    plugins = tmp_path / "brainscore"
+    result = CliRunner().invoke(main, ["publish", "demo", "--out", str(out), "--license",
+                                       "CC-BY-4.0", "--brainscore", str(plugins)])
+    assert result.exit_code == 0, result.output
+    data, bench = plugins / "data" / "humanlike_demo", plugins / "benchmarks" / "humanlike_demo"
+    for required in ("__init__.py", "test.py", "ratings.csv", "stimulus_set.csv", "stimuli.zip"):
+        assert (data / required).is_file(), required
+    for required in ("__init__.py", "benchmark.py", "metadata.yaml", "test.py", "formulas.py"):
+        assert (bench / required).is_file(), required
+    registered = {}
+    for init in (data / "__init__.py", bench / "__init__.py"):
+        for node in ast.walk(ast.parse(init.read_text())):
+            target = node.targets[0] if isinstance(node, ast.Assign) else None
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+                    and target.value.id.endswith("_registry"):
+                registered[target.value.id] = ast.unparse(target.slice)
+    assert registered == {"stimulus_set_registry": "IDENTIFIER", "data_registry": "IDENTIFIER",
+                          "benchmark_registry": "IDENTIFIER"}
+    for path in (*data.glob("*.py"), *bench.glob("*.py")):
+        ast.parse(path.read_text(), str(path))
+    source = (bench / "benchmark.py").read_text()
+    assert "class RatingCorrelationBenchmark(BenchmarkBase)" in source and "ceiling_func" in source
+    meta = yaml.safe_load((bench / "metadata.yaml").read_text())
+    [(identifier, entry)] = meta["benchmarks"].items()
+    assert identifier == "humanlike.demo-pearson_r"
+    assert set(entry) == {"stimulus_set", "data", "metric"}
+    assert {"num_stimuli", "datatype", "total_size_mb", "brainscore_link"} <= set(entry["stimulus_set"])
+    assert {"benchmark_type", "num_subjects", "species"} <= set(entry["data"])
+    stimulus_set = pd.read_csv(data / "stimulus_set.csv", dtype=str)
+    assert entry["stimulus_set"]["num_stimuli"] == len(stimulus_set)
+    with zipfile.ZipFile(data / "stimuli.zip") as archive:
+        for name, sha in zip(stimulus_set["filename"], stimulus_set["sha256"], strict=True):
+            assert hashlib.sha256(archive.read(name)).hexdigest() == sha
+    # the plugin's formulas (numpy only) against `humanlike score` on the published folder
+    spec = importlib.util.spec_from_file_location("plugin_formulas", bench / "formulas.py")
+    formulas = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(formulas)
+    ratings = pd.read_csv(data / "ratings.csv", dtype={"subject": str, "stimulus_id": str,
+                                                       "category": str})
+    matrix, stimulus_ids, categories = formulas.rating_matrix(ratings)
+    reference = pd.read_csv(bench / "reference_model.csv", dtype={"stimulus": str, "category": str})
+    table = reference.pivot(index="stimulus", columns="category", values="probability")
+    prediction = table.loc[list(stimulus_ids), list(categories)].to_numpy().reshape(-1)
+    result = CliRunner().invoke(main, ["score", str(out), "--models",
+                                       str(out / "results" / "model_responses.csv"),
+                                       "--no-error-consistency", "--out", str(tmp_path / "scores")])
+    assert result.exit_code == 0, result.output
+    ceiling = pd.read_csv(tmp_path / "scores" / "noise_ceiling.csv").query(
+        "subset == 'all' and metric == 'pearson_r' and bound == 'lower'")["estimate"].item()
+    score = pd.read_csv(tmp_path / "scores" / "scores.csv").query(
+        "model == 'cnn' and subset == 'all' and metric == 'pearson_r'")["estimate"].item()
+    assert set(reference["model"]) == {"cnn"}
+    assert formulas.leave_one_out_ceiling(matrix) == pytest.approx(ceiling, abs=1e-6)
+    assert formulas.mean_subject_r(matrix, prediction) == pytest.approx(score, abs=1e-6)
+    published_numbers = json.loads((bench / "published.json").read_text())
+    assert published_numbers["ceiling"] == pytest.approx(ceiling, abs=1e-6)
+    assert published_numbers["reference"]["pearson_r"] == pytest.approx(score, abs=1e-6)
+    assert 0 < ceiling < 1 and 0 < score < 1  # simulated observers: a model may pass the lower bound
