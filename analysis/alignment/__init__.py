@@ -5,7 +5,8 @@ and shape match (Geirhos et al. 2019; Hermann et al. 2020), conditional error co
 He 2026), I2n (Rajalingham et al. 2018), each per human-difficulty regime (Xu et al. 2026), with
 bootstrap intervals over one shared set of resamples (``profile``); per observer, double-pass
 internal noise and individual noise ceilings (``double_pass``), and the split of each observer's
-variance into shared, individual and noise parts (``variance_split``).
+variance into shared, individual and noise parts (``variance_split``); odd-one-out triplets scored
+as Brain-Score's hebart2023 (``odd_one_out``).
 """
 
 from humanlike.analysis.alignment.accuracy import accuracy_difference as accuracy_difference
@@ -26,6 +27,10 @@ from humanlike.analysis.alignment.double_pass import (
 from humanlike.analysis.alignment.i2n import I2nConsistency as I2nConsistency
 from humanlike.analysis.alignment.i2n import i2n as i2n
 from humanlike.analysis.alignment.i2n import i2n_consistency as i2n_consistency
+from humanlike.analysis.alignment.odd_one_out import OddOneOutResult as OddOneOutResult
+from humanlike.analysis.alignment.odd_one_out import embedding_choices as embedding_choices
+from humanlike.analysis.alignment.odd_one_out import odd_one_out_score as odd_one_out_score
+from humanlike.analysis.alignment.odd_one_out import triplet_counts as triplet_counts
 from humanlike.analysis.alignment.profile import METRICS as METRICS
 from humanlike.analysis.alignment.profile import AlignmentProfile as AlignmentProfile
 from humanlike.analysis.alignment.profile import alignment_profile as alignment_profile
