@@ -3,8 +3,11 @@
 Times ``alignment_profile`` (10 humans, 3 models; 160 + 160 + 1,280 images; every metric for the
 'all' regime and four human-difficulty regimes; 1,000 shared resamples of images and humans) and
 ``double_pass`` and ``variance_split`` on 13 simulated observers (400 repeated trials, 1,000
-resamples). Best of ``--repeats`` runs after one warm-up, wall and CPU time. Prints the profile table (regime 'all')
-and the model ranks per regime, then one JSON line: ``{"seconds_profile": ..., ...}``.
+resamples). Best of ``--repeats`` runs after one warm-up, wall and CPU time; the profile's time
+includes its decided differences and the metrics' agreement (``compare_profile``, issue 42 item 5).
+Prints the profile table (regime 'all'), the model ranks per regime, the decided pairs and the
+metrics' agreement, then one JSON line: ``{"seconds_profile": ..., ...}``. ``--figures DIR``
+writes the report's figures of the profile (one per experiment, and the agreement) as PNG.
 Run: ``.venv/bin/python bench/alignment.py``.
 """
 
@@ -15,6 +18,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -27,6 +31,7 @@ from humanlike.analysis.alignment import (
     double_pass,
     variance_split,
 )
+from humanlike.analysis.alignment.comparison import compare_profile
 from humanlike.analysis.alignment.regimes import regime_labels
 from humanlike.analysis.data_paths import shared_data_dir
 from humanlike.analysis.io import read_model_vs_human
@@ -70,6 +75,8 @@ def markdown(frame: pd.DataFrame) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--figures", type=Path, default=None,
+                        help="Folder for the profile and agreement figures (PNG).")
     args = parser.parse_args()
     raw = shared_data_dir() / "model-vs-human" / "raw-data"
     trials = pd.concat([read_model_vs_human(raw / name)
@@ -79,11 +86,13 @@ def main() -> None:
     baselines = {"edge": (base, str), "cue-conflict": (base, cue_conflict_shape_image)}
 
     def profile(seed: int):
-        return alignment_profile(trials, baselines=baselines, n_resamples=N_RESAMPLES,
-                                 random_state=seed)
+        return compare_profile(alignment_profile(trials, baselines=baselines,
+                                                 n_resamples=N_RESAMPLES, random_state=seed))
 
-    seconds, cpu, result = best_time(profile, args.repeats)
-    print(f"alignment_profile, 3 experiments, {N_RESAMPLES} resamples: {seconds:.3f} s "
+    seconds, cpu, comparison = best_time(profile, args.repeats)
+    result = comparison.profile
+    print(f"alignment_profile + compare_profile, 3 experiments, {N_RESAMPLES} resamples: "
+          f"{seconds:.3f} s "
           f"(cpu {cpu:.3f} s)", file=sys.stderr)
     passes = simulated_passes(0)
 
@@ -117,6 +126,22 @@ def main() -> None:
     order = [*regime_labels(DEFAULT_EDGES), "all"]
     print(markdown(ranks.pivot_table(index=["experiment", "observer"], columns="regime",
                                      values="rank").reindex(columns=order).reset_index()))
+    decided = comparison.decided
+    print()
+    print(markdown(decided[decided["decided"]][["experiment", "metric", "a", "b", "difference",
+                                                  "p_holm", "more_humanlike"]].round(4)))
+    print(f"\n{int(decided['decided'].sum())} of {len(decided)} model differences decided")
+    print()
+    print(markdown(comparison.agreement.round(3)))
+    if args.figures is not None:
+        from humanlike.analysis.alignment.plots import plot_agreement, plot_profile
+        from humanlike.analysis.figures import save_figure
+
+        for experiment in sorted(set(result.table["experiment"])):
+            save_figure(plot_profile(result, experiment), args.figures / f"{experiment}.png",
+                        close=True)
+        save_figure(plot_agreement(comparison.agreement), args.figures / "agreement.png",
+                    close=True)
     print(json.dumps({"seconds_profile": round(seconds, 3), "cpu_profile": round(cpu, 3),
                       "seconds_double_pass": round(seconds_dp, 3), "cpu_double_pass": round(cpu_dp, 3),
                       "seconds_variance_split": round(seconds_vs, 3),

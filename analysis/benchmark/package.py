@@ -47,6 +47,39 @@ ERROR_CONSISTENCY = {
     "ci": "bootstrap over stimuli; independence test by simulation, Holm-Sidak over pairs",
 }
 
+ALIGNMENT = {
+    "metrics": {
+        "accuracy": "share correct per condition, averaged over conditions",
+        "accuracy_difference": "a_m - mean_h a_h (Geirhos et al. 2021)",
+        "observed_consistency": "c_obs, the share of images model and human both get right or "
+                                "both get wrong (Geirhos, Meding & Wichmann 2020, eq. 1)",
+        "error_consistency": "Cohen's kappa (c_obs - c_exp) / (1 - c_exp) on correctness "
+                             "(Geirhos et al. 2020, eqs. 2-3)",
+        "accuracy_distance": "1 - |a_m - a_h| / max(1 - a_h, a_h - chance), chance 0; ceiling: "
+                             "each human against the pooled others (Brain-Score "
+                             "AccuracyDistance)",
+        "accuracy_distance_ceiled": "accuracy_distance / its ceiling, per resample",
+        "shape_match": "share of cue-conflict responses naming the shape category (Hermann, "
+                       "Chen & Kornblith 2020)",
+        "shape_bias": "shape / (shape + texture) on cue-conflict images (Geirhos et al. 2019)",
+    },
+    "aggregation": "per human and condition, averaged over conditions, then over the humans "
+                   "(Brain-Score)",
+    "trials": "classifications, and rating trials read as decisions ('<experiment>-ratings'); a "
+              "model's decision is its most probable category; experiments with humans and "
+              "models (humanlike.analysis.alignment.inputs.profile_trials)",
+    "regimes": "every metric also per human-difficulty bin [0, .25], (.25, .5], (.5, .75], "
+               "(.75, 1] of the share of humans right (Xu et al. 2026; edges declared)",
+    "ci": "percentile bootstrap: one draw of images (within conditions) and humans shared by "
+          "every metric, model and regime (humanlike.analysis.alignment.profile)",
+    "comparisons": "paired bootstrap difference of two models on each metric (higher = more "
+                   "humanlike; accuracy_difference as -|d|), two-sided percentile-test p-value, "
+                   "Holm-corrected over the model pairs of each experiment and metric",
+    "agreement": "Spearman's rho (CI over the shared resamples) and Kendall's tau across models "
+                 "between each pair of metrics (Ahlert et al. 2024)",
+    "source": "docs/alignment-profile.md; humanlike.analysis.alignment",
+}
+
 
 @dataclass(frozen=True)
 class Package:
@@ -91,6 +124,7 @@ def write_definition(root: Path, *, study: str, tables: Mapping[str, str],
         "metric": METRIC,
         "noise_ceiling": NOISE_CEILING,
         "error_consistency": ERROR_CONSISTENCY,
+        "alignment": ALIGNMENT,
         "settings": asdict(settings),
         "rules": dict(rules or {}),
         "reference_results": dict(reference or {}),

@@ -19,6 +19,7 @@ import pandas as pd
 from humanlike.analysis.exclusions import ExclusionRules, as_rules
 from humanlike.analysis.io.export import Export
 from humanlike.analysis.planning.report import allocation_section
+from humanlike.analysis.report.alignment import alignment_section
 from humanlike.analysis.report.display import display_section
 from humanlike.analysis.report.methods import design_text, methods_paragraph
 from humanlike.analysis.report.sections import (
@@ -37,7 +38,7 @@ __all__ = ["SECTION_KEYS", "Report", "ReportSettings", "Section", "build_report"
 
 #: Section keys in the order the report shows them.
 SECTION_KEYS = ("sample", "timing", "display", "allocation", "reliability", "ceilings", "scores",
-                "kappa", "mlds", "psychophysical", "methods")
+                "kappa", "alignment", "mlds", "psychophysical", "methods")
 
 
 @dataclass
@@ -124,6 +125,7 @@ def build_report(
                 allocation_section(export)]
     sections += ratings_sections(export, models, rule_set, settings, results, step, spec)
     sections.append(kappa_section(export, settings, results, step, models))
+    sections.append(alignment_section(export, models, settings, results, step))
     sections += mlds_sections(export, settings, results,
                               None if truth is None else {k: np.asarray(v)
                                                           for k, v in truth.items()},

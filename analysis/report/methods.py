@@ -163,6 +163,14 @@ def methods_paragraph(spec: Mapping[str, Any] | None, counts: Mapping[str, Any],
             f"Error consistency (Cohen's kappa on correctness; Geirhos et al. 2020) has {ci} CIs "
             f"from {settings.n_resamples} stimulus resamples; independence was tested with "
             f"{settings.n_sim} simulations per pair, Holm-Sidak corrected.")
+    if "alignment" in sections:
+        parts.append(
+            f"The alignment profile (accuracy difference, observed and error consistency, "
+            f"accuracy distance, shape match and bias; docs/alignment-profile.md) has {ci} CIs "
+            f"from {settings.n_resamples} resamples of images and participants shared by every "
+            f"metric; model differences are paired bootstrap tests, Holm corrected over model "
+            f"pairs at alpha = {settings.alpha:g}; the metrics' agreement is Spearman's and "
+            f"Kendall's rank correlation across models.")
     if "mlds" in sections:
         parts.append(
             f"MLDS scales (Maloney & Yang 2003; Knoblauch & Maloney 2008) were fitted by maximum "

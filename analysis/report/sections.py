@@ -72,6 +72,7 @@ class StudyResults:
     mlds_all: Any = None
     mlds_participants: Any = None
     psychophysical: pd.DataFrame | None = None
+    alignment: Any = None
     notes: list[str] = field(default_factory=list)
 
 

@@ -14,8 +14,9 @@ from tqdm import tqdm
 
 from humanlike.cli.options import alpha_option, confidence_option, n_resamples_option
 
-#: Steps the progress bar counts (sample/timing, ratings, kappa, MLDS bootstrap, runs tests).
-_STEPS = 5
+#: Steps the progress bar counts (sample/timing, ratings, kappa, alignment, MLDS bootstrap, runs
+#: tests).
+_STEPS = 6
 
 
 def _spec(path: Path | None) -> dict[str, Any] | None:

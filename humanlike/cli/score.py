@@ -1,6 +1,7 @@
 """``humanlike score DIR --models responses.csv``: score models on a published benchmark
 (:func:`humanlike.analysis.benchmark.score_package`) exactly as the study's report scored its own:
-scores with bootstrap CIs, the noise ceiling, the pairwise comparisons and error consistency.
+scores with bootstrap CIs, the noise ceiling, the pairwise comparisons, error consistency and the
+alignment profile (every metric per model with CIs, the differences decided, the metrics' agreement).
 
 ``humanlike score DIR --declared models.toml`` first runs models declared in a model TOML (or a
 demo model's name) on the package's stimuli, on a GPU where there is one, then scores them."""
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 @click.option("--responses-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="With --declared: also write the models' responses here (.csv).")
 @click.option("--no-error-consistency", is_flag=True, help="Skip the kappa analysis.")
+@click.option("--no-alignment", is_flag=True, help="Skip the alignment profile.")
 @device_option()
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help="Images per forward pass (default: sized to the device).")
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 @cache_dir_option
 def command(benchmark: Path, responses: Path | None, declared: tuple[str, ...],
             out_dir: Path | None, responses_out: Path | None, no_error_consistency: bool,
-            device: str, batch_size: int | None, seed: int, cache_dir: Path | None) -> None:
+            no_alignment: bool, device: str, batch_size: int | None, seed: int, cache_dir: Path | None) -> None:
     """Score models on the benchmark in BENCHMARK (a `humanlike publish` folder)."""
     from humanlike.analysis.benchmark import read_package, score_package
     from humanlike.analysis.ratings.scores import load_model_responses
@@ -72,7 +74,7 @@ def command(benchmark: Path, responses: Path | None, declared: tuple[str, ...],
     with tqdm(total=n, desc="bootstrap", unit="resample", leave=False) as bar:
         try:
             result = score_package(package, models, error_consistency=not no_error_consistency,
-                                   progress=bar.update)
+                                   alignment=not no_alignment, progress=bar.update)
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
     click.echo(result.summary())

@@ -8,6 +8,7 @@ changes."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import tomllib
 from pathlib import Path
@@ -146,6 +147,29 @@ def test_score_from_the_package_alone_equals_the_reports_scores_and_ceilings(
     for column in ("kappa", "ci_low", "ci_high"):
         a, b = merged[f"{column}_report"], merged[f"{column}_score"]
         assert ((a == b) | (a.isna() & b.isna())).all(), column
+    # the alignment profile (issue 42 item 5): the report's every metric per model with its CI,
+    # its decided differences, and the metrics' agreement, from the package alone
+    comparison = report.results.alignment
+    text = {"experiment": str, "observer": str, "regime": str, "a": str, "b": str}
+    for name, table, keys in (
+            ("alignment_profile", comparison.profile.table,
+             ["experiment", "regime", "metric", "observer"]),
+            ("alignment_decided", comparison.decided, ["experiment", "metric", "a", "b"]),
+            ("alignment_agreement", comparison.agreement,
+             ["experiment", "metric_a", "metric_b"])):
+        scored = pd.read_csv(tmp_path / "scores" / f"{name}.csv", dtype=text,
+                             keep_default_na=False, na_values=[""])
+        merged = table.merge(scored, on=keys, suffixes=("_report", "_score"), validate="1:1")
+        assert len(merged) == len(table) == len(scored) > 0, name
+        for column in {"estimate", "ci_low", "ci_high", "p_holm", "spearman"} & set(table):
+            a, b = merged[f"{column}_report"], merged[f"{column}_score"]
+            assert ((a == b) | (a.isna() & b.isna())).all(), (name, column)
+    assert set(comparison.models) == {"cnn", "logreg", "kde", "adv_cnn"}
+    assert (tmp_path / "scores" / "alignment_demo.svg").read_text().count("<svg") == 1
+    definition = json.loads((fresh / "analysis" / "benchmark.json").read_text())
+    assert set(comparison.profile.table["metric"]) <= set(definition["alignment"]["metrics"])
+    assert "Holm" in definition["alignment"]["comparisons"]
+    assert "alignment_decided" in definition["reference_results"]
 
 
 def test_a_model_added_after_publication_is_scored_with_cis_and_nothing_changes(

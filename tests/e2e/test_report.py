@@ -134,6 +134,7 @@ def test_the_report_opens_offline_without_console_errors(simulated_report, chrom
     assert widths and all(right <= width + 1 for right, width in widths)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+    page.locator("#alignment").screenshot(path=str(ARTIFACTS / "report_alignment.png"))
     shutil.copy(out, ARTIFACTS / "report.html")
     context.close()
 
@@ -276,3 +277,45 @@ def test_a_monitored_study_reports_its_pairs_decided_under_the_declared_scheme(s
     for _, row in verdicts[verdicts["decided"]].iterrows():
         assert row["better"] == (row["a"] if row["difference"] > 0 else row["b"])
         assert 1 <= float(row["decided_at"]) <= int(said.group(3))
+
+
+def test_the_alignment_section_shows_every_metric_per_model_and_which_differences_are_decided(
+        simulated_report, demo_spec):
+    """Issue 42 item 5: per experiment (the classification block, and the rating decisions), a
+    table of every metric per model with CIs; each model's accuracy on the classified digits is
+    the share of images its most probable category names, per noise level, averaged (computed
+    here from the responses file and the export); the pairs of models are each decided or not,
+    Holm-corrected, and the metrics' rank agreement is given across the four models."""
+    root, out = simulated_report
+    html = out.read_text()
+    text = _section_text(html, "alignment")
+    assert "Holm-corrected over the 6 model pairs" in text
+    assert re.search(r"demo: \d+ of 24 decided", text)  # 6 pairs x 4 metrics
+    tables = _tables(html, "alignment")
+    demo = next(t for t in tables if "metric" in t.columns and "humans" in t.columns)
+    assert list(demo["metric"]) == ["accuracy", "accuracy_difference", "observed_consistency",
+                                    "error_consistency", "accuracy_distance",
+                                    "accuracy_distance_ceiled"]
+    models = ["adv_cnn", "cnn", "kde", "logreg"]
+    responses = pd.read_csv(demo_spec.parent / "stimuli" / "model_responses.csv",
+                            dtype={"stimulus": str, "category": str})
+    top = responses.loc[responses.groupby(["model", "stimulus"])["probability"].idxmax()]
+    shown = pd.read_csv(root / "export" / "classifications.csv", dtype={"category": str})
+    shown = shown[~shown["practice"] & ~shown["is_repeat"]
+                  & (shown["stimulus_kind"] != "catch")].drop_duplicates("stimulus")
+    merged = top.merge(shown[["stimulus", "category", "stimulus_condition"]], on="stimulus",
+                       suffixes=("_model", ""))
+    merged["right"] = merged["category_model"] == merged["category"]
+    accuracy = merged.groupby(["model", "stimulus_condition"])["right"].mean().groupby(
+        "model").mean()
+    row = demo.set_index("metric").loc["accuracy"]
+    for model in models:
+        estimate, low, high = (float(v) for v in re.findall(r"-?[\d.]+", row[model]))
+        assert estimate == pytest.approx(accuracy[model], abs=0.005)
+        assert low <= estimate <= high
+    decided = next(t for t in tables if "pair" in t.columns)
+    assert len(decided) == 12  # 6 pairs in each of the two experiments
+    cells = set(decided.drop(columns=["experiment", "pair"]).to_numpy().ravel())
+    assert cells <= {"undecided", "n/a", *models}
+    agreement = next(t for t in tables if "kendall" in t.columns)
+    assert set(agreement["n_models"]) == {"4"}

@@ -215,3 +215,27 @@ def test_bad_arguments_are_refused_naming_what_is_wrong(mvh):
         alignment_profile(edge, chance=1.5, n_resamples=5)
     assert cue_conflict_shape_image("airplane1-bicycle2.png") == "airplane1.png"
     assert cue_conflict_shape_image("oven10.png") == "oven10.png"
+
+
+def test_the_metrics_agreement_is_scipys_rank_correlation_on_every_shared_resample(profile):
+    """On cue-conflict the three models rank alike on error consistency and shape bias (bagnet33
+    < resnet50 < simclr: rho = tau = 1); the CI of rho is the percentile interval of scipy's
+    spearmanr over the resamples' model values."""
+    from scipy import stats
+
+    from humanlike.analysis.alignment.comparison import metric_agreement
+
+    agreement = metric_agreement(profile)
+    row = agreement[(agreement["experiment"] == "cue-conflict")
+                    & (agreement["metric_a"] == "error_consistency")
+                    & (agreement["metric_b"] == "shape_bias")].iloc[0]
+    assert row["n_models"] == 3 and row["spearman"] == 1.0 and row["kendall"] == 1.0
+    t = profile.table
+    index = {(m, o): i for i, (m, o, e, r) in enumerate(
+        t[["metric", "observer", "experiment", "regime"]].itertuples(index=False))
+        if e == "cue-conflict" and r == "all"}
+    x = profile.bootstrap[[index["error_consistency", m] for m in MODELS]]
+    y = profile.bootstrap[[index["shape_bias", m] for m in MODELS]]
+    rho = [stats.spearmanr(x[:, b], y[:, b]).statistic for b in range(x.shape[1])]
+    low, high = np.nanquantile(rho, [0.025, 0.975])
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high))

@@ -61,3 +61,12 @@ def test_a_definition_that_is_not_json_is_refused(package):
     (package / DEFINITION).write_text("{")
     with pytest.raises(ValueError, match="not JSON"):
         read_package(package)
+
+
+def test_the_definition_holds_every_alignment_metric_the_scorer_reports(package):
+    from humanlike.analysis.alignment import METRICS
+    from humanlike.analysis.report.alignment import CONDITIONAL
+
+    alignment = read_package(package).definition["alignment"]
+    assert set(alignment["metrics"]) == set(METRICS) - set(CONDITIONAL)
+    assert "Holm" in alignment["comparisons"] and "Spearman" in alignment["agreement"]
