@@ -1,20 +1,33 @@
-"""The audit log: every administrative action on participants or money, one row each."""
+"""The audit log: every administrative action on participants or money, one row each, naming the
+person (``admin:<login>``, ``token:<login>/<token id>``, ``cli:<os login>[ as <login>]``)."""
 
 from __future__ import annotations
 
 import getpass
+import os
 from typing import Any
 
 from humanlike.server.extensions import db
 from humanlike.server.tables.core import AuditEntry, utcnow
 
+CLI_USER_ENV = "HUMANLIKE_USER"
+"""The dashboard login a CLI command acts as (``humanlike --as NAME`` sets it); its permissions
+are checked (``humanlike.server.access.require_cli``)."""
+
+
+def cli_user() -> str | None:
+    """The ``--as`` login named for this CLI run, if any."""
+    return os.environ.get(CLI_USER_ENV) or None
+
 
 def cli_actor() -> str:
-    """Who runs a CLI command: ``cli:<login name>``."""
+    """Who runs a CLI command: ``cli:<login name>``, or ``cli:<login name> as <user>`` with ``--as``."""
     try:
-        return f"cli:{getpass.getuser()}"
+        login = getpass.getuser()
     except (KeyError, OSError):
-        return "cli:unknown"
+        login = "unknown"
+    user = cli_user()
+    return f"cli:{login}" + (f" as {user}" if user else "")
 
 
 def record(actor: str, action: str, *, experiment: str | None = None, target: str | None = None,

@@ -73,8 +73,22 @@ def _is_missing_table(exc: BaseException) -> bool:
     },
 )
 @click.version_option(package_name="humanlike")
-def main() -> None:
+@click.option("--as", "as_user", default=None, metavar="LOGIN",
+              help="Act as this dashboard login: commands that act on a study check its "
+                   "permissions first and name it in the audit log (env HUMANLIKE_USER; "
+                   "docs/lab.md).")
+@click.pass_context
+def main(ctx: click.Context, as_user: str | None) -> None:
     """humanlike: run online psychophysics experiments and score how humanlike models are."""
+    if as_user:
+        import os
+
+        from humanlike.server.audit import CLI_USER_ENV
+
+        before = os.environ.get(CLI_USER_ENV)
+        os.environ[CLI_USER_ENV] = as_user
+        ctx.call_on_close(lambda: os.environ.pop(CLI_USER_ENV, None) if before is None
+                          else os.environ.__setitem__(CLI_USER_ENV, before))
 
 
 @main.group(

@@ -1,4 +1,4 @@
-"""``humanlike create-admin``: add a dashboard login (or reset its password)."""
+"""``humanlike create-admin``: add an owner's dashboard login (or reset a login's password)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from humanlike.cli.app_context import database_option, make_app
               envvar="HUMANLIKE_ADMIN_PASSWORD")
 @database_option
 def command(username: str, password: str, database_url: str | None) -> None:
-    """Create an admin user with a hashed password (or reset an existing user's password)."""
+    """Create an owner (every study, the users page) with a hashed password, or reset an existing
+    login's password (its role stays; other roles are given on the dashboard's users page)."""
     import sqlalchemy as sa
 
     from humanlike.server import database
@@ -30,9 +31,10 @@ def command(username: str, password: str, database_url: str | None) -> None:
         ).scalar_one_or_none()
         created = user is None
         if created:
-            user = AdminUser(username=username)
+            user = AdminUser(username=username, role="owner")
             db.session.add(user)
         assert user is not None
         user.set_password(password)
+        user.must_change_password = False  # the operator chose this password
         db.session.commit()
     click.echo(f"admin {username!r} {'created' if created else 'password reset'}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from humanlike.cli import person
 from humanlike.cli.app_context import database_option, make_app
 from humanlike.cli.server_key import require_server_key
 
@@ -27,6 +28,7 @@ def command(experiment: str, participant: str, reason: str, yes: bool,
             row = find_participant(experiment, participant)
         except LookupError as exc:
             raise click.ClickException(str(exc)) from exc
+        person.require("delete", row.experiment)
         n_trials, n_events = count_rows(row)
         if not yes:
             click.confirm(f"Delete participant {row.public_id} of {experiment} ({row.platform}, "

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from humanlike.cli import person
 from humanlike.cli.app_context import database_option, make_app
 
 
@@ -46,6 +47,7 @@ def command(experiment: str, out: Path, pseudonymise: bool, key_file: Path | Non
     elif pseudonymise:
         key = key_from_secret(app.config["SECRET_KEY"])
     with app.app_context():
+        person.require("view" if key is not None else "reveal", experiment)
         try:
             counts = write_export(experiment, out, pseudonym_key=key,
                                   raw_parquet=not neutralise_parquet)
@@ -63,6 +65,7 @@ def _export_psiturk(experiment: str, out: Path, database_url: str | None) -> Non
 
     app = make_app(database_url=database_url)
     with app.app_context():
+        person.require("reveal", experiment)  # psiTurk's files carry the worker ids
         try:
             counts = write_psiturk_csvs(experiment, out)
             tidy = tidy_trials(experiment)

@@ -9,7 +9,6 @@ on a schedule (cron / systemd timer)."""
 from __future__ import annotations
 
 import csv
-import getpass
 import json
 from collections.abc import Callable
 from decimal import Decimal
@@ -19,6 +18,7 @@ from typing import Any
 import click
 from flask import Flask
 
+from humanlike.cli import person
 from humanlike.cli.app_context import database_option, make_app
 
 PLATFORMS = ("prolific", "mturk")
@@ -31,7 +31,9 @@ class Context:
                  dry_run: bool):
         self.platform, self.slug, self.dry_run = platform, slug, dry_run
         self.app: Flask = make_app([spec_path] if spec_path else (), database_url)
-        self.actor = f"cli:{getpass.getuser()}"
+        from humanlike.server.audit import cli_actor
+
+        self.actor = cli_actor()
         if spec_path:  # a fresh database is created; the experiment named is recorded
             import sqlalchemy as sa
 
@@ -45,7 +47,8 @@ class Context:
                 database.upgrade(self.app)
             experiments.sync_all(self.app)
 
-    def experiment(self) -> Any:
+    def experiment(self, need: str) -> Any:
+        """The experiment row, once the ``--as`` login may ``need`` there (``cli/person.py``)."""
         import sqlalchemy as sa
 
         from humanlike.server.extensions import db
@@ -59,6 +62,7 @@ class Context:
         if exp.platform != self.platform:
             raise click.ClickException(f"experiment {self.slug!r} recruits on {exp.platform!r} "
                                        f"(its spec's platform), not {self.platform!r}")
+        person.require(need, exp)
         return exp
 
     def spec(self) -> Any:
@@ -248,7 +252,7 @@ def _platform_group(platform: str) -> click.Group:
         ctx = make(slug, spec_path, database_url, dry_run)
 
         def body() -> None:
-            exp = ctx.experiment()
+            exp = ctx.experiment("spend")
             if exp.recruitment_ref and not force:
                 raise click.ClickException(f"{slug} already has {platform} listing "
                                            f"{exp.recruitment_ref} (--force for another)")
@@ -302,7 +306,7 @@ def _platform_group(platform: str) -> click.Group:
         ctx = make(slug, spec_path, database_url, dry_run)
 
         def body() -> None:
-            exp = ctx.experiment()
+            exp = ctx.experiment("spend")
             if platform == "prolific":
                 ref = ctx.listing(exp)
                 if _prolific_transition(ctx, exp, ref, "PUBLISH") is not None:
@@ -334,7 +338,7 @@ def _platform_group(platform: str) -> click.Group:
             from humanlike.server.extensions import db
             from humanlike.server.tables.core import Participant
 
-            exp = ctx.experiment()
+            exp = ctx.experiment("view")
             ref = ctx.listing(exp)
             client = ctx.client()
             remote = client.get_study(ref) if platform == "prolific" else client.get_hit(ref)
@@ -360,7 +364,7 @@ def _platform_group(platform: str) -> click.Group:
         def body() -> None:
             from humanlike.server.live.sync import platform_records, sync_listing
 
-            exp = ctx.experiment()
+            exp = ctx.experiment("act")
             if dry_run:
                 list(platform_records(platform, ctx.client(), ctx.listing(exp)))
                 return
@@ -395,7 +399,7 @@ def _platform_group(platform: str) -> click.Group:
             from humanlike.server.participants.overrides import excluded_clause
             from humanlike.server.tables.core import Participant, ParticipantQC
 
-            exp = ctx.experiment()
+            exp = ctx.experiment("act")
             rows = _participants(exp, participants)
             if all_submitted:
                 refresh_qc(exp)  # the stored QC of everyone whose trials changed
@@ -451,7 +455,7 @@ def _platform_group(platform: str) -> click.Group:
         def body() -> None:
             from humanlike.server.participants import actions
 
-            exp = ctx.experiment()
+            exp = ctx.experiment("act")
             [row] = _participants(exp, (participant,))
             actions.validate_rejection(message, category, platform)
             if dry_run:
@@ -482,7 +486,7 @@ def _platform_group(platform: str) -> click.Group:
         def body() -> None:
             from humanlike.server.participants import actions
 
-            exp = ctx.experiment()
+            exp = ctx.experiment("spend")
             wanted: list[tuple[str, str]] = []
             if csv_path is not None:
                 with csv_path.open(newline="") as fh:
@@ -524,7 +528,7 @@ def _platform_group(platform: str) -> click.Group:
             ctx = make(slug, spec_path, database_url, dry_run)
 
             def body() -> None:
-                exp = ctx.experiment()
+                exp = ctx.experiment("spend" if prolific_action == "START" else "act")
                 ref = ctx.listing(exp)
                 if platform == "prolific":
                     reply = _prolific_transition(ctx, exp, ref, prolific_action)
@@ -580,7 +584,7 @@ def _groups_command(group: click.Group, make: Callable[..., Context]) -> None:
             from humanlike.server.tables.core import Participant
             from humanlike.vocabulary import FINISHED_STATUSES
 
-            exp = ctx.experiment()
+            exp = ctx.experiment("act")
             client = ctx.client()
             if make_group or add_completers:
                 table = ctx.spec().recruitment.prolific if ctx.spec().recruitment else None
@@ -630,7 +634,7 @@ def _test_command(group: click.Group, make: Callable[..., Context]) -> None:
         ctx = make(slug, spec_path, database_url, dry_run)
 
         def run() -> None:
-            exp = ctx.experiment()
+            exp = ctx.experiment("act")
             ref = ctx.listing(exp)
             client = ctx.client()
             if email:
@@ -658,7 +662,7 @@ def _message_command(group: click.Group, make: Callable[..., Context]) -> None:
         def run() -> None:
             from humanlike.server.participants import actions
 
-            exp = ctx.experiment()
+            exp = ctx.experiment("act")
             rows = _participants(exp, participants)
             if dry_run:
                 _recruiter(ctx, exp).message(rows, body)
@@ -691,7 +695,7 @@ def _hooks_command(group: click.Group, make: Callable[..., Context]) -> None:
             from humanlike.server.sources import prolific_events as prolific_hooks
             from humanlike.server.sources.prolific import ProlificError
 
-            exp = ctx.experiment()
+            exp = ctx.experiment("act")
             spec = ctx.spec()
             base = public_url or (spec.recruitment.public_url if spec.recruitment else None)
             if not base or not base.startswith("https://"):
@@ -768,7 +772,7 @@ def _places_command(group: click.Group, make: Callable[..., Context]) -> None:
             from humanlike.server.extensions import db
             from humanlike.server.sources import listing
 
-            exp = ctx.experiment()
+            exp = ctx.experiment("spend")
             ref = ctx.listing(exp)
             client = ctx.client()
             if dry_run:
@@ -800,7 +804,7 @@ def _mturk_commands(group: click.Group, make: Callable[..., Context]) -> None:
         def body() -> None:
             import uuid
 
-            exp = ctx.experiment()
+            exp = ctx.experiment("spend")
             ref = ctx.listing(exp)
             if not hours and not assignments:
                 raise click.ClickException("give --hours and/or --assignments")
@@ -822,7 +826,7 @@ def _mturk_commands(group: click.Group, make: Callable[..., Context]) -> None:
         ctx = make(slug, spec_path, database_url, dry_run)
 
         def body() -> None:
-            exp = ctx.experiment()
+            exp = ctx.experiment("act")
             rows = _participants(exp, participants)
             ctx.client().notify([r.platform_id for r in rows], subject, message)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from humanlike.cli import person
 from humanlike.cli.app_context import database_option, make_app
 
 
@@ -32,6 +33,7 @@ def command(slug: str, platform_id: str, reason: str, database_url: str | None) 
         ).scalar_one_or_none()
         if participant is None:
             raise click.ClickException(f"no participant {platform_id!r} in experiment {slug!r}")
+        person.require("act", participant.experiment)
         if not resume.resumable(participant):
             raise click.ClickException(
                 f"participant {platform_id!r} is {participant.status!r}: only an unfinished "

@@ -7,6 +7,7 @@ import datetime as dt
 
 import click
 
+from humanlike.cli import person
 from humanlike.cli.app_context import database_option, make_app
 from humanlike.cli.server_key import require_server_key
 
@@ -40,6 +41,8 @@ def command(experiments: tuple[str, ...], experiment_paths: tuple[str, ...],
         unknown = [s for s in slugs if s not in served]
         if unknown:
             raise click.ClickException(f"not served here (give --experiment): {', '.join(unknown)}")
+        for slug in slugs:
+            person.require("delete", slug)
         for slug in slugs:
             try:
                 done = retention.run(slug, cli_actor(), _utc(now))

@@ -1,5 +1,6 @@
 """The researcher's dashboard (one blueprint for the admin audience), one module per part: ``auth``
-(login, logout, the login gate on every route), ``experiments`` (the experiments page and status
+(login, logout, the login gate on every route), ``permissions`` (what each route needs: roles and
+study membership, issue 40), ``users`` (logins and study members), ``experiments`` (the experiments page and status
 switch), ``participants`` (an experiment's participants table and one participant's page),
 ``actions`` (approve, reject, bonus, exclude / include, with confirmation), ``jobs`` (the
 progress of bulk actions run in the background), ``listing`` (the
@@ -19,9 +20,11 @@ from humanlike.server.admin import (  # the modules add their routes to bp
     listing,
     panel_views,
     participants,
+    permissions,
     safety,
+    users,
 )
 from humanlike.server.admin.blueprint import bp
 
 __all__ = ["actions", "auth", "bp", "downloads", "experiments", "jobs", "listing", "panel_views",
-           "participants", "safety"]
+           "participants", "permissions", "safety", "users"]

@@ -14,10 +14,12 @@ import sqlalchemy as sa
 from flask import abort, current_app, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 
+from humanlike.server.access import visible_experiment_ids
 from humanlike.server.admin import stats
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
+from humanlike.server.admin.permissions import from_action, person, requires, signed_in
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import APPROVE
 from humanlike.server.participants import actions, jobs
@@ -28,6 +30,8 @@ ACTIONS = {"approve": "Approve", "reject": "Reject", "bonus": "Pay a bonus",
            "clear": "Clear the analysis override",
            "mark_paid": "Mark a bonus paid after checking Prolific",
            "message": "Send a message on Prolific"}
+SPENDING = frozenset({"bonus", "mark_paid"})
+"""Actions that move money (the ``spend`` permission); the others need ``act``."""
 PRESETS = {"completed_passing_qc": "every completed participant who passes QC"}
 MAX_BULK = 5000
 
@@ -94,6 +98,7 @@ def _render(exp: Experiment, action: str, people: list[Participant], inputs: dic
 
 
 @bp.post("/experiments/<slug>/actions/confirm")
+@requires(from_action("action", SPENDING))
 def confirm_action(slug: str):
     """Show what the action will do to whom and ask for its inputs and a confirmation (nothing
     changes yet). The page opens clean: the inputs are checked when it is submitted."""
@@ -108,6 +113,7 @@ def confirm_action(slug: str):
 
 
 @bp.post("/experiments/<slug>/actions/apply")
+@requires(from_action("action", SPENDING))
 def apply_action(slug: str):
     """Do the confirmed action to each named participant; one audit row each (a refusal for one is
     reported and the rest go on). A repeated submit cannot pay a bonus twice."""
@@ -143,15 +149,22 @@ AUDIT_FILTERS = ("action", "experiment", "actor", "target")
 
 
 @bp.get("/audit")
+@signed_in
 def audit_log():
     """The audit log, newest first, a page at a time, filtered by action, experiment, actor or
-    target (exact values; ``actor`` and ``target`` also match a prefix)."""
+    target (exact values; ``actor`` and ``target`` also match a prefix). A login that is not an
+    owner sees the rows of its own studies only."""
     args = {k: (request.args.get(k) or "").strip()[:128] for k in AUDIT_FILTERS}
     try:
         page = max(1, int(request.args.get("page", 1)))
     except ValueError:
         page = 1
     stmt = sa.select(AuditEntry)
+    visible = visible_experiment_ids(person())
+    slugs = None if visible is None else sorted(db.session.execute(
+        sa.select(Experiment.slug).where(Experiment.id.in_(visible))).scalars())
+    if slugs is not None:
+        stmt = stmt.where(AuditEntry.experiment.in_(slugs))
     if args["action"]:
         stmt = stmt.where(AuditEntry.action == args["action"])
     if args["experiment"]:
@@ -163,10 +176,10 @@ def audit_log():
     total = db.session.execute(sa.select(sa.func.count()).select_from(stmt.subquery())).scalar_one()
     rows = db.session.execute(stmt.order_by(AuditEntry.id.desc()).limit(AUDIT_PAGE)
                               .offset((page - 1) * AUDIT_PAGE)).scalars().all()
-    known = db.session.execute(sa.select(AuditEntry.action).distinct().order_by(AuditEntry.action)
-                               ).scalars().all()
-    experiments = db.session.execute(sa.select(Experiment.slug).order_by(Experiment.slug)
-                                     ).scalars().all()
+    known = db.session.execute(stmt.with_only_columns(AuditEntry.action).distinct()
+                               .order_by(AuditEntry.action)).scalars().all()
+    experiments = slugs if slugs is not None else db.session.execute(
+        sa.select(Experiment.slug).order_by(Experiment.slug)).scalars().all()
     query = {k: v for k, v in args.items() if v}
     return render_template("admin/audit.html", rows=rows, total=total, page=page,
                            pages=max(1, -(-total // AUDIT_PAGE)), args=args, query=query,

@@ -13,8 +13,9 @@ from flask_login import current_user, login_user, logout_user
 from flask_wtf import FlaskForm
 from werkzeug.security import check_password_hash
 from wtforms import PasswordField, StringField
-from wtforms.validators import DataRequired, Length
+from wtforms.validators import DataRequired, EqualTo, Length
 
+from humanlike.server import audit
 from humanlike.server.admin.blueprint import bp
 from humanlike.server.extensions import db, login_manager
 from humanlike.server.security import (
@@ -27,6 +28,8 @@ from humanlike.server.tables.core import AdminUser
 
 PUBLIC_ENDPOINTS = frozenset({"admin.login"})
 """The only admin endpoints reachable without a login."""
+FIRST_STEP = frozenset({"admin.change_password", "admin.logout"})
+"""What a login with a one-time password may use before choosing its own."""
 
 
 class LoginForm(FlaskForm):
@@ -40,9 +43,20 @@ class LogoutForm(FlaskForm):
     """An empty form: logging out is a CSRF-protected POST."""
 
 
+class PasswordForm(FlaskForm):
+    """Choose a new password (after an invitation or a reset, or at any time)."""
+
+    current = PasswordField("Current password", validators=[DataRequired(), Length(max=200)])
+    new = PasswordField("New password", validators=[DataRequired(), Length(min=8, max=200)])
+    again = PasswordField("New password again", validators=[
+        DataRequired(), EqualTo("new", message="the two new passwords differ")])
+
+
 @login_manager.user_loader
 def _load_user(user_id: str) -> AdminUser | None:
-    return db.session.get(AdminUser, int(user_id))
+    """The session's login; a deactivated one is nobody (its open sessions end at once)."""
+    user = db.session.get(AdminUser, int(user_id)) if user_id.isdigit() else None
+    return user if user is not None and user.active else None
 
 
 @bp.before_request
@@ -51,6 +65,9 @@ def _require_login():
     route cannot forget it)."""
     if request.endpoint not in PUBLIC_ENDPOINTS and not current_user.is_authenticated:
         return login_manager.unauthorized()
+    if (current_user.is_authenticated and current_user.must_change_password
+            and request.endpoint not in FIRST_STEP | PUBLIC_ENDPOINTS):
+        return redirect(url_for("admin.change_password"))
     return None
 
 
@@ -90,6 +107,9 @@ def login():
             sa.select(AdminUser).where(AdminUser.username == name)).scalar_one_or_none()
         if user is None:  # costs one hash check too, so timing does not tell which usernames exist
             check_password_hash(dummy_password_hash(), form.password.data)
+        elif user.check_password(form.password.data) and not user.active:
+            flash("This login is deactivated: ask an owner.")
+            return render_template("admin/login.html", form=form), 403
         elif user.check_password(form.password.data):
             login_user(user)
             response = redirect(_safe_next(request.args.get("next")))
@@ -107,6 +127,26 @@ def logout():
     if LogoutForm().validate_on_submit():
         logout_user()
     return redirect(url_for("admin.login"))
+
+
+@bp.route("/password", methods=["GET", "POST"])
+def change_password():
+    """Choose a new password (the first page after logging in with a one-time password)."""
+    form = PasswordForm()
+    if form.validate_on_submit():
+        if not current_user.check_password(form.current.data):
+            form.current.errors = ["that is not your current password"]
+        elif form.new.data == form.current.data:
+            form.new.errors = ["choose a password other than the current one"]
+        else:
+            current_user.set_password(form.new.data)
+            current_user.must_change_password = False
+            audit.record(actor(), "password_change", target=f"user:{current_user.username}")
+            db.session.commit()
+            flash("Password changed.")
+            return redirect(url_for("admin.index"))
+    status = 400 if form.is_submitted() else 200
+    return render_template("admin/password.html", form=form), status
 
 
 @bp.context_processor

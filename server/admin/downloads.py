@@ -16,9 +16,11 @@ from pathlib import Path
 from flask import Response, current_app, request, stream_with_context
 
 from humanlike.server import audit
+from humanlike.server.access import Permission
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
+from humanlike.server.admin.permissions import requires
 from humanlike.server.export.writer import write_export
 from humanlike.server.extensions import db
 from humanlike.server.rights.pseudonyms import key_from_secret
@@ -59,7 +61,13 @@ def zip_stream(folder: Path, prefix: str) -> Iterator[bytes]:
     yield pipe.take()
 
 
+def _export_permission() -> Permission:
+    """A pseudonymised export shows no platform ids (``view``); the plain one does (``reveal``)."""
+    return Permission.VIEW if request.form.get("pseudonymise") == "1" else Permission.REVEAL
+
+
 @bp.post("/experiments/<slug>/export.zip")
+@requires(_export_permission)
 def download_export(slug: str):
     """The experiment's export as a zip (``pseudonymise=1`` replaces platform ids by pseudonyms). A
     POST with CSRF: it writes an audit row, so no other site can make the admin's browser fetch it."""

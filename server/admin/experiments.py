@@ -10,9 +10,11 @@ from wtforms import SelectField
 from wtforms.validators import DataRequired
 
 from humanlike.server import audit
+from humanlike.server.access import visible_experiment_ids
 from humanlike.server.admin import stats
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.blueprint import bp
+from humanlike.server.admin.permissions import Permission, person, requires, signed_in
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import ExperimentStatus
 from humanlike.server.tables.core import Experiment
@@ -33,33 +35,43 @@ def experiment_or_404(slug: str) -> Experiment:
     return exp
 
 
+def visible_summaries() -> list[stats.ExperimentSummary]:
+    """``stats.summaries()`` of the studies the login may see (every one for an owner)."""
+    visible = visible_experiment_ids(person())
+    return [row for row in stats.summaries() if visible is None or row.id in visible]
+
+
 @bp.get("/")
+@signed_in
 @stats.without_gc_pauses
 def index():
     """Every experiment with status, platform, participants by status, completion and exclusions."""
-    rows = stats.summaries()
+    rows = visible_summaries()
     forms = {row.slug: StatusForm(formdata=None, status=row.status) for row in rows}
     return render_template("admin/index.html", rows=rows, forms=forms, statuses=stats.STATUSES)
 
 
 @bp.get("/experiments.rows")
+@signed_in
 @stats.without_gc_pauses
 def experiment_rows():
     """The experiments table's body (htmx polls it every few seconds)."""
-    rows = stats.summaries()
+    rows = visible_summaries()
     forms = {row.slug: StatusForm(formdata=None, status=row.status) for row in rows}
     return render_template("admin/_experiment_rows.html", rows=rows, forms=forms,
                            statuses=stats.STATUSES)
 
 
 @bp.get("/experiments.json")
+@signed_in
 @stats.without_gc_pauses
 def experiments_json():
     """The same numbers as JSON."""
-    return jsonify([row.as_dict() for row in stats.summaries()])
+    return jsonify([row.as_dict() for row in visible_summaries()])
 
 
 @bp.post("/experiments/<slug>/status")
+@requires(Permission.ACT)
 def set_status(slug: str):
     """Switch the experiment's status (audited)."""
     exp = experiment_or_404(slug)

@@ -9,9 +9,11 @@ import datetime as dt
 import sqlalchemy as sa
 from flask import abort, render_template
 
+from humanlike.server.access import Permission
 from humanlike.server.admin.actions import ACTIONS
 from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
+from humanlike.server.admin.permissions import requires
 from humanlike.server.extensions import db
 from humanlike.server.participants import jobs
 from humanlike.server.tables.core import Experiment, utcnow
@@ -38,18 +40,21 @@ def _context(job_id: str) -> dict:
 
 
 @bp.get("/jobs/<job_id>")
+@requires(Permission.VIEW)
 def job_page(job_id: str):
     """A job's progress, then its results."""
     return render_template("admin/job.html", **_context(job_id))
 
 
 @bp.get("/jobs/<job_id>/progress")
+@requires(Permission.VIEW)
 def job_fragment(job_id: str):
     """The job's progress (htmx asks every second while it runs)."""
     return render_template("admin/_job.html", **_context(job_id))
 
 
 @bp.get("/experiments/<slug>/jobs")
+@requires(Permission.VIEW)
 def experiment_jobs(slug: str):
     """The experiment's unfinished jobs and those finished within the last hour."""
     exp = experiment_or_404(slug)

@@ -18,9 +18,11 @@ from flask import flash, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 
 from humanlike.server import audit
+from humanlike.server.access import Permission
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
+from humanlike.server.admin.permissions import from_action, requires
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import ParticipantStatus
 from humanlike.server.participants.actions import PlatformError
@@ -33,6 +35,8 @@ ACTIONS = {"publish": ("PUBLISH", "Publish the study"), "pause": ("PAUSE", "Paus
            "resume": ("START", "Resume the study"), "stop": ("STOP", "Stop the study for good"),
            "places": (None, "Add places")}
 """Listing actions: name -> (Prolific's study transition, label)."""
+SPENDING = frozenset({"publish", "resume", "places"})
+"""Listing actions that let more paid participants in (``spend``); pause and stop need ``act``."""
 
 
 CURRENCY_SYMBOLS = {"GBP": "£", "USD": "$"}
@@ -185,6 +189,7 @@ def _back(exp: Experiment):
 
 
 @bp.post("/experiments/<slug>/listing/sync")
+@requires(Permission.ACT)
 def listing_sync(slug: str):
     """Sync now: the participants' statuses and the study's numbers from Prolific (audited)."""
     from humanlike.server.live.sync import sync_listing
@@ -231,6 +236,7 @@ def _places(exp: Experiment, view: ListingView | None) -> tuple[int | None, str 
 
 
 @bp.post("/experiments/<slug>/listing/confirm")
+@requires(from_action("action", SPENDING))
 def listing_confirm(slug: str):
     """Say what the listing action will do and ask to confirm (nothing changes yet)."""
     exp = experiment_or_404(slug)
@@ -246,6 +252,7 @@ def listing_confirm(slug: str):
 
 
 @bp.post("/experiments/<slug>/listing/apply")
+@requires(from_action("action", SPENDING))
 def listing_apply(slug: str):
     """Do the confirmed listing action on Prolific; audited with Prolific's reply."""
     exp = experiment_or_404(slug)

@@ -10,9 +10,11 @@ import sqlalchemy as sa
 from flask import flash, make_response, redirect, render_template, request, url_for
 
 from humanlike.server import audit
+from humanlike.server.access import Permission
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
+from humanlike.server.admin.permissions import requires
 from humanlike.server.admin.stats import without_gc_pauses
 from humanlike.server.database import as_utc
 from humanlike.server.extensions import db
@@ -21,6 +23,7 @@ from humanlike.server.tables.core import Experiment, PanelResult, utcnow
 
 
 @bp.get("/experiments/<slug>/panel")
+@requires(Permission.VIEW)
 @without_gc_pauses
 def panel_fragment(slug: str):
     """The panel's HTML (fetched while the experiment page's analysis section is open); 304 when
@@ -52,6 +55,7 @@ def panel_etag(exp: Experiment) -> str:
 
 
 @bp.post("/experiments/<slug>/panel/stale")
+@requires(Permission.ACT)
 def panel_stale(slug: str):
     """Ask the background worker to recompute the panel on its next pass."""
     exp = experiment_or_404(slug)

@@ -20,6 +20,7 @@ from humanlike.server.admin import charts, stats
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
+from humanlike.server.admin.permissions import Permission, can, requires
 from humanlike.server.database import as_utc
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import ParticipantStatus
@@ -192,7 +193,20 @@ login has revealed (each reveal a CSRF-protected, audited POST)."""
 
 
 def revealed(name: str) -> bool:
-    return name in session.get(REVEALED, [])
+    """Whether this login revealed ``name`` (and still may: a revoked permission hides it again)."""
+    if name not in session.get(REVEALED, []):
+        return False
+    exp = experiment_of_name(name)
+    return exp is not None and can(Permission.REVEAL.value, exp)
+
+
+def experiment_of_name(name: str) -> Any:
+    """The experiment a ``revealed`` name stands for (a slug, or ``p:<public id>``)."""
+    from humanlike.server.admin.permissions import experiment_of
+
+    if name.startswith("p:"):
+        return experiment_of({"public_id": name[2:]})
+    return experiment_of({"slug": name})
 
 
 def _set_revealed(name: str, on: bool) -> None:
@@ -201,6 +215,7 @@ def _set_revealed(name: str, on: bool) -> None:
 
 
 @bp.post("/experiments/<slug>/reveal")
+@requires(Permission.REVEAL)
 def reveal_experiment(slug: str):
     """Show the experiment's platform ids for this login (audited), or hide them (``hide=1``)."""
     exp = experiment_or_404(slug)
@@ -214,6 +229,7 @@ def reveal_experiment(slug: str):
 
 
 @bp.post("/participants/<public_id>/reveal")
+@requires(Permission.REVEAL)
 def reveal_participant(public_id: str):
     """Show one participant's platform id for this login (audited)."""
     p = db.session.execute(sa.select(Participant).where(Participant.public_id == public_id)
@@ -236,6 +252,7 @@ def _table_context(slug: str) -> dict[str, Any]:
 
 
 @bp.get("/experiments/<slug>")
+@requires(Permission.VIEW)
 @stats.without_gc_pauses
 def experiment(slug: str):
     """The experiment page: participants table, condition balance, completions over time."""
@@ -262,6 +279,7 @@ def time_taken_chart(experiment_id: int) -> charts.Chart:
 
 
 @bp.get("/experiments/<slug>/rows")
+@requires(Permission.VIEW)
 @stats.without_gc_pauses
 def experiment_rows_fragment(slug: str):
     """The participants table's body for the current query (htmx polls it)."""
@@ -362,6 +380,7 @@ def response_summary(response: Any) -> str:
 
 
 @bp.get("/participants/<public_id>")
+@requires(Permission.VIEW)
 @stats.without_gc_pauses
 def participant(public_id: str):
     """One participant: progress, every trial, events, debrief answers, QC with reasons, figures."""

@@ -14,9 +14,11 @@ from typing import Any
 import sqlalchemy as sa
 from flask import abort, flash, redirect, render_template, request, url_for
 
+from humanlike.server.access import Permission
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
+from humanlike.server.admin.permissions import requires
 from humanlike.server.extensions import db
 from humanlike.server.live import breaker
 from humanlike.server.participants import resume_policy
@@ -128,6 +130,7 @@ def safety_view(exp: Experiment) -> SafetyView:
 
 
 @bp.get("/experiments/<slug>/breaker")
+@requires(Permission.VIEW)
 def breaker_fragment(slug: str):
     """The banner's slot (htmx asks every 10 s while nothing is tripped): the banner once a trip is
     open, else the empty slot again."""
@@ -154,6 +157,7 @@ def _refused(message: str, status: int = 400):
 
 
 @bp.post("/experiments/<slug>/breaker/resume")
+@requires(Permission.SPEND)  # recruitment starts again: places are paid for
 def breaker_resume(slug: str):
     """Resume recruitment after a trip: needs the tick and a note; ``breaker.resume`` closes the
     trip, sends Prolific START where there is a listing and writes the audit row."""
@@ -180,6 +184,7 @@ def breaker_resume(slug: str):
 
 
 @bp.post("/experiments/<slug>/sona/<public_id>/retry")
+@requires(Permission.ACT)
 def sona_retry(slug: str, public_id: str):
     """Send one participant's pending or failed SONA grant now (``sona.retry_one``, which audits
     the outcome), once the tick confirms it."""

@@ -2,6 +2,7 @@
 them all on ``db.metadata`` (what migrations and ``create_all`` compare against)."""
 
 from humanlike.server.tables import (  # noqa: F401
+    access,
     adaptive,
     authenticity,
     breaker,

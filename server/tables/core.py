@@ -244,6 +244,18 @@ class AdminUser(UserMixin, db.Model):  # type: ignore[name-defined]  # dynamic b
     username: Mapped[str] = mapped_column(sa.String(80), unique=True)
     password_hash: Mapped[str] = mapped_column(sa.String(256))
     created_at: Mapped[dt.datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
+    role: Mapped[str] = mapped_column(sa.String(16), default="owner", server_default="owner")
+    """owner (every study, the users page), researcher or viewer (``humanlike.server.access``);
+    a login made without a role is an owner, as every admin was before roles (migration 0026)."""
+    active: Mapped[bool] = mapped_column(sa.Boolean, default=True, server_default=sa.true())
+    """False once deactivated: the login is refused and an open session ends."""
+    must_change_password: Mapped[bool] = mapped_column(sa.Boolean, default=False,
+                                                       server_default=sa.false())
+    """True after an invitation or reset: the one-time password only opens the change-password form."""
+
+    @property
+    def is_active(self) -> bool:  # Flask-Login refuses to log in an inactive user
+        return bool(self.active)
 
     def set_password(self, password: str) -> None:
         """Store a salted scrypt hash of ``password``."""
