@@ -28,9 +28,11 @@ from humanlike.analysis._resampling import (
     ConfidenceInterval,
     RandomState,
     as_rng,
+    batch_size,
     bootstrap_counts,
     check_n_resamples,
     confidence_interval,
+    iter_batches,
     quiet_nan_warnings,
 )
 
@@ -106,17 +108,22 @@ def answer_choices(triplets: ArrayLike, answers: pd.DataFrame) -> np.ndarray:
     return np.array([by_key[t] for t in wanted], dtype=int)
 
 
-def _statistics(counts: np.ndarray, choice: np.ndarray, w: np.ndarray,
-                ceiling: float | None) -> dict[str, np.ndarray]:
-    """Accuracy, ceiling and score for each row of triplet weights ``w`` (resamples x triplets)."""
+def _sums(counts: np.ndarray, choice: np.ndarray) -> np.ndarray:
+    """Per triplet (rows): responses, responses matching the model, the majority's share (where
+    two or more answered) and whether two or more answered: the columns every statistic sums."""
     n = counts.sum(axis=1).astype(float)
     hits = counts[np.arange(len(counts)), choice].astype(float)
-    repeated = (n >= 2).astype(float)
+    repeated = n >= 2
+    majority = np.where(repeated, counts.max(axis=1) / np.maximum(n, 1), 0.0)
+    return np.column_stack([n, hits, majority, repeated.astype(float)])
+
+
+def _statistics(sums: np.ndarray, ceiling: float | None) -> dict[str, np.ndarray]:
+    """Accuracy, ceiling and score from weighted column sums ``W @ _sums`` (resamples x 4)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        majority = np.where(n >= 2, counts.max(axis=1) / np.maximum(n, 1), 0.0)
-        accuracy = (w @ hits) / (w @ n)
-        ceil = ((w @ majority) / (w @ repeated) if ceiling is None
-                else np.full(len(w), float(ceiling)))
+        accuracy = sums[:, 1] / sums[:, 0]
+        ceil = (sums[:, 2] / sums[:, 3] if ceiling is None
+                else np.full(len(sums), float(ceiling)))
         score = (accuracy - CHANCE) / (ceil - CHANCE)
     return {"accuracy": accuracy, "ceiling": ceil, "score": score}
 
@@ -158,10 +165,14 @@ def odd_one_out_score(counts: ArrayLike, model_choice: ArrayLike, *, ceiling: fl
     if ceiling is not None and not CHANCE < ceiling <= 1:
         raise ValueError(f"ceiling must lie in (1/3, 1], got {ceiling!r}")
     n_resamples = check_n_resamples(n_resamples)
-    w = np.vstack([np.ones((1, len(c))),
-                   bootstrap_counts(len(c), n_resamples, as_rng(random_state)).astype(float)])
+    x = _sums(c, m.astype(int))
+    rng = as_rng(random_state)
+    step = batch_size(len(c), n_resamples)
+    sums = np.vstack([x.sum(axis=0, keepdims=True),  # the data, then every resample in batches
+                      *(bootstrap_counts(len(c), part.stop - part.start, rng).astype(float) @ x
+                        for part in iter_batches(n_resamples, step))])  # float64: shares exact
     with quiet_nan_warnings():
-        values = _statistics(c, m.astype(int), w, ceiling)
+        values = _statistics(sums, ceiling)
     ci = {name: confidence_interval(v[1:], confidence_level) for name, v in values.items()}
     return OddOneOutResult(
         accuracy=float(values["accuracy"][0]), ceiling=float(values["ceiling"][0]),
