@@ -161,11 +161,14 @@ def compare_models(profile: AlignmentProfile, *, regime: str = "all", alpha: flo
     return pd.DataFrame(out, columns=columns)
 
 
-def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Spearman's rho of columns: Pearson r of the average ranks along axis 0 (NaN if any NaN)."""
-    rx = stats.rankdata(x, axis=0, nan_policy="propagate")
-    ry = stats.rankdata(y, axis=0, nan_policy="propagate")
-    rx, ry = rx - rx.mean(axis=0), ry - ry.mean(axis=0)
+def _centred_ranks(values: np.ndarray) -> np.ndarray:
+    """Average ranks along axis 0 (the models) minus their mean; NaN columns stay NaN."""
+    ranks = stats.rankdata(values, axis=0, nan_policy="propagate")
+    return ranks - ranks.mean(axis=0)
+
+
+def _spearman_rows(rx: np.ndarray, ry: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each column: Pearson r of the centred average ranks."""
     with np.errstate(invalid="ignore", divide="ignore"):
         return (rx * ry).sum(axis=0) / np.sqrt((rx**2).sum(axis=0) * (ry**2).sum(axis=0))
 
@@ -186,14 +189,14 @@ def metric_agreement(profile: AlignmentProfile, *, regime: str = "all",
         models = sorted(wide.index.astype(str))
         where = {(str(r.metric), str(r.observer)): i for i, r in zip(rows.index, rows.itertuples())}
         values = {m: humanlike_values(m, wide.loc[models, m].to_numpy(float)) for m in present}
-        boots = {m: humanlike_values(m, profile.bootstrap[[where[(m, o)] for o in models]])
-                 for m in present}
+        ranks = {m: _centred_ranks(humanlike_values(
+            m, profile.bootstrap[[where[(m, o)] for o in models]])) for m in present}
         for m1, m2 in combinations(present, 2):
             x, y = values[m1], values[m2]
             with quiet_nan_warnings(), np.errstate(invalid="ignore", divide="ignore"):
                 rho = stats.spearmanr(x, y).statistic
                 tau = stats.kendalltau(x, y).statistic
-                rho_boot = _spearman_rows(boots[m1], boots[m2])
+                rho_boot = _spearman_rows(ranks[m1], ranks[m2])
             low, high = percentile_interval(rho_boot, profile.confidence_level)
             out.append({"experiment": experiment, "metric_a": m1, "metric_b": m2,
                         "n_models": len(models), "spearman": float(rho), "ci_low": float(low),
