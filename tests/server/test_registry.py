@@ -5,8 +5,8 @@ module outside the registry compares a trial type to a literal (the lint below).
 The lint's rule, over every module of server/, analysis/, stimuli/, deploy/ and humanlike/ but the
 registry (``server/trial_types/registry.py``):
 
-* a trial type's name (a key of ``TRIAL_TYPES``: rating, triad, classification, debrief) may not be
-  an operand of a comparison (``==``, ``!=``, ``in``, ``not in``, ``is``; alone or inside a tuple,
+* a trial type's name (a key of ``TRIAL_TYPES``: rating, triad, classification, odd_one_out,
+  debrief) may not be an operand of a comparison (``==``, ``!=``, ``in``, ``not in``, ``is``; alone or inside a tuple,
   list or set literal), of a set comparison (``&``, ``-``, ``^`` with a collection literal), of a
   comparing call (``.isin``, ``.in_``, ``.eq``, ``.issubset``, ...) or a ``match`` case, whatever the
   other side is: those names mean nothing but a trial type, so any such comparison switches on one;
