@@ -43,6 +43,7 @@ from humanlike.analysis.planning.sequential_study import (
     simulate_studies,
 )
 from humanlike.analysis.planning.simulate import SCALE
+from humanlike.analysis.sequential.decide import DEFAULT_METHOD, METHODS
 
 POOLS = {  # name: (models, controversial images per pair, rating noise SD, kind)
     "m3-p8-n0.2": (3, 8, 0.2, "grid"),
@@ -172,7 +173,7 @@ def main() -> None:
                         help="participants between two recomputations of the allocation")
     parser.add_argument("--random-share", type=float, default=0.25, help="the uniform floor")
     parser.add_argument("--alpha", type=float, default=0.05)
-    parser.add_argument("--method", choices=("betting", "safe_t"), default="betting",
+    parser.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD,
                         help="the continuous test (analysis.sequential.decide)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()

@@ -9,7 +9,7 @@ d_i = r_ia - r_ib lies in [-2, 2]. Uniform design: every participant scores ever
    difference is symmetric about 0; and a skewed bounded null, scale (Beta(2, 6) - 1/4)): a look
    after every participant from N = ``--min-n`` to ``--max-n``; the share of studies with any
    decision (family-wise false-decision rate) and its binomial SE, for continuous monitoring
-   (betting e-process; safe t-test), fixed_n at its one look N = max-n (and, for contrast, the same
+   (betting e-process with universal-portfolio bets, the default; with aGRAPA bets; safe t-test), fixed_n at its one look N = max-n (and, for contrast, the same
    test read at every look), group_sequential (``--gs-looks`` equally spaced looks up to max-n);
    the pairs by closed testing (``analysis.sequential.closure``), fixed_n by Holm-Sidak.
 2. Price of validity on an alternative (rho = ``--alt-r``: pairs differ by about 0.05, 0.10 and
@@ -102,7 +102,9 @@ def main() -> None:
     print("| scheme | looks | " + " | ".join(nulls) + " |")
     print("| --- | --- |" + " --- |" * len(nulls))
     rows = {
-        "continuous, betting e-process": ("every", lambda d: decide(d, looks=looks).decided),
+        "continuous, betting e-process (mixture)": ("every", lambda d: decide(d, looks=looks).decided),
+        "continuous, betting e-process (aGRAPA)": ("every", lambda d: decide(d, looks=looks,
+                                                                             method="betting").decided),
         "continuous, safe t-test": ("every", lambda d: decide(d, looks=looks, method="safe_t").decided),
         "group_sequential (OBF spending)": (", ".join(map(str, gs_looks)),
                                             lambda d: decide(d, "group_sequential", alpha, gs_looks).decided),
@@ -125,7 +127,7 @@ def main() -> None:
     print("| design | mean N | max N (power quantile) | mean / N_fixed | max / N_fixed | wrong direction |")
     print("| --- | --- | --- | --- | --- | --- |")
     print(f"| fixed_n | {n_fixed} | {n_fixed} | 1.00 | 1.00 | - |")
-    for method in ("betting", "safe_t"):
+    for method in ("betting_mixture", "betting", "safe_t"):
         result = decide(d, method=method, bounds=False)
         needed = result.participants_to_decision()
         cap = float(np.quantile(needed, args.power))

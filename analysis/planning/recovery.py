@@ -18,6 +18,7 @@ import pandas as pd
 
 from humanlike.analysis.planning.decide import decide, model_pairs, resampled_scores
 from humanlike.analysis.planning.simulate import draw_subsets, simulate_ratings
+from humanlike.analysis.sequential.decide import DEFAULT_METHOD, METHODS
 
 UNDECIDED = "undecided"
 REFERENCE_PARTICIPANTS = 400
@@ -68,11 +69,11 @@ def participant_r(ratings: np.ndarray, probabilities: np.ndarray) -> np.ndarray:
 
 def run_monitored_chunk(inputs: PlanInputs, generator: int, sizes: Sequence[int], n_studies: int,
                         key: tuple[int, ...], scheme: str, alpha: float,
-                        test: str = "betting") -> dict[int, dict]:
+                        test: str = DEFAULT_METHOD) -> dict[int, dict]:
     """One chunk of simulated studies run to the largest N and monitored as declared
     (``analysis.sequential.decide``: ``continuous`` at every participant, ``group_sequential`` at
-    ``sizes`` as its declared looks; ``test``: continuous monitoring's e-process, betting or
-    safe_t): per N in ``sizes``, the pairs decided by then (R, P), their
+    ``sizes`` as its declared looks; ``test``: continuous monitoring's e-process, one of
+    ``sequential.decide.METHODS``): per N in ``sizes``, the pairs decided by then (R, P), their
     direction and running difference, and the winner (R,). A participant whose r is undefined adds
     no evidence (difference 0)."""
     from humanlike.analysis.sequential import decide as decide_sequential
@@ -88,7 +89,7 @@ def run_monitored_chunk(inputs: PlanInputs, generator: int, sizes: Sequence[int]
     d = np.nan_to_num(d, nan=0.0)
     looks = list(sizes) if scheme == "group_sequential" else None
     decision = decide_sequential(d, scheme, alpha, looks=looks,
-                                 method=test if scheme == "continuous" else "betting")
+                                 method=test if scheme == "continuous" else DEFAULT_METHOD)
     out = {}
     for j, n in enumerate(sizes):
         significant = decision.decided & (decision.decided_at <= n)
@@ -153,6 +154,8 @@ def _monitoring_line(settings: dict[str, object]) -> str:
     words = MONITORING_WORDS[str(settings.get("monitoring", "fixed_n"))]
     if settings.get("test") == "safe_t":
         words += "; the safe t-test e-process (exact for normal differences)"
+    elif settings.get("test") == "betting":
+        words += "; the betting e-process with aGRAPA bets"
     return words
 
 
@@ -255,7 +258,7 @@ def plan_study(
     n_resamples: int = 1000, alpha: float = 0.05, target: float = 0.8, seed: int = 0,
     n_jobs: int = 1, dask_address: str | None = None, chunk: int = 10,
     min_difference: float = 0.01, rule: str = "all", monitoring: str = "fixed_n",
-    test: str = "betting",
+    test: str = DEFAULT_METHOD,
 ) -> Plan:
     """Simulate ``n_replications`` studies per N in ``sample_sizes`` per generating model and
     decide each as the report does (``decide``); chunks of ``chunk`` studies fan out over
@@ -269,7 +272,7 @@ def plan_study(
     report's bootstrap does; ``continuous`` and ``group_sequential`` run each study to the largest
     N and decide it as the live panel does (``analysis.sequential``), so the power at N is the
     share of studies stopped by then with the family-wise error the scheme guarantees; ``test``:
-    continuous monitoring's e-process (the spec's ``[stopping] test``, betting or safe_t)."""
+    continuous monitoring's e-process (the spec's ``[stopping] test``, ``sequential.decide.METHODS``)."""
     from joblib import Parallel, delayed
 
     sizes = sorted({int(n) for n in sample_sizes})
@@ -283,8 +286,8 @@ def plan_study(
         raise ValueError(f"monitoring: unknown {monitoring!r}; one of fixed_n, continuous, "
                          "group_sequential")
     tasks: list[tuple[tuple[int, int, int], tuple[int, int, int, tuple[int, ...]]]] = []
-    if test not in ("betting", "safe_t"):
-        raise ValueError(f"test: unknown {test!r}; one of betting, safe_t")
+    if test not in METHODS:
+        raise ValueError(f"test: unknown {test!r}; one of {', '.join(METHODS)}")
     if monitoring == "fixed_n":
         for g in range(len(inputs.models)):
             for i, n in enumerate(sizes):

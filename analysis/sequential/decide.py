@@ -3,8 +3,9 @@ declared monitoring scheme, for one study (N, K) or many simulated studies (R, N
 
 Schemes:
 - ``continuous``: any number of looks, any time. Per pair an e-process for mean difference 0: the
-  hedged betting capital process for a bounded mean (Waudby-Smith & Ramdas 2024; default) or the
-  safe t-test; the pairs by closed testing with e-Bonferroni intersections (``closure``: a pair
+  hedged betting capital process for a bounded mean (Waudby-Smith & Ramdas 2024) with the
+  universal-portfolio mixture of bets (``betting_mixture``, the default; Cover & Ordentlich 1996)
+  or aGRAPA plug-in bets (``betting``), or the safe t-test; the pairs by closed testing with e-Bonferroni intersections (``closure``: a pair
   is decided at e >= K/alpha, then (K-1)/alpha once another is decided, ... down to 1/alpha), so
   P(any false decision at any look) <= alpha by Ville's inequality.
 - ``fixed_n``: one look at a declared N; one-sample t-test per pair, Holm-Sidak over the pairs.
@@ -26,6 +27,7 @@ from humanlike.analysis.sequential.betting import (
     confidence_bounds,
     log_capital,
     log_hedged,
+    log_mixture_capital,
 )
 from humanlike.analysis.sequential.closure import closed_decision_times, first_crossings
 from humanlike.analysis.sequential.running import holm_sidak_adjust, running_moments, running_t
@@ -33,7 +35,9 @@ from humanlike.analysis.sequential.safe_t import log_safe_t
 from humanlike.analysis.sequential.spending import obrien_fleming_boundaries
 
 SCHEMES = ("continuous", "fixed_n", "group_sequential")
-METHODS = ("betting", "safe_t")  # continuous: bounded-mean betting (any distribution) or safe t
+METHODS = ("betting_mixture", "betting", "safe_t")  # continuous: bounded-mean betting (any
+# distribution in the bound; universal-portfolio mixture or aGRAPA bets) or the safe t-test
+DEFAULT_METHOD = METHODS[0]
 BOUND = 2.0  # |r_i(A) - r_i(B)| <= 2 for per-participant Pearson r
 
 
@@ -116,20 +120,23 @@ def continuous(d: np.ndarray, alpha: float, looks: np.ndarray, bound: float, bou
     """Per pair an e-process for mean 0, decided by closed testing at e >= s/alpha (Vovk & Wang
     2021 §5; Ville's inequality): ``betting``, the hedged capital process (WSR 2024 §4.2 Thm 3) with the
     side whose capital crossed as the direction; ``safe_t``, the safe t-test with the sign of the
-    mean. CS bounds (betting) in difference units when ``bounds``."""
+    mean; ``betting_mixture``, the same hedged process with the universal-portfolio mixture of
+    bets (``betting.log_mixture_capital``). CS bounds (betting) in difference units when ``bounds``."""
     k = d.shape[2]
     level = alpha / k
     idx = looks - 1
     lower = upper = None
-    if method == "betting":
+    if method in ("betting", "betting_mixture"):
+        mixture = method == "betting_mixture"
         x = (d + bound) / (2.0 * bound)
-        log_plus, log_minus = log_capital(x, 0.5)
+        log_plus, log_minus = (log_mixture_capital if mixture else log_capital)(x, 0.5)
         log_e = log_hedged(log_plus, log_minus)[:, idx]
         side = np.log(THETA) + log_plus[:, idx] >= np.log(1.0 - THETA) + log_minus[:, idx]
         if bounds:
-            low, high = confidence_bounds(x, level)
+            low, high = confidence_bounds(x, level, mixture=mixture)
             lower, upper = (2.0 * bound * low - bound)[:, idx], (2.0 * bound * high - bound)[:, idx]
-        source = f"betting e-process for a mean bounded in [-{bound:g}, {bound:g}]"
+        source = (f"betting e-process for a mean bounded in [-{bound:g}, {bound:g}]"
+                  + (", universal-portfolio bets" if mixture else ", aGRAPA bets"))
     else:
         log_e = log_safe_t(d[:, : looks[-1]])[:, idx]
         _, mean, _ = running_moments(d[:, : looks[-1]])
@@ -184,15 +191,16 @@ def group_sequential(d: np.ndarray, alpha: float, looks: np.ndarray) -> dict:
 
 def decide(differences: np.ndarray, scheme: str = "continuous", alpha: float = 0.05,
            looks: Sequence[int] | None = None, bound: float = BOUND,
-           bounds: bool | None = None, method: str = "betting") -> SequentialDecision:
+           bounds: bool | None = None, method: str = DEFAULT_METHOD) -> SequentialDecision:
     """Decide every pair from (N, K) or (R, N, K) per-participant differences r_i(A) - r_i(B) in
     arrival order, in [-bound, bound], under ``scheme`` at family-wise level ``alpha``.
 
     ``looks``: participant counts at which the study is analysed (continuous: default every
     participant; fixed_n: default N, one look; group_sequential: required, the declared
     schedule, the last one the maximum N). ``bounds`` (continuous only): compute the confidence
-    sequence (default for one study, off for simulations); ``method`` (continuous only): ``betting``
-    (valid for any distribution in the bound) or ``safe_t`` (exact for normal differences)."""
+    sequence (default for one study, off for simulations); ``method`` (continuous only):
+    ``betting_mixture`` (the default) or ``betting`` (valid for any distribution in the bound) or
+    ``safe_t`` (exact for normal differences)."""
     d, grid = _validate(differences, scheme, alpha, looks, bound)
     single = np.ndim(differences) == 2
     if method not in METHODS:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from humanlike.analysis.sequential.decide import BOUND, decide
+from humanlike.analysis.sequential.decide import BOUND, DEFAULT_METHOD, decide
 
 
 def monitored_pairs(r: np.ndarray, models: list[str], pairs: list[tuple[str, str]],
@@ -53,7 +53,7 @@ def monitored_differences(d: np.ndarray, pairs: list[tuple[str, str]],
                 "with a defined score difference"}
     if scheme == "continuous":
         decision = decide(d, "continuous", alpha, bound=bound,
-                          method=str(stopping.get("test") or "betting"))
+                          method=str(stopping.get("test") or DEFAULT_METHOD))
         last: int | None = -1
     else:  # the declared schedule, the looks not reached yet padded (nothing decided there)
         end = max(declared[-1], n)

@@ -56,9 +56,9 @@ def _sizes(value: str) -> list[int]:
               default=None, help="How each simulated study is looked at (default: the spec's "
               "[stopping] monitoring for comparisons_decided, else fixed_n); group_sequential "
               "uses the --n list as its declared looks.")
-@click.option("--test", "test", type=click.Choice(["betting", "safe_t"]), default=None,
+@click.option("--test", "test", type=click.Choice(["betting_mixture", "betting", "safe_t"]), default=None,
               help="Continuous monitoring's e-process (default: the spec's [stopping] test, else "
-              "betting).")
+              "betting_mixture).")
 @click.option("--min-difference", default=0.01, show_default=True, type=click.FloatRange(0),
               help="Score difference (r) below which two models count as practically equal.")
 @click.option("--seed", default=0, show_default=True, type=int)
@@ -105,7 +105,7 @@ def command(experiment: Path, models_path: Path | None, sizes: str, replications
     alpha = alpha or (spec.stopping.alpha if spec.stopping is not None else 0.05)
     monitoring = monitoring or (spec.stopping.monitoring if spec.stopping is not None
                                 and spec.stopping.measure == "comparisons_decided" else "fixed_n")
-    test = test or (spec.stopping.test if spec.stopping is not None else "betting")
+    test = test or (spec.stopping.test if spec.stopping is not None else "betting_mixture")
     try:
         inputs = plan_inputs(read_model_responses(models_path), stimuli, n_trials, noise)
     except ValueError as error:

@@ -51,7 +51,7 @@ class AdaptiveSettings(BaseModel):
 # --------------------------------------------------------------------------- [panel], [stopping]
 
 Monitoring = Literal["continuous", "fixed_n", "group_sequential"]
-ContinuousTest = Literal["betting", "safe_t"]
+ContinuousTest = Literal["betting_mixture", "betting", "safe_t"]
 """How a study's model comparisons are looked at (docs/dashboard.md, Stopping)."""
 
 StoppingMeasure = Literal["noise_ceiling_halfwidth", "comparisons_decided", "kappa_halfwidth",
@@ -82,9 +82,11 @@ class Stopping(BaseModel):
     time: anytime-valid e-processes, ``analysis.sequential``), ``fixed_n`` (one look, at the one
     participant count in ``looks``) or ``group_sequential`` (the declared ``looks``, increasing,
     with O'Brien-Fleming-type alpha spending, Lan & DeMets 1983). ``test`` (continuous only): the
-    e-process, ``betting`` (the default; valid for any bounded per-participant differences,
-    Waudby-Smith & Ramdas 2024) or ``safe_t`` (exact for normal differences, Grünwald, de Heide &
-    Koolen 2024; faster when the differences vary far less than their bound allows)."""
+    e-process, ``betting_mixture`` (the default) or ``betting`` (valid for any bounded
+    per-participant differences, Waudby-Smith & Ramdas 2024; the universal-portfolio mixture of
+    bets, Cover & Ordentlich 1996, or aGRAPA plug-in bets) or ``safe_t`` (exact for normal
+    differences, Grünwald, de Heide & Koolen 2024; faster when the differences vary far less than
+    their bound allows)."""
 
     model_config = ConfigDict(extra="forbid")
     measure: StoppingMeasure
@@ -92,14 +94,14 @@ class Stopping(BaseModel):
     alpha: Annotated[float, Field(gt=0, lt=0.5)] = 0.05
     monitoring: Monitoring = "continuous"
     looks: list[Annotated[int, Field(ge=2, le=100_000)]] | None = None
-    test: ContinuousTest = "betting"
+    test: ContinuousTest = "betting_mixture"
 
     @model_validator(mode="after")
     def _threshold(self) -> Stopping:
         if self.measure.endswith("_halfwidth") and self.threshold is None:
             raise ValueError(f"stopping.measure = {self.measure!r} needs a threshold "
                              "(the largest acceptable CI half-width)")
-        if self.monitoring != "continuous" and self.test != "betting":
+        if self.monitoring != "continuous" and self.test != "betting_mixture":
             raise ValueError("stopping.test: the e-process test applies to monitoring = "
                              "'continuous' only")
         if self.monitoring == "continuous" and self.looks is not None:

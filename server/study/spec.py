@@ -593,7 +593,7 @@ class ExperimentSpec(_Strict):
                 stopping.pop("looks", None)
             if stopping.get("monitoring") == "continuous":
                 stopping.pop("monitoring", None)
-            if stopping.get("test") == "betting":
+            if stopping.get("test") == "betting_mixture":  # the default continuous test
                 stopping.pop("test", None)
         for block in data.get("blocks") or []:
             if isinstance(block, dict) and block.get("resume") is None:

@@ -1,13 +1,19 @@
 """The sequential tests against their papers' closed forms and published tables."""
 
 from fractions import Fraction
+from math import comb
 
 import numpy as np
 import pytest
 from scipy import integrate, stats
 from statsmodels.stats.multitest import multipletests
 
-from humanlike.analysis.sequential.betting import log_capital, log_hedged
+from humanlike.analysis.sequential.betting import (
+    kt_fractions,
+    log_capital,
+    log_hedged,
+    log_mixture_capital,
+)
 from humanlike.analysis.sequential.running import holm_sidak_adjust
 from humanlike.analysis.sequential.safe_t import log_safe_t
 from humanlike.analysis.sequential.spending import obrien_fleming_boundaries
@@ -51,6 +57,44 @@ def test_betting_capital_is_one_when_every_observation_sits_on_the_null_mean():
     x = np.full((1, 5, 1), 0.5)
     log_plus, log_minus = log_capital(x, 0.5)
     assert np.all(log_plus == 0) and np.all(log_minus == 0)
+
+
+def _kt_mixture(returns):
+    """E[prod_i (1 + u r_i)] under u ~ Beta(1/2, 1/2), exactly: sum_k e_k(r) E[u^k], e_k the
+    elementary symmetric polynomials and E[u^k] = C(2k, k) / 4^k (the arcsine law's moments)."""
+    e = [Fraction(1)]
+    for r in returns:  # e_k of the first i returns, built one return at a time
+        e = [a + r * b for a, b in zip([*e, Fraction(0)], [Fraction(0), *e], strict=True)]
+    return sum(ek * Fraction(comb(2 * k, k), 4**k) for k, ek in enumerate(e))
+
+
+def test_mixture_capital_equals_the_krichevsky_trofimov_mixture_of_constant_bets():
+    # x = 3/4, 3/8, 5/8, 7/8 at m = 1/2: returns of the bet on "above" r = (x - m)/m = 1/2, -1/4,
+    # 1/4, 3/4; K_1^+ = 1 + E[u]/2 = 5/4, and the rest from the arcsine moments 1/2, 3/8, 5/16, 35/128
+    xs = [Fraction(3, 4), Fraction(3, 8), Fraction(5, 8), Fraction(7, 8)]
+    up = [(x - Fraction(1, 2)) * 2 for x in xs]
+    down = [-r for r in up]  # (1 - x)/(1 - m) - 1 at m = 1/2
+    assert _kt_mixture(up[:1]) == Fraction(5, 4)
+    assert _kt_mixture(up[:2]) == 1 + Fraction(1, 4) * Fraction(1, 2) - Fraction(1, 8) * Fraction(3, 8)
+    log_plus, log_minus = log_mixture_capital(np.array([float(v) for v in xs])[None, :, None], 0.5)
+    for t in range(1, 5):
+        assert np.exp(log_plus[0, t - 1, 0]) == pytest.approx(float(_kt_mixture(up[:t])), rel=1e-12)
+        assert np.exp(log_minus[0, t - 1, 0]) == pytest.approx(float(_kt_mixture(down[:t])), rel=1e-12)
+    u = kt_fractions(64)
+    assert [np.mean(u**k) for k in range(1, 6)] == pytest.approx(
+        [comb(2 * k, k) / 4**k for k in range(1, 6)], rel=1e-12)  # Gauss-Chebyshev: exact moments
+
+
+def test_mixture_capital_stays_within_cover_and_ordentlichs_regret_of_the_best_constant_bet():
+    # universal portfolio of two assets under the Dirichlet(1/2, 1/2) prior: wealth >= the best
+    # constant bet's in hindsight / (2 sqrt(t + 1)) (Cover & Ordentlich 1996, Thm 2)
+    x = np.random.default_rng(9).beta(6, 4, (20, 100, 1))  # mean 0.6: the bet on "above 1/2" pays
+    log_plus, _ = log_mixture_capital(x, 0.5)
+    shares = np.linspace(0, 1, 2001)[:-1]
+    best = np.log1p(shares * (x[..., None] - 0.5) / 0.5).sum(1).max(-1)  # (20, 1)
+    regret = best - log_plus[:, -1]
+    assert np.all(regret <= np.log(2 * np.sqrt(101)))
+    assert np.all(regret >= -1e-9)  # and no mixture beats the best bet of the grid by more
 
 
 def test_safe_t_equals_the_bayes_factor_integrated_over_its_prior():

@@ -58,10 +58,14 @@ def test_a_declared_monitoring_scheme_is_read_and_the_default_keeps_older_hashes
     assert "monitoring" not in old.model_dump(mode="json")["stopping"]
     assert looks.stopping is not None and looks.stopping.looks == [40, 80]
     betting = load_spec(write(tmp_path / "g", '\n[stopping]\nmeasure = "comparisons_decided"\n'
-                                               'test = "betting"\n'))
+                                               'test = "betting_mixture"\n'))
+    agrapa = load_spec(write(tmp_path / "i", '\n[stopping]\nmeasure = "comparisons_decided"\n'
+                                              'test = "betting"\n'))
     safe = load_spec(write(tmp_path / "h", '\n[stopping]\nmeasure = "comparisons_decided"\n'
                                             'test = "safe_t"\n'))
     assert betting.spec_hash() == old.spec_hash() != safe.spec_hash()
+    assert agrapa.spec_hash() not in (old.spec_hash(), safe.spec_hash())
+    assert old.stopping.test == "betting_mixture"
     assert safe.stopping is not None and safe.stopping.test == "safe_t"
 
 
