@@ -209,11 +209,21 @@ def metric_agreement(profile: AlignmentProfile, *, regime: str = "all",
 def compare_profile(profile: AlignmentProfile, *, regime: str = "all", alpha: float = 0.05,
                     metrics: tuple[str, ...] = COMPARED,
                     notes: list[str] | None = None) -> ProfileComparison:
-    """The profile with :func:`compare_models` and :func:`metric_agreement` of ``regime``."""
-    return ProfileComparison(profile, compare_models(profile, regime=regime, alpha=alpha,
-                                                     metrics=metrics),
+    """The profile with :func:`compare_models` and :func:`metric_agreement` of ``regime``; a
+    note when too few resamples leave every difference undecidable."""
+    decided = compare_models(profile, regime=regime, alpha=alpha, metrics=metrics)
+    notes = list(notes or [])
+    if len(decided):
+        pairs = int(decided.groupby(["experiment", "metric"]).size().max())
+        smallest = min(1.0, pairs * 2 / (profile.n_resamples + 1))
+        if smallest > alpha:
+            notes.append(f"with {profile.n_resamples} resamples no difference can be decided: the "
+                         f"smallest Holm-adjusted p over {pairs} pairs is {smallest:.3g} > alpha "
+                         f"{alpha:g}; at least {int(np.ceil(2 * pairs / alpha)) - 1} resamples "
+                         "are needed")
+    return ProfileComparison(profile, decided,
                              metric_agreement(profile, regime=regime, metrics=metrics), alpha,
-                             regime, list(notes or []))
+                             regime, notes)
 
 
 def profile_cells(profile: AlignmentProfile, regime: str = "all",

@@ -71,7 +71,7 @@ def alignment_section(export: Export, models: pd.DataFrame | None, settings: Rep
     progress("alignment profile: bootstrap")
     comparison = profile_comparison(trials, settings, notes)
     results.alignment = comparison
-    section.flags += notes
+    section.flags += comparison.notes
     shown = tuple(m for m in METRICS if m not in CONDITIONAL)
     counts = trials.groupby("experiment").agg(
         humans=("observer", lambda o: o[trials.loc[o.index, "group"] == "human"].nunique()),

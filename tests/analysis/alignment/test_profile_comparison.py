@@ -104,9 +104,16 @@ def test_agreement_is_spearman_and_kendall_across_models_with_a_ci_from_the_resa
     assert cells.loc["accuracy", "copy"].startswith(f"{t['accuracy', 'copy']:.3f} [")
 
 
-def test_a_bad_alpha_is_refused(profile):
+def test_a_bad_alpha_is_refused_and_too_few_resamples_to_decide_are_said(profile):
     with pytest.raises(ValueError, match="alpha must lie in"):
         compare_models(profile, alpha=1.5)
+    # 3 pairs: the smallest adjusted p is 3 x 2 / (B + 1), at most 0.05 from B = 119
+    assert compare_profile(profile).notes == []
+    few = alignment_profile(simulated(n_images=60), edges=None, n_resamples=100, random_state=0)
+    [note] = compare_profile(few).notes
+    assert "with 100 resamples no difference can be decided" in note
+    assert "0.0594 > alpha 0.05; at least 119 resamples" in note
+    assert not compare_profile(few).decided["decided"].any()
 
 
 def test_holm_matches_statsmodels():
