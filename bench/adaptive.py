@@ -37,6 +37,7 @@ import numpy as np
 from tqdm import tqdm
 
 from humanlike.analysis.planning.adaptive import pair_moments
+from humanlike.analysis.planning.design import inclusion_probabilities
 from humanlike.analysis.planning.sequential_study import (
     SimulatedStudies,
     level_probabilities,
@@ -98,13 +99,16 @@ def make_pool(n_models: int, per_pair: int, noise: float, kind: str,
     return y, h
 
 
-def information_bound(y: np.ndarray, h: np.ndarray, noise: float, n_trials: int) -> dict[str, float]:
+def information_bound(y: np.ndarray, h: np.ndarray, noise: float, n_trials: int,
+                      floor_share: float) -> dict[str, float]:
     """What any inclusion-probability design can gain for the hardest pair (the largest
     Var / Delta^2 under uniform allocation), from the true moments (``pair_moments`` at the
     human's expected ratings): one participant's HT variance under Poisson sampling,
     (1/S^2)(sum_s a_s / pi_s - sum_s m_s^2), is (S/n) sum a - sum m^2 uniformly and at least
     (sum sqrt a)^2 / n - sum m^2 with Neyman's pi (no floor, no cap), so participants to decision
-    scale at best by their ratio (Neyman 1934)."""
+    of a test whose N scales as Var / Delta^2 (t-type) scale at best by their ratio (Neyman 1934;
+    ``bound_ratio``); ``floored_ratio``: the same with Neyman's pi floored by the uniform share the
+    spec requires (``inclusion_probabilities``, ``random_share`` > 0), the best such a design can do."""
     mean_rating = (level_probabilities(h, noise) * np.asarray(SCALE)).sum(-1)
     m, a = pair_moments(y, mean_rating, noise)  # (P, S)
     n_stimuli = y.shape[1]
@@ -113,7 +117,10 @@ def information_bound(y: np.ndarray, h: np.ndarray, noise: float, n_trials: int)
     delta = m.mean(1)
     with np.errstate(divide="ignore"):
         hardest = int(np.argmax(uniform / n_stimuli**2 / np.maximum(delta**2, 1e-300)))
-    return {"hardest_pair": hardest, "bound_ratio": round(float(best[hardest] / uniform[hardest]), 3)}
+    pi = inclusion_probabilities(np.sqrt(a[hardest]), n_trials, floor_share)
+    floored = (a[hardest] / pi).sum() - (m[hardest] ** 2).sum()
+    return {"hardest_pair": hardest, "bound_ratio": round(float(best[hardest] / uniform[hardest]), 3),
+            "floored_ratio": round(float(floored / uniform[hardest]), 3)}
 
 
 def paired_ratio(adaptive: np.ndarray, uniform: np.ndarray, rng: np.random.Generator,
@@ -154,7 +161,7 @@ def run_pool(name: str, args: argparse.Namespace) -> dict[str, object]:
             "mean_n_uniform": round(float(u.stop_n.mean()), 1),
             "mean_n_adaptive": round(float(a.stop_n.mean()), 1),
             "ratio": round(ratio, 3), "ratio_ci": [round(low, 3), round(high, 3)],
-            "information_bound": information_bound(y, h, noise, args.trials),
+            "information_bound": information_bound(y, h, noise, args.trials, args.random_share),
             "stopped_uniform": round(float(u.stopped.mean()), 3),
             "stopped_adaptive": round(float(a.stopped.mean()), 3),
             "correct_winner_uniform": round(float(u.correct_winner.mean()), 3),

@@ -24,7 +24,7 @@ from humanlike.analysis.planning.design import (
 )
 from humanlike.analysis.planning.simulate import SCALE
 from humanlike.analysis.ratings.weighted import scaled_differences
-from humanlike.analysis.sequential.decide import decide
+from humanlike.analysis.sequential.decide import DEFAULT_METHOD, decide
 
 
 def level_probabilities(human: np.ndarray, noise_sd: float,
@@ -77,12 +77,12 @@ def simulate_studies(probabilities: np.ndarray, human: np.ndarray, noise_sd: flo
                      n_trials: int, max_n: int, adaptive: bool, noise: np.ndarray,
                      rng: np.random.Generator, floor_share: float = 0.25, min_n: int = 4,
                      refresh: int = 4, alpha: float = 0.05,
-                     method: str = "betting", weighted: bool = True) -> SimulatedStudies:
+                     method: str = DEFAULT_METHOD, weighted: bool = True) -> SimulatedStudies:
     """R studies (``noise``: (R, max_n, S, K) standard-normal draws, shared between designs for
     paired comparisons) of the generating ``human`` (S, K) with rating noise ``noise_sd``,
     ``n_trials`` stimuli per participant; ``adaptive``: Neyman allocation recomputed every
     ``refresh`` participants from ``min_n`` on, else uniform; ``method``: the continuous test
-    (``sequential.decide``: betting or safe_t); ``weighted=False`` scores each participant by the
+    (``sequential.decide.METHODS``); ``weighted=False`` scores each participant by the
     unweighted mean over the stimuli rated (what the design weights prevent: under adaptive
     allocation it estimates the over-sampled mixture, not the pool)."""
     y = np.asarray(probabilities, dtype=float)
@@ -107,9 +107,9 @@ def simulate_studies(probabilities: np.ndarray, human: np.ndarray, noise_sd: flo
         scores = additive_scores(x[:, n:n + batch], y,
                                  p if weighted else np.full(p.shape, n_trials / n_stimuli))
         d = np.stack([scores[..., a] - scores[..., b] for a, b in pairs], axis=-1)
-        scaled[:, n:n + batch] = scaled_differences(
+        scaled[:, n:n + batch] = scaled_differences(  # each bound fixed before the draw
             d.reshape(-1, len(pairs)), y, shown.reshape(-1, n_stimuli),
-            p.reshape(-1, n_stimuli)).reshape(d.shape)
+            p.reshape(-1, n_stimuli), design=p.reshape(-1, n_stimuli)).reshape(d.shape)
         n += batch
         if adaptive and n >= min_n and n < max_n:
             undecided = ~np.asarray(decide(scaled[:, :n], "continuous", alpha, bound=1.0,

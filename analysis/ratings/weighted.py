@@ -82,17 +82,30 @@ def pair_bounds(probabilities: np.ndarray) -> np.ndarray:
 
 
 def scaled_differences(differences: np.ndarray, probabilities: np.ndarray, drawn: np.ndarray,
-                       pi: np.ndarray, n_stimuli: int | None = None) -> np.ndarray:
-    """(N, P) each participant's HT difference of each pair divided by its largest possible value
-    given the stimuli drawn, c = (1/S) sum_drawn bound_ab(s) / pi_s (``pair_bounds``), so it lies
-    in [-1, 1]. c is fixed by the draw before the participant answers, so a pool-wide difference
-    of 0 still means a conditional mean of 0 for every participant: a bounded-mean sequential test
-    of the scaled values tests the pool-wide difference (Waudby-Smith & Ramdas 2024 need only a
-    bound known in advance), with a bound as tight as the draw allows. ``n_stimuli``: the pool's
-    size (default S)."""
+                       pi: np.ndarray, n_stimuli: int | None = None,
+                       design: np.ndarray | None = None) -> np.ndarray:
+    """(N, P) each participant's HT difference of each pair divided by its largest possible value,
+    so it lies in [-1, 1]. With ``design`` (N, S: each participant's inclusion probabilities,
+    drawn or not) the bound is fixed before the draw: the largest (1/S) sum_{s in draw}
+    bound_ab(s) / pi_s over the ``sum(pi)``-stimulus draws the design can make (``pair_bounds``),
+    so under a pool-wide difference of 0 each scaled value has conditional mean 0 given the
+    earlier participants and a bounded-mean sequential test (Waudby-Smith & Ramdas 2024) tests the
+    pool-wide difference. Without it, the drawn stimuli's own bound (1/S) sum_drawn bound_ab(s) /
+    pi_s: that reweights participants by their draw, so the scaled mean is not the pool-wide
+    difference (tests/analysis/planning/test_sequential_study.py). ``n_stimuli``: the pool's size
+    (default S)."""
     bound = pair_bounds(probabilities)  # (P, S)
-    weight = np.where(drawn, 1.0 / np.where(drawn, pi, 1.0), 0.0)  # (N, S)
-    reach = weight @ bound.T / (n_stimuli or weight.shape[1])  # (N, P)
+    if design is not None:
+        q = np.asarray(design, dtype=float)
+        ratio = np.sort(bound[None] / q[:, None, :], axis=-1)[..., ::-1]  # (N, P, S) descending
+        size = np.clip(np.rint(q.sum(-1)).astype(int), 1, q.shape[-1])  # the design's sample size
+        top = np.take_along_axis(np.cumsum(ratio, axis=-1),
+                                 np.broadcast_to((size - 1)[:, None, None], (*ratio.shape[:2], 1)),
+                                 axis=-1)[..., 0]
+        reach = top / (n_stimuli or q.shape[-1])
+    else:
+        weight = np.where(drawn, 1.0 / np.where(drawn, pi, 1.0), 0.0)  # (N, S)
+        reach = weight @ bound.T / (n_stimuli or weight.shape[1])  # (N, P)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(reach > 0, differences / np.where(reach > 0, reach, 1.0), 0.0)
 
@@ -115,11 +128,14 @@ def ceiling_fits(ratings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def weighted_scores(ratings: np.ndarray, probabilities: np.ndarray, pi: np.ndarray,
                     models: list[str], confidence_level: float = 0.95,
-                    alpha: float = 0.05, n_stimuli: int | None = None) -> WeightedScores:
+                    alpha: float = 0.05, n_stimuli: int | None = None,
+                    design: np.ndarray | None = None) -> WeightedScores:
     """The design-weighted analysis of (N, S, K) ``ratings`` (NaN: not rated) against (M, S, K)
     ``probabilities`` with (N, S) inclusion probabilities ``pi`` (NaN where not drawn; a rating
     without one is left out). ``n_stimuli``: the pool's size, the HT mean's denominator, when the
-    arrays leave out stimuli nobody rated yet (default S)."""
+    arrays leave out stimuli nobody rated yet (default S). ``design``: each participant's
+    inclusion probabilities over all S stimuli, for the bound the sequential test's scaled values
+    need (``scaled_differences``)."""
     x = np.asarray(ratings, dtype=float)
     p = np.asarray(pi, dtype=float)
     if x.shape[:2] != p.shape:
@@ -147,7 +163,7 @@ def weighted_scores(ratings: np.ndarray, probabilities: np.ndarray, pi: np.ndarr
     differences = np.stack([scores[a] - scores[b] for a, b in pairs], axis=1) if pairs else \
         np.zeros((x.shape[0], 0))
     scaled = scaled_differences(differences, probabilities, rated, np.where(known, p, 1.0),
-                                n_stimuli)
+                                n_stimuli, design)
     rows = []
     for a, b in pairs:
         d = scores[a] - scores[b]

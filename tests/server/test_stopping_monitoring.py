@@ -48,7 +48,7 @@ def test_continuous_met_is_the_e_process_decision_on_every_pair(seed, n):
 def test_the_declared_continuous_test_is_the_one_that_decides():
     r = scores(30, [0.6, 0.5, 0.4], 1)
     d = np.stack([r[0] - r[1], r[0] - r[2], r[1] - r[2]], axis=1)
-    for test in ("betting", "safe_t"):
+    for test in ("betting_mixture", "betting", "safe_t"):
         stopping = {"measure": "comparisons_decided", "alpha": 0.05, "test": test}
         section = sequential_section(r, MODELS, PAIRS, stopping)
         expected = decide(d, "continuous", 0.05, method=test)

@@ -56,9 +56,30 @@ def test_null_family_wise_error_at_every_look_uniform_and_adaptive():
                                refresh=2, alpha=alpha, method=method, weighted=weighted)
         return float(out.wrong.mean())
 
-    for method in ("betting", "safe_t"):
+    for method in ("betting_mixture", "betting", "safe_t"):
         for adaptive in (False, True):
             assert false_rate(adaptive, method) <= limit, (method, adaptive)
     # the simulation can see a design bias: the unweighted mean under adaptive allocation decides
     # for the model whose errors the allocation under-samples
     assert false_rate(True, "safe_t", weighted=False) > 0.3
+
+
+def test_the_values_the_sequential_test_reads_have_mean_zero_under_a_pool_wide_null():
+    # two stimuli, one drawn per participant with probability 1/2, one category, fixed ratings.
+    # stimulus 1: models 0.5 / 0.0, rated 0.5: d = 0.25, largest possible |d| 0.75; stimulus 2:
+    # models 0.25 / 0.75, rated 0.75: d = -0.25, largest |d| 0.5. The pool-wide difference is 0,
+    # so the value each participant adds to the e-process must have mean 0 over the two equally
+    # likely draws (its conditional mean given the earlier participants: Ville's inequality needs
+    # it). Scaling by the drawn stimulus' own bound gives 1/3 and -1/2 (mean -1/12); a bound fixed
+    # before the draw, the largest over the draws the design can make (0.75), gives 1/3 and -1/3.
+    from humanlike.analysis.ratings.weighted import weighted_scores
+
+    y = np.array([[[0.5], [0.25]], [[0.0], [0.75]]])  # (M, S, K)
+    x = np.array([[[0.5], [np.nan]], [[np.nan], [0.75]]])  # participant i drew stimulus i
+    drawn = np.isfinite(x[..., 0])
+    pi = np.where(drawn, 0.5, np.nan)
+    design = np.full((2, 2), 0.5)  # each participant's inclusion probabilities, drawn or not
+    result = weighted_scores(x, y, pi, ["a", "b"], design=design)
+    np.testing.assert_allclose(result.differences[:, 0], [0.25, -0.25])
+    np.testing.assert_allclose(result.scaled[:, 0], [1 / 3, -1 / 3])
+    assert result.scaled.mean() == 0
