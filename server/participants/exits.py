@@ -53,12 +53,13 @@ def finishing_outcome(participant: Participant) -> Exit:
 
 def record(participant: Participant, exit: Exit) -> None:
     """Note how the participant left and the code that goes with it (the exit's own, or the
-    completion code); an exit before the first trial also frees the place (``decline``: the
-    participant is ``returned``). The caller commits. The first outcome stays."""
+    completion code); declining, or a declared exit before the first trial, also frees the place
+    (``decline``: the participant is ``returned``). The caller commits. The first outcome stays."""
     if participant.outcome is not None:
         return
     participant.outcome = exit.value
-    if exit != Exit.COMPLETED and participant.status in PRE_TRIAL:
+    declared = declared_exit(participant.experiment.spec, exit) is not None
+    if (exit == Exit.NO_CONSENT or declared) and participant.status in PRE_TRIAL:
         DECLINE.apply(participant, utcnow())
-    if exit == Exit.COMPLETED or declared_exit(participant.experiment.spec, exit) is not None:
+    if exit == Exit.COMPLETED or declared:
         participant.completion_code = completion_code(participant)

@@ -197,15 +197,15 @@ REFUSED_TITLE = "This study cannot be continued"
 
 def refusal_message(decision: Decision, platform: str, to_platform: bool = False) -> str:
     """The polite refusal, in plain words, with what it means for payment (``to_platform``: the
-    page's button takes the participant back to the platform with the refusal's code)."""
+    page's link takes the participant back to the platform with the refusal's code)."""
     if decision.reason == "max_age":
         why = (f"You were away for longer than this study allows ({decision.max_age_minutes} "
                "minutes), so it cannot be continued.")
     else:
         why = "This part of the study cannot be continued once it has been left."
     if to_platform:
-        return (f"{why} Your answers so far are kept (you can still withdraw them). The button "
-                "below takes you back to the recruitment site with this study's code for it.")
+        return (f"{why} Your answers so far are kept (you can still withdraw them). \"Back to the "
+                "recruitment site\" below takes you there with this study's code for it.")
     pay = ("Please return the study on Prolific; the researcher sees how far you got and decides "
            "about payment for the part you completed." if platform == "prolific" else
            "The researcher sees how far you got and decides about payment for the part you "

@@ -194,7 +194,7 @@ def _returning(participant: Participant, via: str):
 
 def _refusal_page(participant: Participant, decision: resume_policy.Decision):
     """The polite refusal of a returning participant, with the withdrawal link and, where the
-    spec declares this exit, the button that takes them to the platform with its code."""
+    spec declares this exit, the link that takes them to the platform with its code."""
     target = exit_target(participant) if participant.outcome == Exit.REFUSED_ON_RETURN else None
     message = resume_policy.refusal_message(decision, participant.platform,
                                             to_platform=target is not None)

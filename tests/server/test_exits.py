@@ -229,7 +229,7 @@ def test_each_exit_of_the_demo_lands_on_prolific_with_its_code_and_action(
         assert resp.status_code == 302
         codes["phone"] = _landing(fake, sids["phone"], resp.headers["Location"])
 
-        # refused on return (resume policy "refuse"): the refusal page's button carries the code
+        # refused on return (resume policy "refuse"): the refusal page's link carries the code
         client = app.test_client()
         sids["returner"], resp = _arrive(client, fake, study["id"], "returner")
         pid, token = _token(client, resp)
