@@ -225,7 +225,23 @@ var HumanlikePresentation = (function () {
     });
   }
 
+  /**
+   * A polite status region, read by screen readers and hidden on screen (class hl-sr-only): the
+   * trial announces in it what it now waits for and what the participant changed.
+   * @param {HTMLElement} parent
+   * @returns {HTMLElement}
+   */
+  function liveRegion(parent) {
+    var el = document.createElement("p");
+    el.className = "hl-sr-only hl-live";
+    el.setAttribute("role", "status");
+    el.setAttribute("aria-live", "polite");
+    parent.appendChild(el);
+    return el;
+  }
+
   return {
+    liveRegion: liveRegion,
     round1: round1,
     eventTime: eventTime,
     durationFor: durationFor,

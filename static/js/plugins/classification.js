@@ -227,6 +227,7 @@ var jsPsychClassification = (function (jspsych) {
       feedback.style.cssText = "min-height:1.5em;font-size:1.2em;margin-top:0.5em";
       screen.appendChild(feedback);
       root.appendChild(screen);
+      const status = P.liveRegion(root); // screen readers: the answer is due now
       display_element.innerHTML = "";
       display_element.appendChild(root);
 
@@ -288,6 +289,7 @@ var jsPsychClassification = (function (jspsych) {
         stage.style.display = "none"; // its inline display would override `hidden`
         screen.hidden = false;
         root.dataset.phase = "response";
+        status.textContent = "Which category was it? Press its key or click it.";
         responseOnset = performance.now();
         grid.addEventListener("click", onClick);
         keyboardListener = this.jsPsych.pluginAPI.getKeyboardResponse({

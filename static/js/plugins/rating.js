@@ -310,6 +310,7 @@ var jsPsychRating = (function (jspsych) {
       const message = element("p", "hl-message");
       message.setAttribute("aria-live", "polite");
       panel.appendChild(message);
+      const status = P.liveRegion(panel); // screen readers: what changed, what the trial waits for
       const submit = /** @type {HTMLButtonElement} */ (element("button", "hl-submit", trial.button_label));
       submit.type = "button";
       panel.appendChild(submit);
@@ -354,6 +355,7 @@ var jsPsychRating = (function (jspsych) {
         }
         message.textContent = "";
         render(row);
+        status.textContent = `${categories[row].label}: ${buttons[row][clamped].textContent}`;
       };
 
       /** @param {number} t */
@@ -443,6 +445,10 @@ var jsPsychRating = (function (jspsych) {
         mask: masks,
         duration_ms: duration_ms,
         frame_ms: trial.frame_ms,
+        onShow: () => {
+          status.textContent = "Rate each category: press its key to raise its rating, Shift and " +
+            "the key to lower it, Enter to submit.";
+        },
       });
     }
 

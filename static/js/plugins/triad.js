@@ -170,6 +170,7 @@ var jsPsychTriad = (function (jspsych) {
         prompt.innerHTML = trial.prompt;
         root.appendChild(prompt);
       }
+      const status = P.liveRegion(root); // screen readers: what the trial waits for
       display_element.innerHTML = "";
       display_element.appendChild(root);
 
@@ -195,6 +196,7 @@ var jsPsychTriad = (function (jspsych) {
         const onset = presentation.onset();
         const timing = presentation.stop(t);
         slots[choice].classList.add("hl-chosen");
+        status.textContent = choice === "left" ? "Left image chosen." : "Right image chosen.";
         const chosen = choice === "left" ? trial.s_left : trial.s_right;
         this.jsPsych.finishTrial({
           choice: choice,
@@ -241,6 +243,8 @@ var jsPsychTriad = (function (jspsych) {
         duration_ms: duration_ms,
         frame_ms: trial.frame_ms,
         onShow: () => {
+          status.textContent = "Which outer image is more similar to the middle one? Press F or " +
+            "the left arrow for the left image, J or the right arrow for the right image.";
           keyboardListener = this.jsPsych.pluginAPI.getKeyboardResponse({
             callback_function: onKey,
             valid_responses: Object.keys(KEY_TO_CHOICE),
