@@ -78,8 +78,9 @@ def triplet_counts(trials: pd.DataFrame, *, include_repeats: bool = False) -> Tr
 
 
 def embedding_choices(triplets: ArrayLike, embeddings: pd.DataFrame | Mapping[str, ArrayLike]) -> np.ndarray:
-    """The position (0-2) of each triplet's odd one out for a model's embeddings (rows indexed by
-    item key): the item outside the pair with the largest dot product (Brain-Score 'dot')."""
+    """The position (0-2, in the order given: pass ``triplet_counts``' key-ordered triplets) of
+    each triplet's odd one out for a model's embeddings (rows indexed by item key): the item
+    outside the pair with the largest dot product (Brain-Score 'dot')."""
     table = (embeddings if isinstance(embeddings, pd.DataFrame)
              else pd.DataFrame.from_dict({k: np.asarray(v, dtype=float) for k, v in embeddings.items()},
                                          orient="index"))
@@ -95,17 +96,18 @@ def embedding_choices(triplets: ArrayLike, embeddings: pd.DataFrame | Mapping[st
 
 
 def answer_choices(triplets: ArrayLike, answers: pd.DataFrame) -> np.ndarray:
-    """The position (0-2) of each triplet's odd one out in a model's answers (``image_1..3``,
-    ``odd_one_out``; one answer per triplet)."""
+    """The position (0-2, in key order: ``triplet_counts``' columns) of each triplet's odd one out
+    in a model's answers (``image_1..3``, ``odd_one_out``; one answer per triplet)."""
     own = triplet_counts(answers, include_repeats=True)
     if (own.counts.sum(axis=1) != 1).any():
         raise ValueError("a model's answers must hold one answer per triplet")
-    by_key = {tuple(t): int(c.argmax()) for t, c in zip(own.triplets.tolist(), own.counts, strict=True)}
-    wanted = [tuple(t) for t in np.asarray(triplets, dtype=object).tolist()]
-    absent = [t for t in wanted if t not in by_key]
-    if absent:
-        raise ValueError(f"the model answered no odd one out for triplet(s) {absent[:3]}")
-    return np.array([by_key[t] for t in wanted], dtype=int)
+    answered = pd.DataFrame(own.triplets, columns=list(IMAGES)).assign(at=own.counts.argmax(axis=1))
+    wanted = pd.DataFrame(np.sort(np.asarray(triplets, dtype=str), axis=1), columns=list(IMAGES))
+    found = wanted.merge(answered, on=list(IMAGES), how="left")
+    if found["at"].isna().any():
+        absent = wanted[found["at"].isna().to_numpy()].head(3).to_numpy().tolist()
+        raise ValueError(f"the model answered no odd one out for triplet(s) {absent}")
+    return found["at"].to_numpy(dtype=int)
 
 
 def _sums(counts: np.ndarray, choice: np.ndarray) -> np.ndarray:

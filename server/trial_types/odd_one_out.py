@@ -1,9 +1,9 @@
 """The ``odd_one_out`` trial type: three images side by side, and the participant picks the one
 least like the other two (the THINGS triplet task of Hebart, Zheng, Pereira & Baker 2020 and
-Hebart, Contier, Teichmann and colleagues 2023). Every participant answers the same triplets (drawn once from the
-block's pool with the block's ``design_seed``), each in an own random left/middle/right order, so
-that triplets answered by several people give the noise ceiling (``analysis/alignment/odd_one_out.py``).
-Block settings: ``OddOneOutSettings``."""
+Hebart, Contier, Teichmann and colleagues 2023). Every participant answers the same triplets
+(drawn once from the block's pool with the block's ``design_seed``), each in an own random
+left/middle/right order, so that triplets answered by several people give the noise ceiling
+(``analysis/alignment/odd_one_out.py``). Block settings: ``OddOneOutSettings``."""
 
 from __future__ import annotations
 
@@ -64,9 +64,9 @@ def odd_one_out_frame(inp: ExportInput) -> pd.DataFrame:
         out[f"image_{i + 1}"] = triplet[:, i]
     for i, position in enumerate(POSITIONS):
         out[position] = shown[:, i]
-    choice = pd.DataFrame(list(tr["response"]), columns=["choice"])["choice"].to_numpy()
-    out["choice"] = choice
-    at = np.array([POSITIONS.index(c) for c in choice], dtype=int)
+    choice = pd.DataFrame(list(tr["response"]), columns=["choice"])["choice"]
+    out["choice"] = choice.to_numpy()
+    at = choice.map({p: i for i, p in enumerate(POSITIONS)}).to_numpy(dtype=int)
     out["odd_one_out"] = shown[np.arange(len(shown)), at] if len(shown) else []
     return out
 
@@ -180,10 +180,9 @@ def odd_one_out_qc(trials: pd.DataFrame) -> pd.DataFrame:
 
     scoring = ~trials["practice"].fillna(False).astype(bool).to_numpy()
     rows = trials.loc[scoring, ["participant", "trial_index", "is_repeat", "repeat_of"]].copy()
-    choices = [r.get("choice") if isinstance(r, dict) else None
-               for r in json_values(trials.loc[scoring, "response"])]
-    rows["at"] = pd.Series(choices, index=rows.index).map(
-        {p: i for i, p in enumerate(POSITIONS)})
+    responses = pd.Series(json_values(trials.loc[scoring, "response"]), index=rows.index,
+                          dtype=object)
+    rows["at"] = responses.str.get("choice").map({p: i for i, p in enumerate(POSITIONS)})
     rows = rows.dropna(subset=["at"])
     if rows.empty:
         return pd.DataFrame(columns=["position_bias", "repeat_consistency"])

@@ -86,6 +86,11 @@ def test_counts_from_the_export_leave_out_practice_and_repeats():
     assert choice.tolist() == [2, 2]
     result = odd_one_out_score(counts.counts, choice, n_resamples=5, random_state=0)
     assert result.accuracy == pytest.approx(2 / 4) and result.ceiling == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match=r"the model answered no odd one out for triplet\(s\) "
+                                         r"\[\['b', 'c', 'd'\]\]"):
+        answer_choices(counts.triplets, model.iloc[:1])
+    with pytest.raises(ValueError, match="one answer per triplet"):
+        answer_choices(counts.triplets, pd.concat([model, model]))
 
 
 @pytest.mark.parametrize(("counts", "choice", "message"), [
