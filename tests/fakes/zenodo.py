@@ -8,7 +8,8 @@ relation vocabulary) and Zenodo's help on upload limits (100 files in a record).
 
 Every request is checked; a request the documentation does not allow is answered as Zenodo would
 (4xx) and recorded in :attr:`FakeZenodo.violations`, which a test asserts is empty. A planned 503
-(:attr:`FakeZenodo.fail`) stands for a server that stops answering halfway."""
+(:attr:`FakeZenodo.fail`) stands for a server that stops answering halfway, a 'lost' answer for a
+connection that drops after the server acted."""
 
 from __future__ import annotations
 
@@ -72,8 +73,9 @@ class FakeZenodo:
         self.buckets: dict[str, int] = {}
         self.violations: list[str] = []
         self.requests: list[tuple[str, str]] = []
-        self.fail: dict[tuple[str, int], int] = {}
-        """(method and route, n-th such request) -> status answered instead (once)."""
+        self.fail: dict[tuple[str, int], int | str] = {}
+        """(route, n-th such request) -> status answered instead, or 'lost': served but the
+        answer never arrives (once)."""
         self._ids = itertools.count(1001)
         self._counts: dict[str, int] = {}
 
@@ -99,6 +101,9 @@ class FakeZenodo:
             if match:
                 self._counts[route] = self._counts.get(route, 0) + 1
                 planned = self.fail.pop((route, self._counts[route]), None)
+                if planned == "lost":  # the request is served, its answer never arrives
+                    getattr(self, route)(request, *match.groups())
+                    raise httpx.ReadTimeout("no answer", request=request)
                 if planned:
                     return httpx.Response(planned, text="Service Unavailable")
                 return getattr(self, route)(request, *match.groups())

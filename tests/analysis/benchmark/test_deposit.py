@@ -195,3 +195,34 @@ def test_a_file_changed_before_the_resume_is_replaced_and_a_removed_one_deleted(
     files = {"/".join(p for p in (f["directoryLabel"], f["label"]) if p): f["data"]
              for f in dataset["files"]}
     assert files == {f.name: f.data for f in deposit_files(root, 1000, "test")}
+
+
+def test_a_create_whose_answer_was_lost_is_never_followed_by_a_second_draft(tmp_path):
+    root = _package(tmp_path / "demo", n_stimuli=3)
+    fake = FakeZenodo()
+    fake.fail[("create", 1)] = "lost"
+    with pytest.raises(DepositError, match="ReadTimeout|no answer"):
+        deposit(root, _zenodo(fake))
+    assert len(fake.drafts()) == 1  # Zenodo made it; the client never heard
+    with pytest.raises(DepositError, match="may exist: delete it on Zenodo"):
+        deposit(root, _zenodo(fake))
+    assert len(fake.drafts()) == 1 and fake.violations == []
+
+
+def test_the_command_refuses_a_deposit_without_its_token_before_anything_is_written(
+        tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from humanlike.cli import main
+
+    monkeypatch.delenv("DATAVERSE_TOKEN", raising=False)
+    result = CliRunner().invoke(main, ["publish", "demo", "--out", str(tmp_path / "x"),
+                                       "--license", "CC0-1.0", "--deposit", "dataverse",
+                                       "--database-url", f"sqlite:///{tmp_path}/none.sqlite"])
+    assert result.exit_code != 0 and "DATAVERSE_TOKEN" in result.output
+    monkeypatch.setenv("DATAVERSE_TOKEN", "t")
+    result = CliRunner().invoke(main, ["publish", "demo", "--out", str(tmp_path / "x"),
+                                       "--license", "CC0-1.0", "--deposit", "dataverse",
+                                       "--database-url", f"sqlite:///{tmp_path}/none.sqlite"])
+    assert result.exit_code != 0 and "DATAVERSE_COLLECTION" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
