@@ -44,6 +44,7 @@ from humanlike.analysis.planning.sequential_study import (
     simulate_studies,
 )
 from humanlike.analysis.planning.simulate import SCALE
+from humanlike.analysis.ratings.weighted import pair_bounds
 from humanlike.analysis.sequential.decide import DEFAULT_METHOD, METHODS
 
 POOLS = {  # name: (models, controversial images per pair, rating noise SD, kind)
@@ -100,7 +101,7 @@ def make_pool(n_models: int, per_pair: int, noise: float, kind: str,
 
 
 def information_bound(y: np.ndarray, h: np.ndarray, noise: float, n_trials: int,
-                      floor_share: float) -> dict[str, float]:
+                      floor_share: float, alpha: float) -> dict[str, float]:
     """What any inclusion-probability design can gain for the hardest pair (the largest
     Var / Delta^2 under uniform allocation), from the true moments (``pair_moments`` at the
     human's expected ratings): one participant's HT variance under Poisson sampling,
@@ -108,7 +109,11 @@ def information_bound(y: np.ndarray, h: np.ndarray, noise: float, n_trials: int,
     (sum sqrt a)^2 / n - sum m^2 with Neyman's pi (no floor, no cap), so participants to decision
     of a test whose N scales as Var / Delta^2 (t-type) scale at best by their ratio (Neyman 1934;
     ``bound_ratio``); ``floored_ratio``: the same with Neyman's pi floored by the uniform share the
-    spec requires (``inclusion_probabilities``, ``random_share`` > 0), the best such a design can do."""
+    spec requires (``inclusion_probabilities``, ``random_share`` > 0), the best such a design can do.
+    For the betting tests, whose growth is capped by the bound rather than the variance:
+    ``betting_min_n``, the fewest participants any design can average before its hardest pair is
+    decided, and ``range_ratio``, the best ratio of that pair's bound to the uniform design's
+    with the floor (inclusion probabilities proportional to the bound)."""
     mean_rating = (level_probabilities(h, noise) * np.asarray(SCALE)).sum(-1)
     m, a = pair_moments(y, mean_rating, noise)  # (P, S)
     n_stimuli = y.shape[1]
@@ -119,8 +124,22 @@ def information_bound(y: np.ndarray, h: np.ndarray, noise: float, n_trials: int,
         hardest = int(np.argmax(uniform / n_stimuli**2 / np.maximum(delta**2, 1e-300)))
     pi = inclusion_probabilities(np.sqrt(a[hardest]), n_trials, floor_share)
     floored = (a[hardest] / pi).sum() - (m[hardest] ** 2).sum()
+    # a betting e-process valid for every distribution within the bound B fixed before the draw
+    # grows by at most E log(1 + lambda d) <= |lambda| |Delta| <= |Delta| / B a participant, so
+    # (Wald's identity, one side of the hedge at 2 / alpha) E[N] >= log(2 / alpha) B / |Delta|;
+    # B = (1/S) max over draws of sum b(s) / pi_s is at least (1/S) sum_s b(s) for every design
+    # (the design's mean of that sum) and equals it for pi proportional to b
+    b = pair_bounds(y)
+    with np.errstate(divide="ignore"):
+        per_pair = np.log(2.0 / alpha) * b.mean(1) / np.abs(delta)
+    worst = int(np.argmax(per_pair))
+    top_n = -np.sort(-b[worst])[:n_trials].sum() / n_trials  # uniform design's B
+    pps = inclusion_probabilities(b[worst], n_trials, floor_share)
+    range_floored = -np.sort(-b[worst] / pps)[:n_trials].sum() / n_stimuli
     return {"hardest_pair": hardest, "bound_ratio": round(float(best[hardest] / uniform[hardest]), 3),
-            "floored_ratio": round(float(floored / uniform[hardest]), 3)}
+            "floored_ratio": round(float(floored / uniform[hardest]), 3),
+            "betting_min_n": round(float(per_pair[worst]), 1),
+            "range_ratio": round(float(range_floored / top_n), 3)}
 
 
 def paired_ratio(adaptive: np.ndarray, uniform: np.ndarray, rng: np.random.Generator,
@@ -161,7 +180,8 @@ def run_pool(name: str, args: argparse.Namespace) -> dict[str, object]:
             "mean_n_uniform": round(float(u.stop_n.mean()), 1),
             "mean_n_adaptive": round(float(a.stop_n.mean()), 1),
             "ratio": round(ratio, 3), "ratio_ci": [round(low, 3), round(high, 3)],
-            "information_bound": information_bound(y, h, noise, args.trials, args.random_share),
+            "information_bound": information_bound(y, h, noise, args.trials, args.random_share,
+                                                   args.alpha),
             "stopped_uniform": round(float(u.stopped.mean()), 3),
             "stopped_adaptive": round(float(a.stopped.mean()), 3),
             "correct_winner_uniform": round(float(u.correct_winner.mean()), 3),

@@ -86,8 +86,10 @@ def scaled_differences(differences: np.ndarray, probabilities: np.ndarray, drawn
                        design: np.ndarray | None = None) -> np.ndarray:
     """(N, P) each participant's HT difference of each pair divided by its largest possible value,
     so it lies in [-1, 1]. With ``design`` (N, S: each participant's inclusion probabilities,
-    drawn or not) the bound is fixed before the draw: the largest (1/S) sum_{s in draw}
-    bound_ab(s) / pi_s over the ``sum(pi)``-stimulus draws the design can make (``pair_bounds``),
+    drawn or not; columns after the S of the arrays are pool stimuli nobody rated yet, whose bound
+    is taken as 1, the largest any score difference can be) the bound is fixed before the draw:
+    the largest (1/S) sum_{s in draw} bound_ab(s) / pi_s over the ``sum(pi)``-stimulus draws the
+    design can make (``pair_bounds``),
     so under a pool-wide difference of 0 each scaled value has conditional mean 0 given the
     earlier participants and a bounded-mean sequential test (Waudby-Smith & Ramdas 2024) tests the
     pool-wide difference. Without it, the drawn stimuli's own bound (1/S) sum_drawn bound_ab(s) /
@@ -97,7 +99,9 @@ def scaled_differences(differences: np.ndarray, probabilities: np.ndarray, drawn
     bound = pair_bounds(probabilities)  # (P, S)
     if design is not None:
         q = np.asarray(design, dtype=float)
-        ratio = np.sort(bound[None] / q[:, None, :], axis=-1)[..., ::-1]  # (N, P, S) descending
+        extra = np.ones((bound.shape[0], q.shape[-1] - bound.shape[1]))  # unrated pool stimuli
+        full = np.concatenate([bound, extra], axis=1)
+        ratio = np.sort(full[None] / q[:, None, :], axis=-1)[..., ::-1]  # (N, P, S) descending
         size = np.clip(np.rint(q.sum(-1)).astype(int), 1, q.shape[-1])  # the design's sample size
         top = np.take_along_axis(np.cumsum(ratio, axis=-1),
                                  np.broadcast_to((size - 1)[:, None, None], (*ratio.shape[:2], 1)),

@@ -259,12 +259,21 @@ def _weighted_panel(exp: Experiment, ratings: PanelRatings, responses: pd.DataFr
     from humanlike.analysis.ratings.scores import model_predictions
     from humanlike.analysis.ratings.weighted import SCORE_LABEL, inclusion_array, weighted_scores
     from humanlike.server.live.adaptive import experiment_pool
-    from humanlike.server.study.adaptive import inclusion_lookup
+    from humanlike.server.study.adaptive import design_matrix, inclusion_lookup
     from humanlike.server.study.spec import ExperimentSpec
 
     array = ratings.array
     lookup = inclusion_lookup(exp.id)
-    n_pool = len(experiment_pool(exp, ExperimentSpec.model_validate(exp.spec)))
+    pool = experiment_pool(exp, ExperimentSpec.model_validate(exp.spec))
+    n_pool = len(pool)
+    # each participant's design over the arrays' stimuli (inf: outside the pool, never drawn by
+    # it), then over the pool's stimuli nobody rated yet
+    full = design_matrix(exp.id, list(map(str, array.participants)), pool)
+    column = {key: j for j, key in enumerate(pool)}
+    rated = [column.get(str(s)) for s in array.stimuli]
+    rest = sorted(set(range(n_pool)) - {j for j in rated if j is not None})
+    design = np.concatenate([np.stack([full[:, j] if j is not None else np.full(len(full), np.inf)
+                                       for j in rated], axis=1), full[:, rest]], axis=1)
     db.session.rollback()
     rows = pd.DataFrame([(p, s, v) for p, drawn in lookup.items() for s, v in drawn.items()],
                         columns=["participant", "stimulus", "inclusion_probability"])
@@ -272,9 +281,9 @@ def _weighted_panel(exp: Experiment, ratings: PanelRatings, responses: pd.DataFr
     predictions = model_predictions(responses, array)
     names = list(map(str, predictions.models))
     result = weighted_scores(array.values, predictions.probabilities, pi, names, level, alpha,
-                             n_stimuli=n_pool)
+                             n_stimuli=n_pool, design=design)
     sequential = None
-    if stopping and result.pairs:  # each participant's differences scaled by their own bound
+    if stopping and result.pairs:  # each participant's differences scaled by its design's bound
         sequential = _sequential(exp, ratings, result.scaled, result.pairs, stopping, bound=1.0,
                                  shown=result.differences)
     return _ratings_record(ratings, sequential, level, alpha, result.ceilings, result.models,

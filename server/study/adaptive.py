@@ -83,6 +83,41 @@ def inclusion_lookup(experiment_id: int) -> dict[str, dict[str, float]]:
             and isinstance(record.get("inclusion"), dict)}
 
 
+def design_matrix(experiment_id: int, participants: list[str], pool: list[str]) -> np.ndarray:
+    """(N, pool) each participant's inclusion probabilities over the whole pool, drawn or not, as
+    its draw computed them (``draw``: the recorded design version's weights, its number of
+    stimuli and ``random_share``), the bound a sequential test needs fixed before the draw
+    (``analysis.ratings.weighted.scaled_differences``). A participant whose design cannot be
+    rebuilt (no draw, or a pool of another size) gets the floor ``random_share n / S`` every
+    design keeps (1 / S when nothing is recorded), which only loosens the bound."""
+    records = {str(pid): (allocation or {}).get("adaptive") for pid, allocation in db.session.execute(
+        sa.select(Participant.public_id, Participant.allocation).where(
+            Participant.experiment_id == experiment_id)).all()}
+    weights_of = {v: w for v, w in db.session.execute(
+        sa.select(AdaptiveDesign.version, AdaptiveDesign.weights).where(
+            AdaptiveDesign.experiment_id == experiment_id)).all()}
+    size = len(pool)
+    out = np.full((len(participants), size), 1.0 / max(size, 1))
+    cache: dict[tuple[int, int, float], np.ndarray] = {}
+    for i, pid in enumerate(participants):
+        record = records.get(str(pid))
+        if not isinstance(record, dict) or not isinstance(record.get("inclusion"), dict):
+            continue
+        n = max(len(record["inclusion"]), 1)
+        share = float(record.get("random_share") or 1.0)
+        version = int(record.get("design_version", 0))
+        out[i] = min(1.0, share * n / max(size, 1))
+        if record.get("pool_size") != size or (version and version not in weights_of):
+            continue
+        key = (version, n, share)
+        if key not in cache:
+            weights = (np.full(size, 1.0 / size) if version == 0 else
+                       np.array([float(weights_of[version].get(k, 0.0)) for k in pool]))
+            cache[key] = inclusion_probabilities(weights, min(n, size), floor_share=share)
+        out[i] = cache[key]
+    return out
+
+
 def with_inclusion(table: pd.DataFrame, lookup: dict[str, dict[str, float]]) -> pd.DataFrame:
     """A rated trial table (columns ``participant``, ``stimulus``) with ``inclusion_probability``:
     the probability that the participant's draw included the stimulus (NaN outside the adaptive

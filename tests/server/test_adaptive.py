@@ -228,6 +228,20 @@ def test_adaptive_allocation_through_the_api(database_url, adaptive_spec, tmp_pa
     assert (people["adaptive_weights_hash"].iloc[8:] == design["hash"]).all()
     assert people["adaptive_seed"].astype(str).tolist() == [str(d["seed"]) for d in draws]
     assert people["adaptive_pool_size"].eq(N_POOL).all()
+    # each participant's whole design, rebuilt for the sequential test's bound (drawn or not):
+    # the recorded probabilities where drawn, n in all, the floor at least
+    from humanlike.server.live.adaptive import experiment_pool
+    from humanlike.server.study.adaptive import design_matrix
+    from humanlike.server.study.spec import ExperimentSpec
+
+    with app.app_context():
+        exp = db.session.execute(sa.select(Experiment)).scalar_one()
+        pool = experiment_pool(exp, ExperimentSpec.model_validate(exp.spec))
+        rebuilt = design_matrix(exp.id, people["participant"].astype(str).tolist(), pool)
+    for row, d in zip(rebuilt, draws, strict=True):
+        np.testing.assert_allclose([row[pool.index(k)] for k in d["inclusion"]],
+                                   list(d["inclusion"].values()), rtol=1e-12)
+        assert row.sum() == pytest.approx(MAX_TRIALS) and row.min() >= FLOOR - 1e-12
     # each rating carries its inclusion probability, as the draw recorded it
     ratings = pd.read_csv(tmp_path / "out" / "ratings.csv")
     recorded = {(pid, k): p for pid, d in zip(people["participant"], draws)
