@@ -156,6 +156,7 @@ var jsPsychOddOneOut = (function (jspsych) {
         prompt.innerHTML = trial.prompt;
         root.appendChild(prompt);
       }
+      const status = P.liveRegion(root); // screen readers: what the trial waits for
       display_element.innerHTML = "";
       display_element.appendChild(root);
 
@@ -181,6 +182,7 @@ var jsPsychOddOneOut = (function (jspsych) {
         const onset = presentation.onset();
         const timing = presentation.stop(t);
         slots[choice].classList.add("hl-chosen");
+        status.textContent = choice.charAt(0).toUpperCase() + choice.slice(1) + " image chosen.";
         this.jsPsych.finishTrial({
           choice: choice,
           chosen: trial[/** @type {"left" | "middle" | "right"} */ (choice)],
@@ -222,6 +224,8 @@ var jsPsychOddOneOut = (function (jspsych) {
         duration_ms: duration_ms,
         frame_ms: trial.frame_ms,
         onShow: () => {
+          status.textContent = "Which image is the odd one out? Press 1 or the left arrow for the " +
+            "left image, 2 or the down arrow for the middle one, 3 or the right arrow for the right one.";
           keyboardListener = this.jsPsych.pluginAPI.getKeyboardResponse({
             callback_function: onKey,
             valid_responses: Object.keys(KEY_TO_CHOICE),
