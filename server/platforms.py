@@ -262,13 +262,14 @@ def participant_code(public_id: str) -> str:
 def completion_code(participant: Participant) -> str:
     """The source's fixed code where the spec gives one (Prolific's ``completion.prolific_code``,
     a panel's ``completion_code``); otherwise the participant's own (``participant_code``). Stored
-    on the participant when the server has every trial, and shown only then."""
+    on the participant when the server has every trial, and shown only then. A participant who
+    left by a declared exit gets that exit's code instead (or their own code for that exit)."""
     spec = participant.experiment.spec
     declared = declared_exit(spec, getattr(participant, "outcome", None))
-    if declared is not None:  # an exit's own code (Prolific's of its type, a panel's)
+    if declared is not None:  # an exit's own code (Prolific's of its type, a panel's), else one
         code = declared.get("prolific_code") if participant.platform == Platform.PROLIFIC else (
-            declared.get("code"))
-        return code or participant_code(participant.public_id)
+            declared.get("code"))  # of the participant's own for this exit: never the completion's
+        return code or participant_code(f"{participant.public_id}:{participant.outcome}")
     if participant.platform == Platform.PROLIFIC:
         code = spec.get("completion", {}).get("prolific_code")
     else:

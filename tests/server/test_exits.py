@@ -21,6 +21,7 @@ from humanlike.server.demo.build import PROLIFIC_CODE, build_demo
 from humanlike.server.export.codebook import PARTICIPANT_COLUMNS
 from humanlike.server.export.writer import participant_table
 from humanlike.server.extensions import db
+from humanlike.server.platforms import participant_code
 from humanlike.server.study import experiments
 from humanlike.server.study.spec import SpecError, load_spec
 from humanlike.server.tables.core import Experiment, Participant
@@ -304,3 +305,63 @@ def test_exits_are_refused_when_the_code_is_not_of_a_type_the_exit_takes(demo_sp
         "fixed_screen_out_reward = 40\n", ""))
     with pytest.raises(SpecError, match="FIXED_SCREEN_OUT_PAYMENT needs fixed_screen_out_reward"):
         load_spec(wrong / "experiment.toml")
+
+
+UNSUITABLE_EXIT = "http://127.0.0.1:9/return?status={code}&id={participant_id}"
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_sona_credits_only_the_exits_its_spec_credits_and_a_panel_gets_its_redirect(
+        database_url, small_experiment, tmp_path, monkeypatch):
+    from humanlike.server.tables.sona import SonaGrant
+    from tests.server.fake_sona import RunningSona
+    from tests.server.sources import app_factory, spec_with
+
+    sona_site = RunningSona()
+    try:
+        sona_spec = spec_with(small_experiment, tmp_path / "sona", (
+            '[platform]\npreset = "sona"\n'
+            f'completion_url = "{sona_site.fake.client_side_url}"\n'
+            f'server_completion_url = "{sona_site.fake.server_side_url}"\n\n'
+            '[completion.exits.no_consent]\ncredit = false\n\n'
+            f'[completion.exits.display_unsuitable]\ncredit = true\nurl = "{UNSUITABLE_EXIT}"\n'))
+        panel_spec = spec_with(small_experiment, tmp_path / "panel", (
+            '[platform]\npreset = "panel"\nparticipant_param = "rid"\nresume = "none"\n'
+            'completion_url = "http://127.0.0.1:9/return?status=complete&id={participant_id}"\n\n'
+            f'[completion.exits.display_unsuitable]\nurl = "{UNSUITABLE_EXIT}"\n'
+            'code = "screenout"\n'))
+        panel_spec.write_text(panel_spec.read_text().replace('slug = "small"', 'slug = "small-panel"'))
+        with app_factory(database_url, tmp_path, monkeypatch) as make:
+            app = make(sona_spec)
+            declined, screened = sona_site.fake.sign_up(), sona_site.fake.sign_up()
+            client = app.test_client()
+            resp = client.get(f"/start/small?survey_code={declined}")
+            pid, token = _token(client, resp)
+            answer = client.post(f"/api/v1/participants/{pid}/consent", json={"agree": False},
+                                 headers=auth(token)).get_json()
+            assert answer == {"status": "returned"}  # no redirect declared: the polite page
+            client = app.test_client()
+            pid, token = _token(client, client.get(f"/start/small?survey_code={screened}"))
+            shown = client.post(f"/api/v1/participants/{pid}/display", json=UNSUITABLE,
+                                headers=auth(token)).get_json()
+            own = shown["next"]["url"].split("status=")[1].split("&")[0]
+            assert shown["next"]["url"] == f"http://127.0.0.1:9/return?status={own}&id={screened}"
+            with app.test_request_context():  # the exit's own code, never the completion code
+                assert len(own) == 10 and own != participant_code(pid)
+            with app.app_context():
+                granted = db.session.execute(sa.select(Participant.platform_id).join(
+                    SonaGrant, SonaGrant.participant_id == Participant.id)).scalars().all()
+            assert granted == [screened]
+            assert (sona_site.fake.credited(screened), sona_site.fake.credited(declined)) == (1, 0)
+
+            app = make(panel_spec)
+            client = app.test_client()
+            arrived = client.get("/start/small-panel?rid=R77")
+            assert arrived.status_code == 302, arrived.get_data(as_text=True)
+            pid, token = _token(client, arrived)
+            shown = client.post(f"/api/v1/participants/{pid}/display", json=UNSUITABLE,
+                                headers=auth(token)).get_json()
+            assert shown["next"] == {"kind": "redirect",
+                                     "url": "http://127.0.0.1:9/return?status=screenout&id=R77"}
+    finally:
+        sona_site.stop()
