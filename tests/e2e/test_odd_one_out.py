@@ -1,6 +1,7 @@
 """The odd-one-out trial in Chromium on the real task page: keys 1-3 and clicks answer it, the
 server stores what was shown and chosen, and the export's ``odd_one_out`` table names the image
-the participant saw at the chosen position (a screenshot of the first trial is kept)."""
+the participant saw at the chosen position (screenshots of the first two trials are kept); the
+trial announces its state in its status region and has no serious axe-core violation."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 
 from humanlike.server.export.writer import write_export
 from tests.e2e.conftest import serving
-from tests.e2e.participant_driver import Played, play
+from tests.e2e.participant_driver import STATE_JS, Played, play, press_button_screen
+from tests.e2e.test_accessibility import AUDIT_JS, AXE, _live_region
 from tests.e2e.test_demo_experiment import PROLIFIC_DONE, new_page, stored
 from tests.server.test_odd_one_out import write_odd_experiment
 
@@ -26,12 +28,23 @@ def test_an_odd_one_out_block_is_answered_in_the_browser_stored_and_exported(
     with serving(database_url, spec) as live:
         context, page = new_page(chromium)
         page.goto(f"{live.url}/start/odd?PROLIFIC_PID=odd1&STUDY_ID=s1&SESSION_ID=x1")
-        played = play(page, Played(screenshot_dir=ARTIFACTS), until=PROLIFIC_DONE)
+        played = play(page, Played(screenshot_dir=ARTIFACTS), max_trials=1)  # the practice
+        while True:  # past the "practice over" screen to the first main trial
+            page.wait_for_function(f"() => !['busy', 'saving'].includes(({STATE_JS})())")
+            if page.evaluate(STATE_JS) == "odd_one_out":
+                break
+            press_button_screen(page)
+        announced = _live_region(page, ".hl-odd")
+        page.evaluate(AXE.read_text())
+        violations = page.evaluate(AUDIT_JS)
+        played = play(page, played, until=PROLIFIC_DONE)
         context.close()
         p, trials = stored(live.app, "odd1")
         with live.app.app_context():
             write_export("odd", tmp_path / "export")
     assert p.status == "completed"
+    assert announced.startswith("Which image is the odd one out? Press 1")
+    assert violations == []
     odd = [t for t in trials if t.trial_type == "odd_one_out"]
     assert len(odd) == len(played.odd_one_out) == 5 + 1 + 2  # triplets, practice, repeats
     assert [t.response["choice"] for t in odd] == [choice for _, choice in played.odd_one_out]

@@ -133,7 +133,7 @@ var jsPsychOddOneOut = (function (jspsych) {
         slot.dataset.side = side;
         slot.style.height = trial.image_height_px + "px";
         slot.setAttribute("role", "button");
-        slot.setAttribute("aria-label", side + " image (" + (i + 1) + ")");
+        slot.setAttribute("aria-label", (i + 1) + " " + side + " image"); // the visible key first
         const img = P.image(trial[/** @type {"left" | "middle" | "right"} */ (side)], "hl-stimulus", trial.image_height_px);
         slot.appendChild(img);
         stimuli.push(img);
