@@ -21,7 +21,7 @@ PUBLISHED_SPEC: Mapping[str, Any] = {
     "debrief": None, "exclusion": None, "allow_mobile": None, "fullscreen": None,
     "break_every": None, "exclude_participants_from": None, "allocation_cutoff_minutes": None,
     "timeout_minutes": None, "panel": None, "stopping": None, "adaptive": None, "display": None,
-    "resume": None,
+    "resume": None, "replication": None,
 }
 """The spec's keys a dataset publishes: ``None`` publishes the value (every URL in it cut to scheme,
 host and path), a mapping only the keys it lists (of a table, or of each table of a list). A key not

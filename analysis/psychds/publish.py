@@ -21,7 +21,7 @@ import hashlib
 import json
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +48,15 @@ MANIFEST = "materials/stimuli/manifest.csv"
 
 @dataclass(frozen=True)
 class SpecVersion:
-    """One version of the spec participants saw: its hash, spec mapping and rendered texts."""
+    """One version of the spec participants saw: its hash, spec mapping and rendered texts; its
+    manifest rows in manifest order and the texts' Markdown sources (for a replication:
+    :mod:`~humanlike.analysis.psychds.replication`)."""
 
     hash: str
     spec: Mapping[str, Any]
     texts: Mapping[str, str]
+    stimuli: Sequence[Mapping[str, Any]] = ()
+    sources: Mapping[str, str] = field(default_factory=dict)
 
 
 def sha256_file(path: Path) -> str:
@@ -125,8 +129,9 @@ def publish_export(
         folder = out / "documentation" / f"spec-{version.hash[:12]}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "spec.json").write_text(json.dumps(public_spec(version.spec), indent=2) + "\n")
-        for field, text in version.texts.items():
-            (folder / f"{field}.html").write_text(text or "", encoding="utf-8")
+        for name, text in version.texts.items():
+            (folder / f"{name}.html").write_text(text or "", encoding="utf-8")
+        _replication_records(folder, version)
     (out / "analysis").mkdir(exist_ok=True)
     reference = {}
     if models is not None:
@@ -156,6 +161,24 @@ def publish_export(
     _texts(out, study=study, title=title, license=license, authors=authors, date=date,
            written=written, include_free_text=include_free_text, times=times)
     return validate_dataset(out)
+
+
+def _replication_records(folder: Path, version: SpecVersion) -> None:
+    """``stimuli.json`` (manifest rows in order), ``version.json`` (version and design hashes)
+    and each text's Markdown source (``<text>.md``), what ``humanlike replicate`` rebuilds the
+    version from."""
+    from humanlike.analysis.psychds.replication import (
+        STIMULI_RECORD,
+        VERSION_RECORD,
+        version_record,
+    )
+
+    rows = [dict(r) for r in version.stimuli]
+    (folder / STIMULI_RECORD).write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    record = version_record(version.spec, version.texts, rows, version.hash)
+    (folder / VERSION_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    for name, source in version.sources.items():
+        (folder / f"{name}.md").write_text(source, encoding="utf-8")
 
 
 def _check_stimuli(stimuli: pd.DataFrame, root: Path) -> None:

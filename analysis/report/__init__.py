@@ -22,6 +22,7 @@ from humanlike.analysis.planning.report import allocation_section
 from humanlike.analysis.report.alignment import alignment_section
 from humanlike.analysis.report.display import display_section
 from humanlike.analysis.report.methods import design_text, methods_paragraph
+from humanlike.analysis.report.replication import replication_sections
 from humanlike.analysis.report.sections import (
     ReportSettings,
     Section,
@@ -36,7 +37,8 @@ from humanlike.analysis.report.sections import (
 
 __all__ = ["SECTION_KEYS", "Report", "ReportSettings", "Section", "build_report", "coverage"]
 
-#: Section keys in the order the report shows them.
+#: Section keys in the order the report shows them (a replication's spec adds "replication"
+#: before "methods": :mod:`.replication`).
 SECTION_KEYS = ("sample", "timing", "display", "allocation", "reliability", "ceilings", "scores",
                 "kappa", "alignment", "mlds", "psychophysical", "methods")
 
@@ -130,6 +132,7 @@ def build_report(
                               None if truth is None else {k: np.asarray(v)
                                                           for k, v in truth.items()},
                               model_triads, step)
+    sections += replication_sections(export, spec, settings, results, step)  # [replication]
     counts = {"sample": export.sample_sentence() or "", "design": design_text(spec, export)}
     present = {s.key for s in sections if s.missing is None}
     methods = methods_paragraph(spec, counts, rule_set, settings, present)

@@ -73,6 +73,7 @@ class StudyResults:
     mlds_participants: Any = None
     psychophysical: pd.DataFrame | None = None
     alignment: Any = None
+    replication: Any = None
     notes: list[str] = field(default_factory=list)
 
 

@@ -70,6 +70,7 @@ def _is_missing_table(exc: BaseException) -> bool:
         "plan": "humanlike.cli.plan:command",
         "publish": "humanlike.cli.publish:command",
         "score": "humanlike.cli.score:command",
+        "replicate": "humanlike.cli.replicate:command",
     },
 )
 @click.version_option(package_name="humanlike")

@@ -113,6 +113,7 @@ def _study(slug: str) -> tuple[dict, list, Path]:
 
     from humanlike.analysis.psychds.publish import SpecVersion
     from humanlike.server.extensions import db
+    from humanlike.server.study.experiments import text_sources
     from humanlike.server.tables.core import Experiment, Participant
     from humanlike.server.tables.core import SpecVersion as Row
 
@@ -121,7 +122,8 @@ def _study(slug: str) -> tuple[dict, list, Path]:
         Participant.experiment_id == exp.id)).scalars())
     rows = db.session.execute(sa.select(Row).where(Row.experiment_id == exp.id)
                               .order_by(Row.id)).scalars().all()
-    versions = [SpecVersion(r.hash, r.spec, r.texts or {}) for r in rows
+    versions = [SpecVersion(r.hash, r.spec, r.texts or {}, r.stimuli or [],
+                            text_sources(Path(exp.root), r.spec, r.texts or {})) for r in rows
                 if r.id in used or r.hash == exp.spec_hash]
     root = (Path(exp.root) / str(exp.spec["manifest"])).parent
     return {"title": exp.title, "spec": dict(exp.spec)}, versions, root

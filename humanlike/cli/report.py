@@ -22,11 +22,14 @@ _STEPS = 6
 def _spec(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
+    from humanlike.analysis.report.replication import resolve_package
+
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        spec = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise click.BadParameter(f"{path}: not a readable TOML spec: {exc}",
                                  param_hint="--spec") from None
+    return resolve_package(spec, path.parent)  # [replication] package: relative to the spec
 
 
 def _truth(path: Path | None) -> dict[str, Any] | None:

@@ -86,13 +86,31 @@ class LoadedExperiment:
         return keys
 
 
+def render_markdown(text: str) -> str:
+    """A text's Markdown as the HTML participants see (raw HTML in it is escaped)."""
+    return markdown.markdown(text.replace("<", "&lt;"), extensions=["extra"])
+
+
 def render_texts(root: Path, spec: ExperimentSpec) -> dict[str, str]:
     """Consent and instructions Markdown rendered to HTML (raw HTML in them is escaped)."""
-    out = {}
+    return {field: render_markdown((root / getattr(spec, field)).read_text(encoding="utf-8"))
+            for field in TEXT_FIELDS}
+
+
+def text_sources(root: Path, spec: Mapping[str, Any], texts: Mapping[str, str]) -> dict[str, str]:
+    """Each text's Markdown file under ``root``, URLs cut as a dataset publishes them
+    (``disclosure.scrub``), where it still renders to the HTML the version showed (``texts``)."""
+    from humanlike.analysis.psychds.disclosure import scrub
+
+    sources = {}
     for field in TEXT_FIELDS:
-        text = (root / getattr(spec, field)).read_text(encoding="utf-8")
-        out[field] = markdown.markdown(text.replace("<", "&lt;"), extensions=["extra"])
-    return out
+        try:
+            source = scrub((root / str(spec[field])).read_text(encoding="utf-8"))
+        except (KeyError, OSError, UnicodeDecodeError):
+            continue
+        if render_markdown(source) == texts.get(field):
+            sources[field] = source
+    return sources
 
 
 def _check_counts(spec_path: Path, i: int, block: Block, records: tuple[StimulusRecord, ...]) -> None:

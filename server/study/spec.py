@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from humanlike.analysis.exclusions import ExclusionRules
+from humanlike.analysis.psychds.replication import ReplicationSettings
 from humanlike.server.platforms import (
     EXIT_CODE_TYPES,
     PRESETS,
@@ -446,6 +447,9 @@ class ExperimentSpec(_Strict):
     """Adaptive stimulus allocation (``server/live/adaptive.py``, docs/adaptive.md)."""
     display: DisplaySettings | None = None
     resume: ResumeSettings | None = None
+    replication: ReplicationSettings | None = None
+    """The published study this one replicates and its equivalence bounds (``humanlike
+    replicate``, docs/publishing.md)."""
     privacy: Privacy = Field(default_factory=Privacy, exclude=True)
     """What is stored and for how long; a deployment setting (excluded from the spec hash)."""
     breaker: BreakerRules | None = Field(default=None, exclude=True)
@@ -584,7 +588,7 @@ class ExperimentSpec(_Strict):
         for pres in [data.get("presentation"), *(c.get("presentation") for c in data.get("conditions", []))]:
             if isinstance(pres, dict) and pres.get("image_height_deg") is None:
                 pres.pop("image_height_deg", None)
-        for name in ("panel", "stopping", "resume", "adaptive"):
+        for name in ("panel", "stopping", "resume", "adaptive", "replication"):
             if data.get(name) is None:
                 data.pop(name, None)
         stopping = data.get("stopping")

@@ -391,3 +391,187 @@ def test_brainscore_plugins_have_brainscores_layout_and_reproduce_humanlike_scor
     assert published_numbers["ceiling"] == pytest.approx(ceiling, abs=1e-6)
     assert published_numbers["reference"]["pearson_r"] == pytest.approx(score, abs=1e-6)
     assert 0 < ceiling < 1 and 0 < score < 1  # simulated observers: a model may pass the lower bound
+
+
+# --- issue 44 item 3: `humanlike replicate PACKAGE` ----------------------------------------------
+
+REPLICATION_BOUNDS = {"pearson_r": 0.1, "mse": 0.02}
+
+
+@pytest.fixture(scope="module")
+def replicated(published, tmp_path_factory):
+    """The published demo imported as experiment 'demo-rep' on a fresh server database, with
+    bounds declared on the command line."""
+    _, out, _, _ = published
+    base = tmp_path_factory.mktemp("replicate")
+    db = f"sqlite:///{base}/replication.sqlite"
+    bounds = [a for m, v in REPLICATION_BOUNDS.items() for a in ("--bound", f"{m}={v}")]
+    result = CliRunner().invoke(main, ["replicate", str(out), "--slug", "demo-rep", "--out",
+                                       str(base / "rep"), *bounds, "--database-url", db])
+    assert result.exit_code == 0, result.output
+    return base, db, result.output
+
+
+def test_a_replicated_package_keeps_the_design_hash_and_the_seeded_timelines(
+        published, replicated, demo_spec):
+    """The package records the original's own version hash; the replication, under a new slug and
+    its own platform, has another version hash and the same design hash; every timeline the
+    original stored is what the replication builds from the same seed, and back."""
+    import sqlalchemy as sa
+
+    from humanlike.analysis.psychds.replication import design_hash, read_version
+    from humanlike.server import create_app
+    from humanlike.server.extensions import db
+    from humanlike.server.study.experiments import load_experiment
+    from humanlike.server.study.timeline import design_of, generate_timeline
+    from humanlike.server.tables.core import Experiment, Participant
+
+    root, out, _, _ = published
+    base, url, output = replicated
+    original = load_experiment(demo_spec)
+    replica = load_experiment(base / "rep" / "experiment.toml")
+    [folder] = (out / "documentation").glob("spec-*")
+    version = read_version(folder)
+    assert version.version_hash == original.version_hash  # the package names what ran
+    assert version.withheld == ("completion.prolific_code",)
+
+    def design(loaded):
+        return design_hash(loaded.spec.model_dump(mode="json"), loaded.texts,
+                           loaded.stimulus_rows())
+
+    assert design(original) == design(replica) == version.design_hash
+    assert replica.version_hash != original.version_hash  # slug and platform are its own
+    assert (replica.slug, replica.spec.platform_name.value) == ("demo-rep", "local")
+    assert replica.texts == original.texts and replica.stimuli == original.stimuli
+    assert f"design {version.design_hash[:12]} as the original's" in output
+    spec = tomllib.loads((base / "rep" / "experiment.toml").read_text())
+    assert spec["replication"] == {"package": "original", "version": original.version_hash,
+                                   "design_hash": version.design_hash,
+                                   "bounds": REPLICATION_BOUNDS}
+
+    def stored(database_url, slug):
+        app = create_app({"SECRET_KEY": "t", "SQLALCHEMY_DATABASE_URI": database_url})
+        with app.app_context():
+            exp = db.session.execute(sa.select(Experiment).where(Experiment.slug == slug)
+                                     ).scalar_one()
+            timelines = db.session.execute(sa.select(Participant.timeline).where(
+                Participant.experiment_id == exp.id)).scalars().all()
+            return exp.spec_hash, timelines
+
+    spec_hash, none_yet = stored(url, "demo-rep")  # imported on this server, no one ran it yet
+    assert spec_hash == replica.version_hash and none_yet == []
+    _, timelines = stored(f"sqlite:///{root}/demo.sqlite", "demo")
+    assert len(timelines) == 12
+    for timeline in timelines:
+        again = generate_timeline(replica.spec, list(replica.stimuli), timeline["condition"],
+                                  timeline["seed"])
+        assert [design_of(t) for t in timeline["trials"]] == again["trials"]
+        assert timeline["categories"] == again["categories"]
+    for seed in (1, 2**61 + 7):
+        assert generate_timeline(original.spec, list(original.stimuli), "A", seed) == \
+            generate_timeline(replica.spec, list(replica.stimuli), "A", seed)
+
+
+def test_a_tampered_package_is_refused_naming_the_file_and_nothing_is_imported(
+        published, replicated, tmp_path):
+    _, out, _, _ = published
+    _, url, _ = replicated
+    runner = CliRunner()
+    package = tmp_path / "package"
+    shutil.copytree(out, package)
+    [key] = [line.split("  ")[1] for line in
+             (package / "materials" / "stimuli" / "SHA256SUMS").read_text().splitlines()][:1]
+    target = package / "materials" / "stimuli" / key
+    target.write_bytes(target.read_bytes() + b"\0")
+    args = ["--slug", "demo-x", "--out", str(tmp_path / "x"), "--database-url", url]
+    result = runner.invoke(main, ["replicate", str(package), *args])
+    assert result.exit_code != 0
+    assert f"{target}: its sha256 differs" in result.output
+    shutil.copyfile(out / "materials" / "stimuli" / key, target)  # restored: the spec edited
+    [spec] = package.glob("documentation/spec-*/spec.json")
+    spec.write_text(spec.read_text().replace("Rate every digit", "Rate any digit"))
+    result = runner.invoke(main, ["replicate", str(package), *args])
+    assert result.exit_code != 0 and "not the recorded design_hash" in result.output
+    assert str(spec.parent) in result.output
+    result = runner.invoke(main, ["replicate", str(out), "--slug", "demo-rep", "--out",
+                                  str(tmp_path / "x"), "--database-url", url])
+    assert result.exit_code != 0 and "'demo-rep' exists on this server" in result.output
+    result = runner.invoke(main, ["replicate", str(out), *args, "--bound", "pearson_r=-1"])
+    assert result.exit_code != 0 and "pearson_r=-1" in result.output
+    assert not (tmp_path / "x").exists()
+    assert not any(p.name.startswith(".replicate-") for p in tmp_path.iterdir())
+
+
+def test_the_simulated_replication_is_equivalent_to_the_original_within_its_bounds(
+        published, replicated, demo_spec):
+    """12 simulated participants (another seed than the original's, the same generating model)
+    run the replication; its report's replication section finds every score and comparison
+    equivalent within the declared bounds. The means are the package's published scores, a TOST
+    p-value is Welch's two one-sided t-tests by hand, and a test that can fail does: the
+    original's own CI half-widths bound the generating model's score too tightly."""
+    from scipy import stats
+
+    from humanlike.analysis.benchmark.package import read_package
+    from humanlike.analysis.io.export import read_export
+    from humanlike.analysis.report import ReportSettings
+    from humanlike.analysis.report.replication import (
+        equivalence_tests,
+        original_half_widths,
+        participant_values,
+        replication_result,
+        resolve_package,
+    )
+
+    _, out, _, _ = published
+    base, url, _ = replicated
+    rep = base / "rep"
+    models = rep / "original" / "results" / "model_responses.csv"
+    runner = CliRunner()
+    result = runner.invoke(main, ["simulate", str(rep / "experiment.toml"), "--participants",
+                                  "12", "--fail-catch", "2", "--seed", "4", "--models",
+                                  str(models), "--database-url", url])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(main, ["export", "demo-rep", "--out", str(base / "export"),
+                                  "--database-url", url])
+    assert result.exit_code == 0, result.output
+    report = base / "report.html"
+    result = runner.invoke(main, ["report", str(base / "export"), "--spec",
+                                  str(rep / "experiment.toml"), "--models", str(models),
+                                  "--out", str(report), "--n-resamples", "20", "--n-sim", "20"])
+    assert result.exit_code == 0, result.output
+    assert "Replication of a published study" in result.output
+    html = report.read_text()
+    assert 'id="replication"' in html
+    assert "pearson_r: 45 of 45 tests equivalent - the replication is equivalent on it" in html
+    assert "mse: 45 of 45 tests equivalent - the replication is equivalent on it" in html
+    spec = resolve_package(tomllib.loads((rep / "experiment.toml").read_text()), rep)
+    export = read_export(base / "export")
+    tests = replication_result(export, spec, ReportSettings()).tests
+    assert len(tests) == 90 and tests["verdict"].isin(
+        ["equivalent", "different, within the bounds"]).all()
+    assert (tests["n_original"] == 10).all() and (tests["n_replication"] >= 9).all()
+    # the original's means are the package's published scores and lower bounds
+    published_scores = pd.read_csv(out / "results" / "scores.csv")
+    merged = tests.query("kind == 'score'").merge(
+        published_scores, left_on=["subset", "metric", "a"], right_on=["subset", "metric", "model"])
+    assert len(merged) == 24
+    np.testing.assert_allclose(merged["original"], merged["estimate"], rtol=1e-12)
+    ceiling = pd.read_csv(out / "results" / "noise_ceiling.csv").query("bound == 'lower'")
+    lower = tests.query("kind == 'score' and a == 'lower'").merge(ceiling, on=["subset", "metric"])
+    np.testing.assert_allclose(lower["original"], lower["estimate"], rtol=1e-12)
+    # Welch's two one-sided tests by hand (scipy) for one row
+    package = read_package(out)
+    theirs = participant_values(package.export, pd.read_csv(models), package.rules)
+    ours = participant_values(export, pd.read_csv(models), spec["exclusion"])
+    x1, x2 = ours["all", "pearson_r"]["kde"].dropna(), theirs["all", "pearson_r"]["kde"].dropna()
+    v1, v2 = x1.var(ddof=1) / len(x1), x2.var(ddof=1) / len(x2)
+    se, d = np.sqrt(v1 + v2), x1.mean() - x2.mean()
+    df = (v1 + v2) ** 2 / (v1 ** 2 / (len(x1) - 1) + v2 ** 2 / (len(x2) - 1))
+    p = max(stats.t.sf((d + 0.1) / se, df), stats.t.cdf((d - 0.1) / se, df))
+    row = tests.query("kind == 'score' and subset == 'all' and metric == 'pearson_r' and "
+                      "a == 'kde'").iloc[0]
+    assert row["p_tost"] == pytest.approx(p, rel=1e-9) and row["difference"] == pytest.approx(d)
+    # the default bounds (the original's CI half-widths) are tight enough to fail some tests
+    strict = equivalence_tests(theirs, ours, original_half_widths(package), 0.05)
+    assert len(strict) == 90 and not strict["verdict"].isin(
+        ["equivalent", "different, within the bounds"]).all()
