@@ -12,6 +12,8 @@ human pace:
 * rating: each category's key pressed until its level is the one nearest the model's probability
   (``static/js/plugins/rating.js``: a key steps a row up one level, Enter submits);
 * triads: "f" or "j" at random;
+* odd-one-out triplets: the model's odd one out (the image outside the pair whose label
+  probabilities have the largest dot product, ``trial_types.odd_one_out``), clicked;
 * consent, instructions, breaks and the debrief's Finish button: clicked the same way, after
   skimming the screen's words; the debrief's text boxes typed a key at a time;
 * before each answer it waits a log-normal time (median ``RT_MEDIAN_MS``, log-sd ``RT_LOG_SD``).
@@ -37,6 +39,7 @@ from urllib.parse import urlencode, urlsplit
 import numpy as np
 
 from humanlike.server.participants.rehearsal import REHEARSAL_HEADER, SIMULATED_HEADER
+from humanlike.server.trial_types.odd_one_out import odd_one_out_probabilities
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, ElementHandle, Page, Response
@@ -69,6 +72,8 @@ STATE_JS = """() => {
   if (r) return r.dataset.phase === 'loading' || r.dataset.phase === 'done' ? 'busy' : 'rating';
   const t = document.querySelector('.hl-triad');
   if (t) return t.dataset.phase === 'loading' || t.dataset.phase === 'done' ? 'busy' : 'triad';
+  const o = document.querySelector('.hl-odd');
+  if (o) return o.dataset.phase === 'loading' || o.dataset.phase === 'done' ? 'busy' : 'odd_one_out';
   const c = document.querySelector('.hl-classification');
   if (c) return c.dataset.phase === 'response' ? 'classification' : 'busy';
   if (document.querySelector('#jspsych-survey-html-form')) return 'debrief';
@@ -297,6 +302,15 @@ class ScriptedParticipant:
         trial.wait_for_element_state("hidden")
         self.answered += 1
 
+    def odd_one_out(self) -> None:
+        trial = self.screen(".hl-odd")
+        self.think()
+        sides = ("left", "middle", "right")
+        x = np.stack([self.answers.model_p(self.stimulus(f".hl-odd-{side}")) for side in sides])
+        self.click(f".hl-odd-{sides[int(odd_one_out_probabilities(x).argmax())]}")
+        trial.wait_for_element_state("hidden")
+        self.answered += 1
+
     def debrief(self) -> None:
         form = "#jspsych-survey-html-form"
         trial = self.screen(form)
@@ -323,7 +337,7 @@ class ScriptedParticipant:
         screens: dict[str, Callable[[], None]] = {
             "consent": self.consent, "button": self.button_screen,
             "classification": self.classification, "rating": self.rating,
-            "triad": self.triad, "debrief": self.debrief}
+            "triad": self.triad, "odd_one_out": self.odd_one_out, "debrief": self.debrief}
         while True:
             self.page.wait_for_function(READY_JS, timeout=timeout_ms)
             if not on_task_page(self.page.url):
