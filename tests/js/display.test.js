@@ -1,7 +1,7 @@
 // HumanlikeDisplay (static/js/display.js): the virtual chinrest's geometry against independent
 // trigonometry, whole frames at 60, 120 and 144 Hz, the spec's refusals, and prepare()'s record.
 import * as jspsych from "jspsych";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { loadScript } from "./load_script.js";
 
 globalThis.jsPsychModule = jspsych;
@@ -71,6 +71,18 @@ describe("prepare", () => {
     expect(sent[0][1]).toMatchObject({ suitable: false, reason: "whole_frames", refresh_hz: 144 });
     expect(document.querySelector("[data-screen='unsuitable']").dataset.reason).toBe("whole_frames");
     expect(document.getElementById("unsuitable-detail").textContent).toContain("28.80 frames");
+  });
+  it("goes to the platform page the server names when it ends the study there (a declared exit)", async () => {
+    document.body.innerHTML = "<div id='task'></div>";
+    const url = "https://app.prolific.com/submissions/complete?cc=SCREEN01";
+    const queue = { request: () => Promise.resolve({ stored: true, next: { kind: "redirect", url: url } }) };
+    const assign = vi.spyOn(window.location, "assign").mockImplementation(() => {});
+    const tl = { presentation: { mode: "duration", duration_ms: 200, image_height_px: 280 }, trials: [],
+                 display: { whole_frames: true } };
+    expect(await D.prepare(tl, { refresh_hz: 144, frame_ms: 1000 / 144, n_intervals: 60 }, queue)).toBe(false);
+    expect(assign).toHaveBeenCalledWith(url);
+    expect(document.querySelector("[data-screen='unsuitable']").textContent).toContain("Taking you back");
+    assign.mockRestore();
   });
   it("records a suitable display without calibration", async () => {
     const sent = [];
