@@ -161,3 +161,21 @@ def adaptive_pool_size(export: Export, pi: np.ndarray) -> int:
     drawn = int(np.isfinite(pi).any(0).sum())
     return max(drawn, int(recorded)) if pd.notna(recorded) else drawn
 
+
+
+def floor_design(export: Export, participants: tuple[str, ...], pi: np.ndarray, n_pool: int,
+                 random_share: float) -> np.ndarray:
+    """(N, max(S, pool)) a lower bound on each participant's inclusion probabilities over the
+    pool, drawn or not, from what the export records: n / pool for a draw before the first
+    weights (``adaptive_design_version`` 0: uniform), else the floor min(1, random_share n / pool)
+    every design keeps (``design.inclusion_probabilities``), n the draw's size. Every array
+    stimulus counts as a pool stimulus. A lower bound on pi only loosens the bound the sequential
+    test fixes before each draw (``ratings.weighted.scaled_differences``), so it stays valid."""
+    n = max(int(np.isfinite(pi).sum(1).max()), 1)
+    people = export.participants
+    version = (dict(zip(people["participant"].astype(str), people["adaptive_design_version"]))
+               if people is not None and "adaptive_design_version" in people else {})
+    uniform = np.array([pd.notna(version.get(str(p))) and int(version[str(p)]) == 0
+                        for p in participants])
+    floor = np.where(uniform, n / n_pool, min(1.0, random_share * n / n_pool))
+    return np.repeat(floor[:, None], max(pi.shape[1], n_pool), axis=1)

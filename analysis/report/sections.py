@@ -225,19 +225,25 @@ def ratings_sections(export: Export, models: pd.DataFrame | None, rules: Any,
             sections.append(weighted)
         stopping = (spec or {}).get("stopping") or {}
         if stopping.get("measure") == "comparisons_decided":
-            monitored_verdicts(weighted or scores, result, models, export, stopping)
+            monitored_verdicts(weighted or scores, result, models, export, stopping,
+                               ((spec or {}).get("adaptive") or {}).get("random_share"))
     return sections
 
 
 def monitored_verdicts(section: Section, result: Any, models: pd.DataFrame, export: Export,
-                       stopping: Mapping[str, Any]) -> None:
+                       stopping: Mapping[str, Any], random_share: float | None = None) -> None:
     """The verdict a monitored study may print: every model pair decided (or not) under the spec's
     declared ``monitoring`` from each analysed participant's Pearson r (an adaptively allocated
-    study: design-weighted score differences, each scaled by its own bound), participants in
+    study: design-weighted score differences, each scaled by a bound fixed before its draw, from
+    the floor ``random_share`` every design keeps: ``planning.report.floor_design``), participants in
     completion order (``analysis.sequential.monitored_differences``, as the live panel's stopping
     indicator), with the guarantee that holds. The bootstrap table above answers a fixed-sample question; a study
     that was looked at as it ran reports these."""
-    from humanlike.analysis.planning.report import adaptive_pool_size, inclusion_matrix
+    from humanlike.analysis.planning.report import (
+        adaptive_pool_size,
+        floor_design,
+        inclusion_matrix,
+    )
     from humanlike.analysis.ratings.scores import model_predictions, participant_scores
     from humanlike.analysis.ratings.weighted import weighted_scores
     from humanlike.analysis.sequential.decide import BOUND
@@ -261,9 +267,12 @@ def monitored_verdicts(section: Section, result: Any, models: pd.DataFrame, expo
         return
     pi = inclusion_matrix(export, array.participants, array.stimuli)
     measure = "Pearson r"
-    if pi is not None:  # adaptive: the design-weighted differences, each scaled by its own bound
+    if pi is not None:  # adaptive: the design-weighted differences, each scaled by a bound
+        n_pool = adaptive_pool_size(export, pi)  # fixed before its draw
+        design = (None if random_share is None else
+                  floor_design(export, array.participants, pi, n_pool, float(random_share)))
         weighted = weighted_scores(array.values, predictions.probabilities, pi, names,
-                                   n_stimuli=adaptive_pool_size(export, pi))
+                                   n_stimuli=n_pool, design=design)
         decided = monitored_differences(weighted.scaled[order], weighted.pairs, stopping, 1.0,
                                         shown=weighted.differences[order])
         measure = "the design-weighted score"

@@ -526,8 +526,8 @@ class ExperimentSpec(_Strict):
         """Each declared exit gives the study's platform what it needs: Prolific a code of the
         type the exit allows (among ``recruitment.prolific.completion_codes`` when listed), a
         redirect source a URL (``platforms.exit_problem``)."""
-        listed = {c.code: c for c in (self.recruitment.prolific.completion_codes
-                                      if self.recruitment and self.recruitment.prolific else [])}
+        table = self.recruitment.prolific if self.recruitment else None
+        listed = {c.code: c for c in (table.completion_codes if table else [])}
         rules = resolve(self.platform.model_dump(mode="json") if isinstance(
             self.platform, PlatformSettings) else self.platform.value)
         for name, outcome in self.completion.exits.items():
@@ -536,7 +536,7 @@ class ExperimentSpec(_Strict):
             if problem:
                 raise ValueError(f"{where}: {problem}")
             code = listed.get(outcome.prolific_code or "")
-            if listed and rules.platform == Platform.PROLIFIC and code is None:
+            if table is not None and rules.platform == Platform.PROLIFIC and code is None:
                 raise ValueError(f"{where}.prolific_code {outcome.prolific_code!r} is not among "
                                  "recruitment.prolific.completion_codes")
             if code is not None and code.code_type not in EXIT_CODE_TYPES[name]:

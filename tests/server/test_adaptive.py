@@ -279,6 +279,15 @@ def test_adaptive_allocation_through_the_api(database_url, adaptive_spec, tmp_pa
     table = section.tables[1].frame.set_index("model")["estimate"]
     for model in MODELS:
         assert table[model] == pytest.approx(every[model], rel=1e-9)
+    # the report's monitored verdict: each difference scaled by a bound fixed before its draw
+    # (the floor random_share gives every design), the guarantee stated
+    from humanlike.analysis.report.sections import Section, monitored_verdicts
+
+    verdict = Section("verdict", "verdict")
+    monitored_verdicts(verdict, analysed, models, export,
+                       {"measure": "comparisons_decided", "monitoring": "continuous"}, 0.25)
+    assert "family-wise error <= 0.05 at any number of looks" in verdict.paragraphs[0]
+    assert "16 participants" in verdict.paragraphs[0]
     # the same study run twice with the same seeds allocates identically
     again = _app(f"sqlite:///{tmp_path / 'again.db'}", adaptive_spec)
     draws_again, design_again = _run_study(again, adaptive_spec)

@@ -301,6 +301,10 @@ def test_exits_are_refused_when_the_code_is_not_of_a_type_the_exit_takes(demo_sp
     with pytest.raises(SpecError, match=r"incompatible_device\.prolific_code 'UNLISTED' is not "
                                         r"among recruitment\.prolific\.completion_codes"):
         load_spec(wrong / "experiment.toml")
+    text = demo_spec.read_text()
+    (wrong / "experiment.toml").write_text(text[:text.index("[[recruitment.prolific.completion")])
+    with pytest.raises(SpecError, match=r"no_consent\.prolific_code 'NOCONSNT' is not among "):
+        load_spec(wrong / "experiment.toml")  # an exit's code must be created on Prolific too
     (wrong / "experiment.toml").write_text(demo_spec.read_text().replace(
         "fixed_screen_out_reward = 40\n", ""))
     with pytest.raises(SpecError, match="FIXED_SCREEN_OUT_PAYMENT needs fixed_screen_out_reward"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from humanlike.analysis.io.export import read_export
 from humanlike.analysis.planning.recovery import PlanInputs, plan_study
@@ -60,3 +61,23 @@ def test_random_share_ratings_keeps_each_participants_uniform_draw():
     kept = random_share_ratings(ratings, people)
     assert list(zip(kept["participant"], kept["stimulus"])) == [
         ("p1", "a"), ("p1", "b"), ("p9", "z")]
+
+
+def test_floor_design_is_a_lower_bound_on_every_design_the_draw_could_have_used(tmp_path):
+    # pool of 10, 5 drawn each: a version-0 draw is uniform (5/10 everywhere); a weighted draw
+    # keeps at least random_share * 5/10 = 0.125 on every stimulus, whatever its weights
+    from humanlike.analysis.planning.design import inclusion_probabilities
+    from humanlike.analysis.planning.report import floor_design
+
+    pd.DataFrame({"participant": ["p1", "p2"], "status": ["completed"] * 2,
+                  "adaptive_design_version": [0, 3]}).to_csv(tmp_path / "participants.csv",
+                                                             index=False)
+    weighted = inclusion_probabilities(np.r_[np.zeros(5), np.ones(5)], 5, 0.25)
+    pi = np.full((2, 10), np.nan)
+    pi[0, :5] = 0.5
+    drawn = np.argsort(-weighted)[:5]
+    pi[1, drawn] = weighted[drawn]
+    floor = floor_design(read_export(tmp_path), ("p1", "p2"), pi, 10, 0.25)
+    np.testing.assert_allclose(floor, [[0.5] * 10, [0.125] * 10])
+    assert np.all(weighted >= floor[1] - 1e-12)
+    assert weighted.min() == pytest.approx(0.125)  # attained where a stimulus has weight 0
