@@ -34,7 +34,7 @@ from humanlike.analysis.report.sections import (
 
 LOWER = "lower"
 """The noise ceiling's lower bound among the scores (the name the study's comparisons use)."""
-VERDICTS = ("equivalent", "different, within the bounds", "different", "inconclusive")
+VERDICTS = ("equivalent", "equivalent, differs", "different", "inconclusive")
 
 
 def resolve_package(spec: Mapping[str, Any], folder: Path) -> dict[str, Any]:
@@ -268,8 +268,8 @@ def _render(section: Section, result: ReplicationResult, settings: ReportSetting
         "(TOST; Schuirmann 1987) on the per-participant values of the two studies: equivalent "
         f"when the difference (replication - original) is shown to lie within +-bound at "
         f"alpha = {alpha:g}, i.e. its {1 - 2 * alpha:.0%} CI lies inside the bounds; different "
-        "when the Welch t-test rejects a zero difference; both: a difference too small to "
-        f"matter; neither: inconclusive. Bounds: {result.bounds_source}.")
+        "when the Welch t-test rejects a zero difference; both ('equivalent, differs'): a "
+        f"difference too small to matter; neither: inconclusive. Bounds: {result.bounds_source}.")
     lines = []
     for metric in ("pearson_r", "mse"):
         k, n = result.verdict(metric)
@@ -279,17 +279,23 @@ def _render(section: Section, result: ReplicationResult, settings: ReportSetting
                             "intersection-union test at level alpha, Berger 1982)" if k == n
                             else ""))
     section.paragraphs.append("; ".join(lines) + ".")
-    shown = ["subset", "metric", "original", "replication", "difference", "ci_low", "ci_high",
-             "bound", "p_tost", "p_difference", "verdict"]
-    scores = tests[tests["kind"] == "score"].rename(columns={"a": "score"})
-    section.tables.append(Table(scores[["score", *shown]], (
+    ci = f"{1 - 2 * alpha:.0%} CI"
+    shown = tests.copy()
+    shown["score"] = tests["a"].where(tests["b"] == "", tests["a"] + " - " + tests["b"])
+    shown[ci] = [f"[{low:.2g}, {high:.2g}]" if np.isfinite(low) else ""
+                 for low, high in zip(tests["ci_low"], tests["ci_high"], strict=True)]
+    columns = ["score", "subset", "metric", "original", "replication", "difference", ci, "bound",
+               "p_tost", "p_difference", "verdict"]
+    shown = shown.rename(columns={"p_difference": "p_diff"})
+    columns[columns.index("p_difference")] = "p_diff"
+    section.tables.append(Table(shown.loc[shown["kind"] == "score", columns], (
         f"Scores in both studies (mean per-participant value; '{LOWER}': the noise ceiling's "
-        f"lower bound), the difference with its {1 - 2 * alpha:.0%} Welch CI, the equivalence "
-        "bound, the TOST and difference p-values, and the verdict.")))
-    comparisons = tests[tests["kind"] != "score"]
-    section.tables.append(Table(comparisons[["kind", "a", "b", *shown]], (
-        "Comparisons (a - b per participant, as the study's comparisons) in both studies, tested "
-        "the same way.")))
+        f"lower bound), the difference (replication - original) with its {ci} (Welch), the "
+        "equivalence bound, the TOST and difference p-values, and the verdict.")))
+    section.tables.append(Table(
+        shown.loc[shown["kind"] != "score", columns].rename(columns={"score": "comparison"}), (
+            "Comparisons (a - b per participant: model vs model, model vs the lower bound, as "
+            "the study's comparisons) in both studies, tested the same way.")))
     figure = _figure(tests, settings)
     if figure is not None:
         section.figure(figure)

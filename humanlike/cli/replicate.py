@@ -120,5 +120,7 @@ def command(package: Path, slug: str, out: Path, version: str | None, platform: 
     click.echo(f"imported as experiment {slug!r} (version {loaded.version_hash[:12]}, design "
                f"{chosen.design_hash[:12]} as the original's) in {out}")
     click.echo(f"run it:     humanlike serve --experiment {spec_path}")
-    click.echo(f"report it:  humanlike report EXPORT --spec {spec_path} --models "
-               f"{out / 'original' / 'results' / 'model_responses.csv'} (replication section)")
+    models = out / "original" / "results" / "model_responses.csv"
+    click.echo(f"report it:  humanlike report EXPORT --spec {spec_path}"
+               + (f" --models {models}" if models.is_file() else "")
+               + " (its replication section compares with the original)")
