@@ -107,10 +107,12 @@ def login():
             sa.select(AdminUser).where(AdminUser.username == name)).scalar_one_or_none()
         if user is None:  # costs one hash check too, so timing does not tell which usernames exist
             check_password_hash(dummy_password_hash(), form.password.data)
-        elif user.check_password(form.password.data) and not user.active:
+        elif not user.check_password(form.password.data):
+            pass  # one hash check, as for an unknown name
+        elif not user.active:
             flash("This login is deactivated: ask an owner.")
             return render_template("admin/login.html", form=form), 403
-        elif user.check_password(form.password.data):
+        else:
             login_user(user)
             response = redirect(_safe_next(request.args.get("next")))
             give_device_cookie(response, user.username)
