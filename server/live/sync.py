@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from humanlike.server import audit
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import ParticipantStatus, Transition
+from humanlike.server.platforms import Exit
 from humanlike.server.tables.core import Experiment, Participant, utcnow
 
 
@@ -44,6 +45,9 @@ class SyncReport:
     unchanged: int = 0
     unknown: list[str] = field(default_factory=list)
     conflicts: list[dict[str, str]] = field(default_factory=list)
+    exits: list[dict[str, str]] = field(default_factory=list)
+    """Participants who left by a declared exit (``participant.outcome``) and whose submission the
+    platform holds under that exit's code: expected, so neither a change nor a conflict."""
     unknown_submissions: list[dict[str, Any]] = field(default_factory=list)
     """Each unknown record as the platform reports it (participant, submission, status)."""
     withdrawn: list[dict[str, Any]] = field(default_factory=list)
@@ -58,7 +62,7 @@ class SyncReport:
     def as_dict(self) -> dict[str, Any]:
         return {"seen": self.seen, "by_status": dict(self.by_status), "changed": self.changed,
                 "unchanged": self.unchanged, "unknown": self.unknown, "conflicts": self.conflicts,
-                "unknown_submissions": self.unknown_submissions, "withdrawn": self.withdrawn}
+                "exits": self.exits, "unknown_submissions": self.unknown_submissions, "withdrawn": self.withdrawn}
 
 
 def _withdrawn(experiment: Experiment, record: PlatformRecord,
@@ -103,6 +107,10 @@ def apply(experiment: Experiment, records: Iterable[PlatformRecord], actor: str 
             continue
         before = participant.status
         if not transition.apply(participant, now):
+            if participant.outcome not in (None, Exit.COMPLETED):  # left by a declared exit
+                report.exits.append({"participant": participant.public_id, "local": before,
+                                     "outcome": participant.outcome, "platform": record.status})
+                continue
             report.conflicts.append({"participant": participant.public_id, "local": before,
                                      "platform": record.status})
             continue
@@ -116,7 +124,8 @@ def apply(experiment: Experiment, records: Iterable[PlatformRecord], actor: str 
     meta = dict(experiment.recruitment_meta or {})
     meta["synced_at"] = now.isoformat()
     meta["last_sync"] = {"seen": report.seen, "changed": len(report.changed),
-                         "conflicts": len(report.conflicts), "unknown": len(report.unknown),
+                         "conflicts": len(report.conflicts), "exits": len(report.exits),
+                         "unknown": len(report.unknown),
                          "withdrawn": len(report.withdrawn),
                          "withdrawn_approved": report.withdrawn_approved}
     meta["unknown_submissions"] = report.unknown_submissions  # listed on the dashboard

@@ -9,6 +9,7 @@ complete, or be handed the completion code)."""
 
 from __future__ import annotations
 
+import json
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -281,6 +282,16 @@ def test_each_exit_of_the_demo_lands_on_prolific_with_its_code_and_action(
         for outcome in ("no_consent", "display_unsuitable", "failed_attention",
                         "refused_on_return"):
             assert f'data-outcome="{outcome}"' in rows
+
+        # a sync finds each exit's submission where its code's action put it: expected, not a
+        # conflict (the decliner is "returned" here and AWAITING REVIEW on Prolific)
+        synced = CliRunner().invoke(main, ["recruit", "prolific", "sync", "demo",
+                                           "--experiment", str(demo_spec),
+                                           "--database-url", database_url])
+        assert synced.exit_code == 0, synced.output
+        report = json.loads(synced.output[synced.output.index("{"):])
+        assert report["conflicts"] == []
+        assert {e["outcome"] for e in report["exits"]} >= {"no_consent"}
     finally:
         database.dispose(app)
 
