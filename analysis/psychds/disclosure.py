@@ -30,10 +30,12 @@ listed is never published, whatever its name: see :data:`WITHHELD_SPEC`."""
 WITHHELD_SPEC = frozenset({
     "platform.participant_param", "platform.session_param", "platform.study_param",
     "platform.completion_url", "platform.server_completion_url", "platform.completion_code",
-    "platform.id_pattern", "completion.prolific_code", "recruitment", "privacy", "breaker",
+    "platform.id_pattern", "completion.prolific_code", "completion.exits", "recruitment", "privacy",
+    "breaker",
 })
 """The spec's keys deliberately left out: completion URLs (SONA's carry its credit token),
-completion codes, the platform's URL parameters and id pattern, and the deployment tables."""
+completion codes (the exits' codes and redirect URLs too), the platform's URL parameters and id
+pattern, and the deployment tables."""
 
 _URL = re.compile(r"https?://[^\s\"'<>()\[\]]*[^\s\"'<>()\[\].,;:!?]")
 """A URL in text, without the punctuation that ends its sentence."""
