@@ -61,6 +61,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(breaker.bp)
     from humanlike.server.web import lab  # lab sessions (server/web/lab.py)
     app.register_blueprint(lab.bp)
+    from humanlike.server import research_api  # the researcher API (issue 40)
+    app.register_blueprint(research_api.bp)
     from humanlike.server.sources import prolific_events as prolific_hooks
     app.register_blueprint(prolific_hooks.bp)
 

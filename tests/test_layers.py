@@ -21,7 +21,8 @@ SERVER = "humanlike.server"
 # and the web hardening (which write rows) above them.
 FLOORS: list[tuple[str, ...]] = [
     ("",),  # humanlike.server itself: create_app wires everything
-    ("admin", "web", "demo"),  # the three audiences: researcher, participant, simulation
+    ("admin", "web", "demo", "research_api"),  # the audiences: researcher, participant,
+    # simulation, and the researcher API
     ("live",),  # what watches a running study: QC, panel, stopping, breaker, adaptive, sync
     ("export",),
     ("rights",),  # deletion, withdrawal, retention, pseudonyms

@@ -56,6 +56,7 @@ def _is_missing_table(exc: BaseException) -> bool:
         "demo": "humanlike.cli.demo:command",
         "db": "humanlike.cli.db:command",
         "create-admin": "humanlike.cli.create_admin:command",
+        "token": "humanlike.cli.token:command",
         "reset-lock": "humanlike.cli.reset_lock:command",
         "export": "humanlike.cli.export:command",
         "delete-participant": "humanlike.cli.delete_participant:command",

@@ -1,6 +1,6 @@
 """The researcher's dashboard (one blueprint for the admin audience), one module per part: ``auth``
 (login, logout, the login gate on every route), ``permissions`` (what each route needs: roles and
-study membership, issue 40), ``users`` (logins and study members), ``experiments`` (the experiments page and status
+study membership, issue 40), ``users`` (logins and study members), ``tokens`` (personal tokens for the researcher API), ``experiments`` (the experiments page and status
 switch), ``participants`` (an experiment's participants table and one participant's page),
 ``actions`` (approve, reject, bonus, exclude / include, with confirmation), ``jobs`` (the
 progress of bulk actions run in the background), ``listing`` (the
@@ -22,9 +22,10 @@ from humanlike.server.admin import (  # the modules add their routes to bp
     participants,
     permissions,
     safety,
+    tokens,
     users,
 )
 from humanlike.server.admin.blueprint import bp
 
 __all__ = ["actions", "auth", "bp", "downloads", "experiments", "jobs", "listing", "panel_views",
-           "participants", "permissions", "safety", "users"]
+           "participants", "permissions", "safety", "tokens", "users"]

@@ -7,9 +7,7 @@ an unseekable stream with data descriptors), so no participant request waits on 
 
 from __future__ import annotations
 
-import io
 import tempfile
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,43 +20,10 @@ from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.admin.permissions import requires
 from humanlike.server.export.writer import write_export
+from humanlike.server.export.zipped import zip_stream
 from humanlike.server.extensions import db
 from humanlike.server.rights.pseudonyms import key_from_secret
 from humanlike.server.tables.core import utcnow
-
-CHUNK = 1 << 20
-
-
-class _Pipe(io.RawIOBase):
-    """A write-only stream whose written bytes are collected for the next yield."""
-
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data) -> int:  # type: ignore[override]
-        self.parts.append(bytes(data))
-        return len(data)
-
-    def take(self) -> bytes:
-        """What was written since the last call."""
-        out, self.parts = b"".join(self.parts), []
-        return out
-
-
-def zip_stream(folder: Path, prefix: str) -> Iterator[bytes]:
-    """The files of ``folder`` as a zip, yielded in pieces as it is compressed."""
-    pipe = _Pipe()
-    with zipfile.ZipFile(pipe, "w", compression=zipfile.ZIP_DEFLATED) as archive:  # type: ignore[arg-type]
-        for path in sorted(folder.iterdir()):
-            with path.open("rb") as source, archive.open(f"{prefix}/{path.name}", "w") as target:
-                while block := source.read(CHUNK):
-                    target.write(block)
-                    if (data := pipe.take()):
-                        yield data
-    yield pipe.take()
 
 
 def _export_permission() -> Permission:

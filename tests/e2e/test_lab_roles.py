@@ -1,7 +1,8 @@
 """Roles on the dashboard in headless Chromium (issue 40): an owner invites a researcher on the
 users page (the one-time password shown once), makes them a member of a study with one
 permission on its members page, and a viewer's experiment page shows the data without a single
-action. Screenshots in test-artifacts/lab/ (git-ignored)."""
+action; the viewer makes an API token, shown once. Screenshots in test-artifacts/lab/
+(git-ignored)."""
 
 from __future__ import annotations
 
@@ -95,4 +96,15 @@ def test_owner_invites_and_grants_and_a_viewer_sees_no_actions(database_url, tmp
         assert page.locator("form.downloads button").inner_text() == (
             "Download export (zip, pseudonymised)")
         shoot(page, "viewer-experiment")
+        page.click("text=API tokens")
+        page.fill("input[name=name]", "weekly export")
+        page.fill("input[name=days]", "30")
+        page.click("button:has-text('Create')")
+        token = page.locator("#new-token").inner_text()
+        assert token.startswith("hl_") and len(token) > 40
+        row = page.locator("tr[data-token]").first.inner_text()
+        assert "weekly export" in row and "view" in row and token not in row
+        shoot(page, "tokens")
+        page.goto(f"{live.url}/admin/tokens")  # shown once: not on the page again
+        assert page.locator("#new-token").count() == 0
         viewer.close()

@@ -12,7 +12,8 @@ from humanlike.server.extensions import db
 from humanlike.server.tables.core import AuditEntry, Participant
 from tests.server.admin.dashboard_helpers import add_admin, csrf_from, login, run_participant
 
-SAMPLE_ARGS = {"slug": "small", "public_id": "0123456789abcdef", "job_id": "1", "user_id": "1"}
+SAMPLE_ARGS = {"slug": "small", "public_id": "0123456789abcdef", "job_id": "1", "user_id": "1",
+               "token_id": "1"}
 
 
 def admin_rules(app):

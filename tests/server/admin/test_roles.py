@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server.access import GRANTABLE
+from humanlike.server.access import GRANTABLE, issue_token
 from humanlike.server.extensions import db
 from humanlike.server.tables.access import StudyMember
 from humanlike.server.tables.core import (
@@ -71,6 +71,8 @@ def expected(person: str, needs: str) -> int | None:
     role, study, ticks = PEOPLE[person]
     if needs in ("open", "signed in") or role == "owner":
         return None
+    if needs == "own token":
+        return 404  # the token in the URL is the owner's: another login's does not exist for them
     if needs == "owner":
         return 403
     if study != "small":
@@ -125,7 +127,12 @@ def build_lab(app) -> dict[str, object]:
         db.session.commit()
         dummy = db.session.execute(sa.select(AdminUser.id).where(AdminUser.username == "dummy")
                                    ).scalar_one()
-        return {"slug": "small", "public_id": pid, "job_id": str(job.id), "user_id": str(dummy)}
+        olga = db.session.execute(sa.select(AdminUser).where(AdminUser.username == "olga")
+                                  ).scalar_one()
+        token, _ = issue_token(olga, "nightly", ["view"])
+        db.session.commit()
+        return {"slug": "small", "public_id": pid, "job_id": str(job.id), "user_id": str(dummy),
+                "token_id": str(token.id)}
 
 
 @pytest.fixture
