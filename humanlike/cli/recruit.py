@@ -93,7 +93,7 @@ class Context:
             from humanlike.server.sources.recruiters import mturk_sandbox
 
             if sandbox is None:
-                sandbox = mturk_sandbox(self.experiment())
+                sandbox = mturk_sandbox(self.experiment("view"))
             return MTurkClient(sandbox=sandbox, dry_run=self.dry_run, echo=click.echo)
         except PlatformError as exc:
             raise click.ClickException(str(exc)) from exc
