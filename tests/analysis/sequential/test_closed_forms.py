@@ -89,7 +89,7 @@ def test_mixture_capital_stays_within_cover_and_ordentlichs_regret_of_the_best_c
     # universal portfolio of two assets under the Dirichlet(1/2, 1/2) prior: wealth >= the best
     # constant bet's in hindsight / (2 sqrt(t + 1)) (Cover & Ordentlich 1996, Thm 2)
     x = np.random.default_rng(9).beta(6, 4, (20, 100, 1))  # mean 0.6: the bet on "above 1/2" pays
-    log_plus, _ = log_mixture_capital(x, 0.5)
+    log_plus, _ = log_mixture_capital(x, 0.5, nodes=64)  # the prior's mixture exactly: t < 128
     shares = np.linspace(0, 1, 2001)[:-1]
     best = np.log1p(shares * (x[..., None] - 0.5) / 0.5).sum(1).max(-1)  # (20, 1)
     regret = best - log_plus[:, -1]

@@ -113,10 +113,10 @@ def test_differences_outside_the_bound_are_refused():
 
 
 @pytest.mark.parametrize(("method", "studies", "n"), [("betting", STUDIES, 120),
-                                                      ("betting_mixture", 60, 40)])
+                                                      ("betting_mixture", 100, 60)])
 def test_the_confidence_sequence_covers_the_true_mean_at_every_look_at_once(method, studies, n):
     # a skewed difference with known mean 0.1: 2 (Beta(2, 6) - 1/4) + 0.1, within [-0.4, 1.6]
-    # (the mixture's sequence costs its 64 nodes per grid point: fewer, shorter studies)
+    # (the mixture's sequence costs its 16 nodes per grid point: fewer, shorter studies)
     d = skewed_null(studies, n, 1, np.random.default_rng(7)) + 0.1
     result = decide(d, bounds=True, method=method)
     missed = ((result.lower > 0.1) | (result.upper < 0.1)).any(axis=(1, 2))
