@@ -37,4 +37,4 @@ def command(username: str, password: str, database_url: str | None) -> None:
         user.set_password(password)
         user.must_change_password = False  # the operator chose this password
         db.session.commit()
-    click.echo(f"admin {username!r} {'created' if created else 'password reset'}")
+    click.echo(f"admin {username!r} {'created (owner)' if created else 'password reset'}")

@@ -135,3 +135,32 @@ def test_a_studys_members_get_exactly_the_permissions_ticked(app):
     with app.app_context():
         rita = db.session.get(AdminUser, user_id(app, "rita"))
         assert granted(rita, exp.id) == frozenset()
+
+
+@SQLITE
+def test_create_admin_makes_an_owner_and_a_reset_keeps_the_role(app, database_url, tmp_path,
+                                                                 monkeypatch):
+    from click.testing import CliRunner
+
+    from humanlike.cli import main
+
+    monkeypatch.setenv("HUMANLIKE_INSTANCE", str(tmp_path / "instance"))
+
+    def create(name: str, password: str):
+        return CliRunner().invoke(main, ["create-admin", "--username", name, "--password",
+                                         password, "--database-url", database_url])
+
+    made = create("pi", "first password")
+    assert made.exit_code == 0 and "created (owner)" in made.output
+    with app.app_context():
+        pi = db.session.execute(sa.select(AdminUser).where(AdminUser.username == "pi")
+                                ).scalar_one()
+        pi.role, pi.must_change_password = "researcher", True
+        db.session.commit()
+    reset = create("pi", "second password")
+    assert reset.exit_code == 0 and "password reset" in reset.output
+    with app.app_context():
+        pi = db.session.execute(sa.select(AdminUser).where(AdminUser.username == "pi")
+                                ).scalar_one()
+        assert (pi.role, pi.must_change_password) == ("researcher", False)
+        assert pi.check_password("second password")
