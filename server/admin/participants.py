@@ -32,7 +32,7 @@ from humanlike.server.sources import sona
 from humanlike.server.tables.authenticity import ParticipantAuthenticity
 from humanlike.server.tables.core import Event, Participant, ParticipantQC, Payment, Stimulus, Trial
 from humanlike.server.trial_types import responses
-from humanlike.server.trial_types.registry import internal_types, rated_types
+from humanlike.server.trial_types.registry import TRIAL_TYPES, internal_types, rated_types
 
 PAGE_SIZE = 50
 SORTS: dict[str, Any] = {
@@ -358,9 +358,13 @@ def duration(seconds: float | None) -> str:
 
 
 @bp.app_template_filter("response_summary")
-def response_summary(response: Any) -> str:
-    """A trial's response in a few words: the categories rated above 0 (highest first), the
-    debrief's answers, the triad's chosen image or the class chosen; otherwise its JSON."""
+def response_summary(response: Any, trial_type: str | None = None) -> str:
+    """A trial's response in a few words: its type's own summary (the registry's ``summary``: a
+    triad's or a triplet's chosen image), the categories rated above 0 (highest first), the
+    debrief's answers or the class chosen; otherwise its JSON."""
+    kind = TRIAL_TYPES.get(trial_type) if trial_type else None
+    if isinstance(response, dict) and kind is not None and kind.summary is not None:
+        return kind.summary(response)
     if isinstance(response, dict):
         ratings = response.get("ratings")
         if isinstance(ratings, dict):
@@ -372,8 +376,6 @@ def response_summary(response: Any) -> str:
             return "; ".join(f"{k}: {v}" for k, v in answers.items())
         if "response" in response:
             return str(response["response"])
-        if response.get("choice") in ("left", "right"):  # a triad: which outer image was chosen
-            return f"{response['choice']} image chosen as more similar"
         if isinstance(response.get("choice"), str):  # a classification
             return response["choice"]
     return json.dumps(response)

@@ -11,6 +11,7 @@ from humanlike.server.extensions import db
 from humanlike.server.lifecycle import DECLINE, PRE_TRIAL
 from humanlike.server.platforms import Exit, completion_code, declared_exit
 from humanlike.server.tables.core import Participant, Stimulus, Trial, utcnow
+from humanlike.server.trial_types.registry import rated_types
 from humanlike.vocabulary import StimulusKind
 
 DEFAULT_MIN_FAILED_CATCH = 2
@@ -19,12 +20,12 @@ Prolific lets a submission be rejected for attention only after two failed check
 
 
 def failed_catch_trials(participant_id: int) -> int:
-    """The participant's stored catch rating trials (practice out) whose true class is not the one
+    """The participant's stored catch trials of a rated type (practice out) whose true class is not the one
     category rated highest: the attention checks the export's ``catch_accuracy`` counts as wrong."""
     rows = db.session.execute(
         sa.select(Trial.response, Stimulus.true_class)
         .join(Stimulus, Trial.stimulus_id == Stimulus.id)
-        .where(Trial.participant_id == participant_id, Trial.trial_type == "rating",
+        .where(Trial.participant_id == participant_id, Trial.trial_type.in_(rated_types()),
                Trial.practice.is_(False), Stimulus.kind == StimulusKind.CATCH.value,
                Stimulus.true_class.is_not(None))).all()
     if not rows:

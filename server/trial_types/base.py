@@ -129,6 +129,9 @@ class TrialType:
     timeout_answer: dict[str, Any] | None = None
     """The response a trial answered too late sends (with no reaction time); None: the type has
     no timeout, and a replayed timeout answers at the recording's median reaction time."""
+    summary: Callable[[dict[str, Any]], str] | None = None
+    """A stored response in a few words for the dashboard's participant page (the triad's "left
+    image chosen as more similar"); None: the page's generic summary (ratings, answers, choice)."""
     participant_qc: Callable[[pd.DataFrame], pd.DataFrame] | None = None
     """Per-participant QC metrics of this type's stored trials (``live/qc.py``'s ``TRIAL_FIELDS``,
     ``response`` as stored JSON): a frame indexed by participant, one column per metric, kept

@@ -205,6 +205,11 @@ def odd_one_out_label(labels: Sequence[str], label: str) -> dict[str, Any]:
     return {"choice": POSITIONS[list(labels).index(label) % 3]}
 
 
+def odd_one_out_summary(response: dict[str, Any]) -> str:
+    """The triplet's answer in words: which position was chosen as the odd one out."""
+    return f"{response.get('choice')} image chosen as the odd one out"
+
+
 ODD_ONE_OUT = TrialType(
     name="odd_one_out", validate=_validate_odd_one_out, table="odd_one_out",
     frame=odd_one_out_frame,
@@ -221,5 +226,5 @@ ODD_ONE_OUT = TrialType(
     browser=True, designed_trials=odd_one_out_trials, seconds_per_trial=4.0,
     practice_supply=odd_one_out_supply, check_manifest=check_odd_one_out_block,
     settings=("odd_one_out",), simulate=simulate_odd_one_out, label_answer=odd_one_out_label,
-    participant_qc=odd_one_out_qc,
+    participant_qc=odd_one_out_qc, summary=odd_one_out_summary,
 )

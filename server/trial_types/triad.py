@@ -109,6 +109,11 @@ def triad_label(labels: Sequence[str], label: str) -> dict[str, Any]:
     return {"choice": ("left", "right")[list(labels).index(label) % 2]}
 
 
+def triad_summary(response: dict[str, Any]) -> str:
+    """The triad's answer in words: which outer image was chosen as more similar to the centre."""
+    return f"{response.get('choice')} image chosen as more similar"
+
+
 TRIAD = TrialType(
     name="triad", validate=_validate_triad, table="triads", frame=triad_frame,
     columns={
@@ -121,5 +126,5 @@ TRIAD = TrialType(
     },
     browser=True, designed_trials=triad_trials, seconds_per_trial=3.0,
     practice_supply=triad_supply, check_manifest=check_triad_manifest,
-    simulate=simulate_triad, label_answer=triad_label,
+    simulate=simulate_triad, label_answer=triad_label, summary=triad_summary,
 )

@@ -75,7 +75,10 @@ def test_the_participant_page_counts_trials_as_the_participant_saw_them(app, cli
 def test_a_triad_or_classification_answer_is_said_in_words():
     from humanlike.server.admin.participants import response_summary
 
-    assert response_summary({"choice": "left"}) == "left image chosen as more similar"
+    assert response_summary({"choice": "left"}, "triad") == "left image chosen as more similar"
+    assert response_summary({"choice": "middle"}, "odd_one_out") == (
+        "middle image chosen as the odd one out")
+    assert response_summary({"choice": "left"}, "classification") == "left"  # a class named left
     assert response_summary({"choice": "dog"}) == "dog"
     assert response_summary({"other": 1}) == '{"other": 1}'
 
