@@ -13,31 +13,12 @@ they ask the registry (``TRIAL_TYPES[name]``, its fields and the functions at th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from humanlike.server.trial_types.base import TrialType
 from humanlike.server.trial_types.classification import CLASSIFICATION
 from humanlike.server.trial_types.debrief import DEBRIEF
 from humanlike.server.trial_types.odd_one_out import ODD_ONE_OUT
 from humanlike.server.trial_types.rating import RATING
 from humanlike.server.trial_types.triad import TRIAD
-
-if TYPE_CHECKING:  # pandas and numpy are imported by the builders only, so the web app starts without them
-
-    pass
-
-
-# What a type does unless its entry says otherwise (one trial per stimulus)
-
-
-# Timeline entries (the per-type part of ``timeline.generate_timeline``; same draws in the same order)
-
-
-# Manifest checks (``experiments.load_experiment`` names the file and the field)
-
-
-# Simulated answers (``simulate.SimulatedStudy.answer``; all randomness from the observer's rng)
-
 
 TRIAL_TYPES: dict[str, TrialType] = {t.name: t for t in (RATING, TRIAD, CLASSIFICATION, ODD_ONE_OUT,
                                                             DEBRIEF)}
