@@ -47,6 +47,10 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     experiments.init_app(app)
 
+    from humanlike.server.web import i18n
+
+    i18n.init_app(app)  # the participant pages' language: the experiment's spec decides
+
     from humanlike.server import admin, errors
     from humanlike.server.live import breaker
     from humanlike.server.web import api, health, participant

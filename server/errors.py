@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from flask import Blueprint, Flask, abort, current_app, jsonify, render_template, request
+from flask_babel import gettext
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
@@ -79,8 +80,8 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(CSRFError)
     def _csrf_error(exc: CSRFError):
-        return render_template("message.html", title="Form expired",
-                               message="The form expired; go back and try again."), 400
+        return render_template("message.html", title=gettext("Form expired"),
+                               message=gettext("The form expired; go back and try again.")), 400
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):
@@ -90,5 +91,5 @@ def init_app(app: Flask) -> None:
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception):
         app.logger.exception("unhandled error")
-        return render_template("message.html", title="Something went wrong",
-                               message="The server failed. Please try again in a moment."), 500
+        return render_template("message.html", title=gettext("Something went wrong"),
+                               message=gettext("The server failed. Please try again in a moment.")), 500

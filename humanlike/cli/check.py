@@ -60,6 +60,7 @@ def _spec_problems(path: Path, raw: dict[str, Any]) -> list[str]:
 
 def check_experiment(path: Path) -> tuple[list[str], str]:
     """``(problems, summary)`` of the experiment at ``path`` (its folder or its spec file)."""
+    from humanlike.server.study import languages
     from humanlike.server.study.experiments import load_experiment
     from humanlike.server.study.manifest import read_manifest
     from humanlike.server.study.spec import SpecError
@@ -96,6 +97,13 @@ def check_experiment(path: Path) -> tuple[list[str], str]:
     except (SpecError, ValueError, OSError) as exc:
         return [str(exc)], ""
     spec = loaded.spec
+    untranslated = languages.missing(spec.language)
+    if untranslated:
+        shown = "; ".join(repr(m) for m in untranslated[:5])
+        more = f" and {len(untranslated) - 5} more" if len(untranslated) > 5 else ""
+        return [f"{spec_path}: language: the {spec.language!r} catalogue "
+                f"({languages.CATALOGUES / spec.language / 'LC_MESSAGES' / 'messages.po'}) misses "
+                f"{len(untranslated)} translation(s) the participant pages use: {shown}{more}"], ""
     kinds = sorted({r.kind for r in loaded.stimuli})
     blocks = ", ".join(f"{b.name} ({b.trial_type})" for b in spec.blocks)
     return [], (f"{spec_path}: experiment {spec.slug!r} is valid: {len(spec.blocks)} block(s) "

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import sqlalchemy as sa
+from flask_babel import gettext, lazy_gettext
 
 from humanlike.server.extensions import db
 from humanlike.server.participants import trial_store
@@ -192,22 +193,24 @@ def refusals(experiment_id: int) -> list[dict[str, Any]]:
     return [{**row, "n_stored": int(stored.get(ident, 0))} for ident, row in latest.items()]
 
 
-REFUSED_TITLE = "This study cannot be continued"
+REFUSED_TITLE = lazy_gettext("This study cannot be continued")
 
 
 def refusal_message(decision: Decision, platform: str, to_platform: bool = False) -> str:
     """The polite refusal, in plain words, with what it means for payment (``to_platform``: the
-    page's link takes the participant back to the platform with the refusal's code)."""
+    page's link takes the participant back to the platform with the refusal's code), in the
+    page's language (``server/web/i18n.py``)."""
     if decision.reason == "max_age":
-        why = (f"You were away for longer than this study allows ({decision.max_age_minutes} "
-               "minutes), so it cannot be continued.")
+        why = gettext("You were away for longer than this study allows (%(minutes)s minutes), so it "
+                      "cannot be continued.", minutes=decision.max_age_minutes)
     else:
-        why = "This part of the study cannot be continued once it has been left."
+        why = gettext("This part of the study cannot be continued once it has been left.")
+    kept = gettext("Your answers so far are kept (you can still withdraw them).")
     if to_platform:
-        return (f"{why} Your answers so far are kept (you can still withdraw them). \"Back to the "
-                "recruitment site\" below takes you there with this study's code for it.")
-    pay = ("Please return the study on Prolific; the researcher sees how far you got and decides "
-           "about payment for the part you completed." if platform == "prolific" else
-           "The researcher sees how far you got and decides about payment for the part you "
-           "completed.")
-    return f"{why} Your answers so far are kept (you can still withdraw them). {pay}"
+        return " ".join([why, kept, gettext("\u201cBack to the recruitment site\u201d below takes "
+                                            "you there with this study's code for it.")])
+    pay = (gettext("Please return the study on Prolific; the researcher sees how far you got and "
+                   "decides about payment for the part you completed.") if platform == "prolific"
+           else gettext("The researcher sees how far you got and decides about payment for the "
+                        "part you completed."))
+    return " ".join([why, kept, pay])

@@ -8,6 +8,7 @@ import datetime as dt
 
 import sqlalchemy as sa
 from flask import current_app
+from flask_babel import gettext
 
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import DONE
@@ -73,18 +74,18 @@ def platform_advice(platform: str, finished: bool, withdrawn: bool = False,
     participant keeps the submission (it is paid; ``reviewed``: approved or rejected already)."""
     if platform == Platform.PROLIFIC:
         if finished and reviewed:
-            return ("On Prolific, your submission has already been reviewed; withdrawing your "
-                    "data does not change it.")
+            return gettext("On Prolific, your submission has already been reviewed; withdrawing "
+                           "your data does not change it.")
         if finished:
-            return ("On Prolific, please keep your submission and do not return it: withdrawing "
-                    "deletes your answers, not your pay. You finished the study, so your "
-                    "submission is approved and paid as it would have been.")
-        return ("Please also return the study on Prolific (open the study in Prolific and choose "
-                "\u201cReturn\u201d): that is how Prolific is told that you withdrew, and your "
-                "place goes to someone else.")
+            return gettext("On Prolific, please keep your submission and do not return it: "
+                           "withdrawing deletes your answers, not your pay. You finished the "
+                           "study, so your submission is approved and paid as it would have been.")
+        return gettext("Please also return the study on Prolific (open the study in Prolific and "
+                       "choose \u201cReturn\u201d): that is how Prolific is told that you "
+                       "withdrew, and your place goes to someone else.")
     if platform == Platform.MTURK:
-        return "Please also return the HIT on Mechanical Turk."
-    return "You can close this window." if withdrawn else ""
+        return gettext("Please also return the HIT on Mechanical Turk.")
+    return gettext("You can close this window.") if withdrawn else ""
 
 
 def withdrew(slug: str, platform_id: str | None) -> bool:

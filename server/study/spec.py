@@ -31,6 +31,7 @@ from humanlike.server.platforms import (
     exit_problem,
     resolve,
 )
+from humanlike.server.study import languages
 from humanlike.server.study.settings import (
     AdaptiveSettings,
     DisplaySettings,
@@ -433,6 +434,9 @@ class ExperimentSpec(_Strict):
     completion: Completion = Completion()
     debrief: list[DebriefQuestion] = Field(default_factory=list)
     exclusion: Exclusion = Exclusion()
+    language: str = languages.DEFAULT
+    """The participant pages' language: ``en`` or a catalogue under ``translations/``
+    (docs/translations.md)."""
     allow_mobile: bool = False
     fullscreen: bool = False
     break_every: Annotated[int, Field(gt=0)] | None = None
@@ -470,6 +474,14 @@ class ExperimentSpec(_Strict):
     def platform_name(self) -> Platform:
         """The source's name (the preset's, for a ``[platform]`` table)."""
         return self.platform.preset if isinstance(self.platform, PlatformSettings) else self.platform
+
+    @field_validator("language")
+    @classmethod
+    def _shipped_language(cls, value: str) -> str:
+        if value not in languages.shipped():
+            raise ValueError(f"no catalogue for language {value!r}; shipped: "
+                             f"{', '.join(languages.shipped())} (docs/translations.md)")
+        return value
 
     @field_validator("categories")
     @classmethod
@@ -588,6 +600,8 @@ class ExperimentSpec(_Strict):
         for pres in [data.get("presentation"), *(c.get("presentation") for c in data.get("conditions", []))]:
             if isinstance(pres, dict) and pres.get("image_height_deg") is None:
                 pres.pop("image_height_deg", None)
+        if data.get("language") == languages.DEFAULT:  # English (the default): the older hash
+            data.pop("language", None)
         for name in ("panel", "stopping", "resume", "adaptive", "replication"):
             if data.get(name) is None:
                 data.pop(name, None)

@@ -15,6 +15,7 @@ from flask import (
     session,
     url_for,
 )
+from flask_babel import gettext
 from flask_login import current_user
 from sqlalchemy.exc import IntegrityError
 
@@ -56,9 +57,9 @@ def live_experiment(slug: str):
     loaded = experiments.get(slug)
     exp = db.session.execute(sa.select(Experiment).where(Experiment.slug == slug)).scalar_one_or_none()
     if loaded is None or exp is None:
-        return None, _message("Study not found", "This study link is not valid.", 404)
+        return None, _message(gettext("Study not found"), gettext("This study link is not valid."), 404)
     if exp.status != ExperimentStatus.LIVE:
-        return None, _message("Study closed", "This study is not taking participants at the moment.",
+        return None, _message(gettext("Study closed"), gettext("This study is not taking participants at the moment."),
                               410)
     return (loaded, exp), None
 
@@ -73,11 +74,11 @@ def start(slug: str):
     try:
         entry = parse_entry(request, exp.spec.get("platform"))
     except EntryError as exc:
-        return _message("Invalid study link", str(exc), 400)
+        return _message(gettext("Invalid study link"), str(exc), 400)
     rehearsed = rehearsal.is_rehearsal(slug)
     preview_by = current_user.id if current_user.is_authenticated and not rehearsed else None
     if not (admits(exp.spec.get("platform"), entry) or rehearsed or preview_by is not None):
-        return _message("Not for this study", refusal(exp.spec.get("platform")), 403)
+        return _message(gettext("Not for this study"), refusal(exp.spec.get("platform")), 403)
     if entry.preview:
         return render_template("preview.html", spec=loaded.spec,
                                instructions=loaded.markdown_html("instructions"))
@@ -94,16 +95,16 @@ def admit(loaded, exp: Experiment, entry: Entry, preview_by: int | None = None):
         declared = arrival_exit_url(exp.spec, entry, Exit.INCOMPATIBLE_DEVICE)
         if declared is not None:  # the platform's incompatible-device code, decided here
             return redirect(declared)
-        return _message("Please use a computer",
-                        "This study needs a desktop or laptop computer with a keyboard. "
-                        "Please return it or open the link on a computer.", 403)
+        return _message(gettext("Please use a computer"),
+                        gettext("This study needs a desktop or laptop computer with a keyboard. "
+                                "Please return it or open the link on a computer."), 403)
     owned = _owned()
     if entry.platform == Platform.LOCAL and request.args.get("resume"):
         by_code = resume.participant_for_code(exp, request.args["resume"])
         if by_code is None or not resume.resumable(by_code):
-            return _message("Resume code not recognised",
-                            "This resume code does not match an unfinished session of this study. "
-                            "Please check the code, or start again without it.", 404)
+            return _message(gettext("Resume code not recognised"),
+                            gettext("This resume code does not match an unfinished session of this study. "
+                                    "Please check the code, or start again without it."), 404)
         return _resume(by_code, owned, via="resume_code")
     previous = allocation.existing_participant(exp, entry)
     if previous is not None:
@@ -113,25 +114,25 @@ def admit(loaded, exp: Experiment, entry: Entry, preview_by: int | None = None):
         if resume.same_identity(previous, entry) and resume.resumable(previous):
             resume.bind(previous, entry)
             return _resume(previous, owned, via=entry.platform.value)
-        return _message("You have already taken part",
-                        "Our records show you have already taken part in this study, so you "
-                        "cannot take part again. Thank you for your interest.", 409)
+        return _message(gettext("You have already taken part"),
+                        gettext("Our records show you have already taken part in this study, so you "
+                                "cannot take part again. Thank you for your interest."), 409)
     excluded = loaded.spec.exclude_participants_from
     if allocation.took_part_elsewhere(excluded, entry) or retention.hashed_elsewhere(
             excluded, entry.platform, entry.platform_id):
-        return _message("Not eligible",
-                        "You took part in a closely related study, so you cannot take part in "
-                        "this one. Thank you for your interest.", 403)
+        return _message(gettext("Not eligible"),
+                        gettext("You took part in a closely related study, so you cannot take part in "
+                                "this one. Thank you for your interest."), 403)
     if retention.hashed_participant(exp, entry.platform, entry.platform_id):
-        return _message("You have already taken part",
-                        "Our records show you have already taken part in this study, so you "
-                        "cannot take part again. Thank you for your interest.", 409)
+        return _message(gettext("You have already taken part"),
+                        gettext("Our records show you have already taken part in this study, so you "
+                                "cannot take part again. Thank you for your interest."), 409)
     if breaker.paused(exp):
-        return _message("Study paused", "This study is paused at the moment and takes no new "
-                        "participants. Please try again later.", 503)
+        return _message(gettext("Study paused"), gettext("This study is paused at the moment and takes no new "
+                                "participants. Please try again later."), 503)
     if withdrawal.withdrew(exp.slug, entry.platform_id):
-        return _message("You have withdrawn", "You withdrew from this study and your data were "
-                        "deleted, so you cannot take part again. Thank you for your interest.", 409)
+        return _message(gettext("You have withdrawn"), gettext("You withdrew from this study and your data were "
+                                "deleted, so you cannot take part again. Thank you for your interest."), 409)
     if not retention.privacy(exp.slug).store_user_agent:
         user_agent = None  # used for the device check above, not stored ([privacy])
     try:
@@ -151,8 +152,8 @@ def _lost_race(exp: Experiment, entry: Entry, owned: dict[str, str]):
     if winner is not None and resume.same_identity(winner, entry) and resume.resumable(winner):
         resume.bind(winner, entry)
         return _resume(winner, owned, via="simultaneous_arrival")
-    return _message("You have already taken part",
-                    "Our records show you have already started this study in another window.", 409)
+    return _message(gettext("You have already taken part"),
+                    gettext("Our records show you have already started this study in another window."), 409)
 
 
 def _hand_over(participant: Participant, token: str, owned: dict[str, str]):
@@ -212,8 +213,8 @@ def _task_page(participant: Participant, token: str | None):
         target = exit_target(participant)
         if target is not None:  # declined or screened out: the platform, with the exit's code
             return redirect(target["url"])
-        return _message("Study ended", "You did not consent, so the study has ended. "
-                        "Please return the study on your recruitment platform.", 200)
+        return _message(gettext("Study ended"), gettext("You did not consent, so the study has ended. "
+                                "Please return the study on your recruitment platform."), 200)
     refused = resume_policy.refusal_of(participant) if resume.resumable(participant) else None
     if refused is not None:  # refused on a return: the task page stays closed to them
         return _refusal_page(participant, refused)
@@ -224,8 +225,8 @@ def _task_page(participant: Participant, token: str | None):
         "slug": participant.experiment.slug,
         "resume_code": (resume.resume_code(participant)
                         if participant.platform == Platform.LOCAL else None),
-        "reopen": "Please open your original study link again (from the recruitment site or the "
-                  "researcher's message): it brings you back to where you stopped.",
+        "reopen": gettext("Please open your original study link again (from the recruitment site "
+                          "or the researcher's message): it brings you back to where you stopped."),
     }
     return render_template("task.html", config=config, title=participant.experiment.title)
 
@@ -242,9 +243,9 @@ def task(pid: str):
     token = _owned().get(pid)
     participant = _participant(pid)
     if participant is None or token is None:
-        return _message("Session not found",
-                        "This page belongs to another browser session. Please open your "
-                        "original study link again: it brings you back to where you stopped.", 403)
+        return _message(gettext("Session not found"),
+                        gettext("This page belongs to another browser session. Please open your "
+                                "original study link again: it brings you back to where you stopped."), 403)
     return _task_page(participant, token)
 
 
@@ -254,8 +255,8 @@ def run(pid: str):
     fragment or is already in this browser's storage; the page itself holds no secret."""
     participant = _participant(pid)
     if participant is None:
-        return _message("Session not found", "This study session does not exist. Please open "
-                        "your original study link again.", 404)
+        return _message(gettext("Session not found"), gettext("This study session does not exist. Please open "
+                                "your original study link again."), 404)
     return _task_page(participant, None)
 
 

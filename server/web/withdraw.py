@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from flask import Blueprint, render_template, request, session
+from flask_babel import lazy_gettext
 
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import DONE, ParticipantStatus
@@ -15,8 +16,9 @@ from humanlike.server.tables.core import Participant
 
 bp = Blueprint("withdrawal", __name__)
 
-GONE = ("Nothing is stored", "No data of this study session are stored (they may have been "
-        "deleted already). You do not need to do anything else here.")
+GONE = (lazy_gettext("Nothing is stored"),
+        lazy_gettext("No data of this study session are stored (they may have been deleted "
+                     "already). You do not need to do anything else here."))
 
 
 def _participant(pid: str) -> Participant | None:

@@ -20,11 +20,11 @@ var HumanlikeConsent = (function () {
       page.appendChild(el("section", {}, tl.consent_html));
       if (tl.estimated_minutes) {
         page.appendChild(el("p", { id: "duration-estimate", "class": "duration-estimate" },
-          "This study takes about " + tl.estimated_minutes + " minutes."));
+          _("This study takes about %(minutes)s minutes.", { minutes: tl.estimated_minutes })));
       }
-      var agree = /** @type {HTMLButtonElement} */ (el("button", { id: "consent-agree", type: "button" }, "I agree"));
+      var agree = /** @type {HTMLButtonElement} */ (el("button", { id: "consent-agree", type: "button" }, _("I agree")));
       var decline = /** @type {HTMLButtonElement} */ (
-        el("button", { id: "consent-decline", type: "button", "class": "secondary" }, "I do not agree"));
+        el("button", { id: "consent-decline", type: "button", "class": "secondary" }, _("I do not agree")));
       var row = el("p", { "class": "consent-buttons" });
       row.appendChild(agree);
       row.appendChild(decline);
@@ -53,9 +53,10 @@ var HumanlikeConsent = (function () {
   function showDeclined() {
     var target = declinedTarget;
     HumanlikeScreens.taskRoot().innerHTML =
-      "<div class='page' role='status'><h2>Thank you</h2><p>You did not consent, so the study has ended. " +
-      (target ? "Taking you back to the recruitment site&hellip;</p></div>"
-              : "Please return the study on your recruitment platform.</p></div>");
+      "<div class='page' role='status'><h2>" + _("Thank you") + "</h2><p>" +
+      _("You did not consent, so the study has ended.") + " " +
+      (target ? _("Taking you back to the recruitment site&hellip;") + "</p></div>"
+              : _("Please return the study on your recruitment platform.") + "</p></div>");
     if (target && target.kind === "redirect") window.location.assign(target.url);
   }
 
@@ -65,7 +66,7 @@ var HumanlikeConsent = (function () {
    */
   function instructionsScreen(tl) {
     return HumanlikeScreens.buttonScreen("<div class='instructions'>" + tl.instructions_html + "</div>",
-                                         "Start", "instructions");
+                                         _("Start"), "instructions");
   }
 
   return { showConsent: showConsent, showDeclined: showDeclined, instructionsScreen: instructionsScreen };

@@ -35,7 +35,7 @@ var HumanlikeRunner = (function () {
    */
   function labelled(entry) {
     return Object.assign({}, entry, {
-      prompt: "<p class='hl-practice-label' id='practice-label'>Practice trial</p>" + (entry.prompt || ""),
+      prompt: "<p class='hl-practice-label' id='practice-label'>" + _("Practice trial") + "</p>" + (entry.prompt || ""),
     });
   }
 
@@ -67,15 +67,16 @@ var HumanlikeRunner = (function () {
     var message = "unknown trial type " + JSON.stringify(entry.type);
     console.error("humanlike: " + message);
     state.queue.event("error", { message: message, trial_index: entry.index });
-    Screens.showMessage("This study cannot run", "start-error",
-      "This page cannot show one of the study's trials (" + message + "). Please return the study " +
-      "on your recruitment platform and tell the researcher; nothing you did is lost.");
+    Screens.showMessage(_("This study cannot run"), "start-error",
+      _("This page cannot show one of the study's trials (%(problem)s). Please return the study " +
+        "on your recruitment platform and tell the researcher; nothing you did is lost.", { problem: message }));
   }
 
   /** Wait for every trial to be acknowledged, complete, and leave. */
   function finish() {
     var root = Screens.taskRoot();
-    root.innerHTML = "<div class='page'><h2 id='saving'>Saving your responses…</h2><p>Please keep this page open.</p></div>";
+    root.innerHTML = "<div class='page'><h2 id='saving'>" + _("Saving your responses…") + "</h2><p>" +
+      _("Please keep this page open.") + "</p></div>";
     return state.queue.drained().then(function () {
       return state.queue.request("/complete", {});
     }).then(function (/** @type {any} */ res) {
@@ -91,8 +92,9 @@ var HumanlikeRunner = (function () {
         window.location.assign(next.url);
       }
     }, function (/** @type {any} */ err) {
-      Screens.showMessage("Something went wrong", "complete-error",
-        "Your responses are kept in this browser. Please reload the page. (" + (err.error || "error") + ")");
+      Screens.showMessage(_("Something went wrong"), "complete-error",
+        _("Your responses are kept in this browser. Please reload the page. (%(error)s)",
+          { error: err.error || "error" }));
     });
   }
 
@@ -196,9 +198,9 @@ var HumanlikeRunner = (function () {
     state.running = false;
     stopTrials();
     setTimeout(function () {
-      Screens.showMessage("This window is out of date", "outdated",
-        "The study was opened again in another window or tab and goes on there. Your answers " +
-        "from this window are kept. Please close this window.");
+      Screens.showMessage(_("This window is out of date"), "outdated",
+        _("The study was opened again in another window or tab and goes on there. Your answers " +
+          "from this window are kept. Please close this window."));
     }, 0);
   }
 
@@ -210,8 +212,8 @@ var HumanlikeRunner = (function () {
     state.config = config;
     var token = HumanlikeSession.resolveToken(config);
     if (token === null) {
-      Screens.showMessage("Please reopen your study link", "start-error",
-        config.reopen || "Please open your original study link again.");
+      Screens.showMessage(_("Please reopen your study link"), "start-error",
+        config.reopen || _("Please open your original study link again."));
       return;
     }
     if (config.resume_code) HumanlikeSession.showResumeCode(config.resume_code);
@@ -244,7 +246,7 @@ var HumanlikeRunner = (function () {
         });
       });
     }, function (/** @type {any} */ err) {
-      Screens.showMessage("Cannot start", "start-error", (err && err.detail) || "The study could not be loaded.");
+      Screens.showMessage(_("Cannot start"), "start-error", (err && err.detail) || _("The study could not be loaded."));
     });
   }
 

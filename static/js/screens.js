@@ -83,14 +83,14 @@ var HumanlikeScreens = (function () {
       var keys = state.timeline.categories.map(function (c) {
         return "<kbd>" + escapeHtml(c.key.toUpperCase()) + "</kbd> " + escapeHtml(c.label);
       }).join(", ");
-      return "<p>Press a category's key to raise its rating, <kbd>Shift</kbd> + key to lower it, " +
-        "<kbd>Enter</kbd> to submit; or click. Keys: " + keys + ".</p>";
+      return "<p>" + _("Press a category's key to raise its rating, <kbd>Shift</kbd> + key to lower it, " +
+        "<kbd>Enter</kbd> to submit; or click. Keys: %(keys)s.", { keys: keys }) + "</p>";
     }
     if (type === "triad") {
-      return "<p><kbd>F</kbd> or <kbd>&larr;</kbd> for the left image, <kbd>J</kbd> or " +
-        "<kbd>&rarr;</kbd> for the right image; or click it.</p>";
+      return "<p>" + _("<kbd>F</kbd> or <kbd>&larr;</kbd> for the left image, <kbd>J</kbd> or " +
+        "<kbd>&rarr;</kbd> for the right image; or click it.") + "</p>";
     }
-    return "<p>The keys are shown on each trial.</p>";
+    return "<p>" + _("The keys are shown on each trial.") + "</p>";
   }
 
   /**
@@ -106,8 +106,8 @@ var HumanlikeScreens = (function () {
       var name = t.block || "";
       if (t.type !== "debrief" && !t.is_repeat && order.indexOf(name) < 0) order.push(name);
     });
-    if (order.length < 2) return "The task";
-    return "Part " + (order.indexOf(entry.block || "") + 1) + " of " + order.length;
+    if (order.length < 2) return _("The task");
+    return _("Part %(part)s of %(parts)s", { part: order.indexOf(entry.block || "") + 1, parts: order.length });
   }
 
   /**
@@ -117,9 +117,9 @@ var HumanlikeScreens = (function () {
   function introScreen(entry) {
     var info = (state.timeline.blocks || {})[entry.block || ""];
     var text = info && info.intro ? "<p class='hl-intro-text'>" + escapeHtml(info.intro) + "</p>" : "";
-    var practice = entry.practice ? "<p>It starts with a few <strong>practice trials</strong>.</p>" : "";
+    var practice = entry.practice ? "<p>" + _("It starts with a few <strong>practice trials</strong>.") + "</p>" : "";
     return buttonScreen("<h2>" + partTitle(entry) + "</h2>" + text + "<div class='hl-keys'>" + keyHelp(entry.type) +
-                        "</div>" + practice, "Start", "intro");
+                        "</div>" + practice, _("Start"), "intro");
   }
 
   /**
@@ -130,8 +130,8 @@ var HumanlikeScreens = (function () {
     /** @type {Record<string, boolean>} */
     var types = {};
     entries.forEach(function (e) { types[e.type] = true; });
-    return buttonScreen("<h2>Last part</h2><p>A few more trials like the ones before.</p>" +
-      "<div class='hl-keys'>" + Object.keys(types).map(keyHelp).join("") + "</div>", "Start", "intro");
+    return buttonScreen("<h2>" + _("Last part") + "</h2><p>" + _("A few more trials like the ones before.") + "</p>" +
+      "<div class='hl-keys'>" + Object.keys(types).map(keyHelp).join("") + "</div>", _("Start"), "intro");
   }
 
   /**
@@ -139,21 +139,22 @@ var HumanlikeScreens = (function () {
    * @returns {object} a jsPsych trial
    */
   function breakScreen(trial) {
-    return buttonScreen("<h2>Take a break</h2><p>You have done " + (trial - 1) + " of " +
-      HumanlikeSession.taskTotal() + " trials. Rest your eyes for a moment, and continue when you are ready.</p>",
-      "Continue when ready", "break");
+    return buttonScreen("<h2>" + _("Take a break") + "</h2><p>" +
+      _("You have done %(done)s of %(total)s trials. Rest your eyes for a moment, and continue when you are ready.",
+        { done: trial - 1, total: HumanlikeSession.taskTotal() }) + "</p>",
+      _("Continue when ready"), "break");
   }
 
   /** @returns {object} a jsPsych trial */
   function practiceOverScreen() {
-    return buttonScreen("<h2>Practice over</h2><p>The real trials start now. They work exactly " +
-      "like the practice.</p>", "Start", "practice_over");
+    return buttonScreen("<h2>" + _("Practice over") + "</h2><p>" + _("The real trials start now. They work exactly " +
+      "like the practice.") + "</p>", _("Start"), "practice_over");
   }
 
   /** @returns {object} a jsPsych trial: feedback after a practice rating or triad (no right answer) */
   function practiceFeedbackScreen() {
-    return buttonScreen("<h2>Practice answer recorded</h2><p>There is no right or wrong answer " +
-      "here: answer as the images look to you.</p>", "Continue", "practice_feedback");
+    return buttonScreen("<h2>" + _("Practice answer recorded") + "</h2><p>" + _("There is no right or wrong answer " +
+      "here: answer as the images look to you.") + "</p>", _("Continue"), "practice_feedback");
   }
 
   /**
@@ -168,11 +169,11 @@ var HumanlikeScreens = (function () {
 
   /** @returns {object} a jsPsych trial: "welcome back" on a resume, with where the participant stopped */
   function welcomeBackScreen() {
-    var where = "trial " + (HumanlikeSession.countDone() + 1) + " of " + HumanlikeSession.taskTotal();
+    var where = { trial: HumanlikeSession.countDone() + 1, total: HumanlikeSession.taskTotal() };
     var text = state.timeline.restarted_block
-      ? "This part of the study starts again from its beginning: " + where + "."
-      : "You continue where you stopped: " + where + ".";
-    return buttonScreen("<h2>Welcome back</h2><p>" + text + "</p>", "Continue", "resume");
+      ? _("This part of the study starts again from its beginning: trial %(trial)s of %(total)s.", where)
+      : _("You continue where you stopped: trial %(trial)s of %(total)s.", where);
+    return buttonScreen("<h2>" + _("Welcome back") + "</h2><p>" + text + "</p>", _("Continue"), "resume");
   }
 
   /**
@@ -236,18 +237,18 @@ var HumanlikeScreens = (function () {
   function unsuitableScreen(reason, detail, leaving) {
     /** @type {Record<string, string>} */
     var why = {
-      refresh_rate: "This study needs a screen that refreshes at a particular rate, and yours runs at another.",
-      whole_frames: "This study shows images for durations your screen's refresh rate cannot show exactly.",
-      too_small: "The images of this study would not fit in your browser window at the size the study needs.",
-      calibration_failed: "The screen-size and distance measurement did not give plausible values.",
+      refresh_rate: _("This study needs a screen that refreshes at a particular rate, and yours runs at another."),
+      whole_frames: _("This study shows images for durations your screen's refresh rate cannot show exactly."),
+      too_small: _("The images of this study would not fit in your browser window at the size the study needs."),
+      calibration_failed: _("The screen-size and distance measurement did not give plausible values."),
     };
     taskRoot().innerHTML = "<div class='page hl-unsuitable' data-screen='unsuitable' role='status'>" +
-      "<h2>Thank you, but this display is not suitable</h2><p id='unsuitable-why'></p>" +
-      (leaving ? "<p>You did nothing wrong. Taking you back to the recruitment site, which records " +
-                 "that this display did not suit the study&hellip;</p>"
-               : "<p>Please return the study on your recruitment platform (or try again on another computer, " +
-                 "or in a larger window). You did nothing wrong.</p>") +
-      "<p class='hl-unsuitable-detail'>Measured: <span id='unsuitable-detail'></span></p></div>";
+      "<h2>" + _("Thank you, but this display is not suitable") + "</h2><p id='unsuitable-why'></p>" +
+      (leaving ? "<p>" + _("You did nothing wrong. Taking you back to the recruitment site, which records " +
+                 "that this display did not suit the study&hellip;") + "</p>"
+               : "<p>" + _("Please return the study on your recruitment platform (or try again on another computer, " +
+                 "or in a larger window). You did nothing wrong.") + "</p>") +
+      "<p class='hl-unsuitable-detail'>" + _("Measured:") + " <span id='unsuitable-detail'></span></p></div>";
     /** @type {HTMLElement} */ (document.getElementById("unsuitable-why")).textContent = why[reason] || reason;
     /** @type {HTMLElement} */ (document.getElementById("unsuitable-detail")).textContent = detail;
     var root = /** @type {HTMLElement} */ (document.querySelector(".hl-unsuitable"));
@@ -265,8 +266,8 @@ var HumanlikeScreens = (function () {
 
   /** @returns {object} a jsPsych trial: the screen whose button enters full screen */
   function fullscreenScreen() {
-    return buttonScreen("<h2>Full screen</h2><p>This study runs in full screen. " +
-      "Please stay in full screen until the end.</p>", "Enter full screen", "fullscreen",
+    return buttonScreen("<h2>" + _("Full screen") + "</h2><p>" + _("This study runs in full screen. " +
+      "Please stay in full screen until the end.") + "</p>", _("Enter full screen"), "fullscreen",
       function () { enterFullscreen(); });
   }
 
@@ -274,10 +275,10 @@ var HumanlikeScreens = (function () {
   function askFullscreen() {
     if (document.getElementById("fullscreen-prompt")) return;
     var box = el("div", { id: "fullscreen-prompt", "class": "fullscreen-prompt", role: "dialog" });
-    var inner = el("div", { "class": "page" }, "<h2>Please return to full screen</h2>" +
-      "<p>The study runs in full screen. Press the button to go back.</p>");
+    var inner = el("div", { "class": "page" }, "<h2>" + _("Please return to full screen") + "</h2>" +
+      "<p>" + _("The study runs in full screen. Press the button to go back.") + "</p>");
     var button = /** @type {HTMLButtonElement} */ (el("button", { type: "button", id: "fullscreen-return" },
-      "Return to full screen"));
+      _("Return to full screen")));
     button.addEventListener("click", function () {
       enterFullscreen();
       if (box.parentNode) box.parentNode.removeChild(box);

@@ -37,7 +37,8 @@ var HumanlikeSession = (function () {
     if (!box) return;
     if (info.online === false) {
       box.className = "sync-status offline";
-      box.textContent = "Connection lost: your answers are kept and will be sent (" + info.pending + " waiting)";
+      box.textContent = _("Connection lost: your answers are kept and will be sent (%(pending)s waiting)",
+                          { pending: info.pending });
     } else {
       box.className = "sync-status";
       box.textContent = "";
@@ -83,8 +84,8 @@ var HumanlikeSession = (function () {
   function showResumeCode(code) {
     var box = document.getElementById("resume-code");
     if (box) {
-      box.textContent = "Resume code: " + code;
-      box.title = "If your browser closes, open the study link with ?resume=" + code;
+      box.textContent = _("Resume code: %(code)s", { code: code });
+      box.title = _("If your browser closes, open the study link with ?resume=%(code)s", { code: code });
     }
   }
 

@@ -5,6 +5,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { loadScript } from "./load_script.js";
 
 globalThis.jsPsychModule = jspsych;
+loadScript("i18n.js"); // the pages' strings (`_`), as base.html loads it first
 loadScript("frame_clock.js");
 loadScript("presentation.js");
 loadScript("trial_types.js");

@@ -5,6 +5,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { loadScript } from "./load_script.js";
 
+loadScript("i18n.js"); // the pages' strings (`_`), as base.html loads it first
+
 loadScript("provenance.js");
 loadScript("session.js");
 const P = globalThis.HumanlikeProvenance;

@@ -6,6 +6,7 @@ import { loadScript } from "./load_script.js";
 
 globalThis.jsPsychModule = jspsych;
 globalThis.jsPsychHtmlButtonResponse = { info: { name: "html-button-response" } };
+loadScript("i18n.js"); // the pages' strings (`_`), as base.html loads it first
 loadScript("frame_clock.js");
 loadScript("presentation.js");
 loadScript("trial_types.js");

@@ -141,7 +141,8 @@ def test_the_demo_texts_agree_with_its_timeline(tmp_path, mlds, classification):
     assert not re.search(r"minute|hour", consent + instructions, flags=re.I)
     assert "How long it takes is shown below this text." in consent
     shown = js["consent.js"]
-    assert shown.index("tl.consent_html") < shown.index('"This study takes about " + tl.estimated_minutes')
+    assert shown.index("tl.consent_html") < shown.index(
+        '_("This study takes about %(minutes)s minutes.", { minutes: tl.estimated_minutes })')
 
     # the parts, in order: the timeline's blocks by first trial, then the repeats, then the debrief
     headings = re.findall(r"^\d+\. \*\*(.+?)\*\*", instructions, flags=re.M)
@@ -171,11 +172,11 @@ def test_the_demo_texts_agree_with_its_timeline(tmp_path, mlds, classification):
 
     # buttons: "I agree" on the consent page, "Start" on the instructions and each part's screen,
     # "Submit" on a rating trial (the plugin's default label: the spec sets none)
-    assert "By pressing *I agree*" in consent and '"button", { id: "consent-agree", type: "button" }, "I agree"' in shown
+    assert "By pressing *I agree*" in consent and '{ id: "consent-agree", type: "button" }, _("I agree")' in shown
     assert "press *Start* there" in flat
-    assert js["screens.js"].count('"Start", "intro")') == 2  # "Next part" and "Last part"
-    assert re.search(r'tl\.instructions_html \+ "</div>",\s*"Start", "instructions"', shown)
-    label = re.search(r'button_label: \{[^}]*default: "([^"]+)"', js["plugins/rating.js"]).group(1)
+    assert js["screens.js"].count('_("Start"), "intro")') == 2  # "Next part" and "Last part"
+    assert re.search(r'tl\.instructions_html \+ "</div>",\s*_\("Start"\), "instructions"', shown)
+    label = re.search(r'button_label: \{[^}]*default: _\("([^"]+)"\)', js["plugins/rating.js"]).group(1)
     assert f"then *{label}*" in flat and f"**Enter** to {label.lower()}" in flat
     assert f"<kbd>Enter</kbd> to {label.lower()}; or click" in js["screens.js"]  # the part screen
     assert not any(b.model_dump().get("button_label") for b in spec.blocks)

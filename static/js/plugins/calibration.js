@@ -97,15 +97,15 @@ var jsPsychCalibration = (function (jspsych) {
       const cardPhase = (/** @type {string} */ notice) => {
         display_element.innerHTML =
           "<div class='hl-trial hl-calibration' data-phase='card'>" +
-          "<h2>Screen size</h2>" +
-          "<p>Hold a bank card (or any card of that size: a library or ID card) flat against the screen " +
+          "<h2>" + _("Screen size") + "</h2>" +
+          "<p>" + _("Hold a bank card (or any card of that size: a library or ID card) flat against the screen " +
           "over the grey card below, and change the size of the grey card until it matches yours " +
           "exactly. Drag the slider or the card's red corner, or use the <kbd>&larr;</kbd> " +
-          "<kbd>&rarr;</kbd> keys.</p>" +
+          "<kbd>&rarr;</kbd> keys.") + "</p>" +
           "<p class='hl-calibration-notice' id='card-notice' role='alert'></p>" +
           "<div class='hl-card' id='calibration-card'><div class='hl-card-handle' id='card-handle'></div></div>" +
-          "<p><input type='range' id='card-size' min='100' max='1500' step='1' aria-label='Card size'></p>" +
-          "<button type='button' class='jspsych-btn' id='card-done'>The card matches</button></div>";
+          "<p><input type='range' id='card-size' min='100' max='1500' step='1' aria-label='" + _("Card size") + "'></p>" +
+          "<button type='button' class='jspsych-btn' id='card-done'>" + _("The card matches") + "</button></div>";
         const card = /** @type {HTMLElement} */ (display_element.querySelector("#calibration-card"));
         const slider = /** @type {HTMLInputElement} */ (display_element.querySelector("#card-size"));
         const noticeEl = /** @type {HTMLElement} */ (display_element.querySelector("#card-notice"));
@@ -141,8 +141,8 @@ var jsPsychCalibration = (function (jspsych) {
           data.card_width_px = width;
           if (ppmm < D.PX_PER_MM_LIMITS[0] || ppmm > D.PX_PER_MM_LIMITS[1]) {
             if (data.card_attempts >= D.MAX_ATTEMPTS) { data.failed = "card"; finish(); return; }
-            cardPhase("That size is unlikely for a screen: please check the card covers the grey " +
-                      "card exactly, edge to edge, and try again.");
+            cardPhase(_("That size is unlikely for a screen: please check the card covers the grey " +
+                        "card exactly, edge to edge, and try again."));
             return;
           }
           data.px_per_mm = ppmm;
@@ -157,16 +157,16 @@ var jsPsychCalibration = (function (jspsych) {
         const positions = [];
         display_element.innerHTML =
           "<div class='hl-trial hl-calibration' data-phase='blind_spot'>" +
-          "<h2>Viewing distance</h2>" +
-          "<ol class='hl-calibration-steps'><li>Sit as you will during the study and put your left hand on the " +
-          "<kbd>Space</kbd> bar.</li><li>Cover your <strong>right</strong> eye with your right hand.</li>" +
-          "<li>Look at the black square with your left eye, and keep looking at it.</li>" +
-          "<li>Press <kbd>Space</kbd> to start the red ball. It moves left; press <kbd>Space</kbd> " +
-          "as soon as it <strong>disappears</strong>.</li></ol>" +
+          "<h2>" + _("Viewing distance") + "</h2>" +
+          "<ol class='hl-calibration-steps'><li>" + _("Sit as you will during the study and put your left hand on the " +
+          "<kbd>Space</kbd> bar.") + "</li><li>" + _("Cover your <strong>right</strong> eye with your right hand.") + "</li>" +
+          "<li>" + _("Look at the black square with your left eye, and keep looking at it.") + "</li>" +
+          "<li>" + _("Press <kbd>Space</kbd> to start the red ball. It moves left; press <kbd>Space</kbd> " +
+          "as soon as it <strong>disappears</strong>.") + "</li></ol>" +
           "<p class='hl-calibration-notice' id='blind-notice' role='alert'></p>" +
           "<div class='hl-blind-field' id='blind-field'><div class='hl-ball' id='blind-ball'></div>" +
           "<div class='hl-square' id='blind-square'></div></div>" +
-          "<p>Measurements left: <span id='blind-left'></span></p></div>";
+          "<p>" + _("Measurements left:") + " <span id='blind-left'></span></p></div>";
         const field = /** @type {HTMLElement} */ (display_element.querySelector("#blind-field"));
         const ball = /** @type {HTMLElement} */ (display_element.querySelector("#blind-ball"));
         const square = /** @type {HTMLElement} */ (display_element.querySelector("#blind-square"));
@@ -210,8 +210,9 @@ var jsPsychCalibration = (function (jspsych) {
           data.blind_spot_px = positions;
           if (distance < D.DISTANCE_MM_LIMITS[0] || distance > D.DISTANCE_MM_LIMITS[1]) {
             if (data.blind_spot_attempts >= D.MAX_ATTEMPTS) { data.failed = "blind_spot"; finish(); return; }
-            blindSpotPhase("Those answers put you " + Math.round(distance / 10) + " cm from the screen, " +
-                           "which is unlikely. Please keep looking at the square and try again.");
+            blindSpotPhase(_("Those answers put you %(cm)s cm from the screen, " +
+                             "which is unlikely. Please keep looking at the square and try again.",
+                             { cm: Math.round(distance / 10) }));
             return;
           }
           data.viewing_distance_mm = distance;

@@ -267,8 +267,9 @@ var jsPsychClassification = (function (jspsych) {
         if (chosen !== null) chosen.classList.add("hl-chosen");
         if (trial.feedback && trial.correct_label !== null) {
           root.dataset.phase = "feedback";
-          feedback.textContent = correct ? "Correct" : response === "na"
-            ? "Too slow: it was " + trial.correct_label : "Wrong: it was " + trial.correct_label;
+          feedback.textContent = correct ? _("Correct") : response === "na"
+            ? _("Too slow: it was %(label)s", { label: trial.correct_label })
+            : _("Wrong: it was %(label)s", { label: trial.correct_label });
           feedback.className = "hl-feedback " + (correct ? "hl-right" : "hl-wrong");
           this.jsPsych.pluginAPI.setTimeout(() => this.jsPsych.finishTrial(data), trial.feedback_ms);
         } else {
@@ -289,7 +290,7 @@ var jsPsychClassification = (function (jspsych) {
         stage.style.display = "none"; // its inline display would override `hidden`
         screen.hidden = false;
         root.dataset.phase = "response";
-        status.textContent = "Which category was it? Press its key or click it.";
+        status.textContent = _("Which category was it? Press its key or click it.");
         responseOnset = performance.now();
         grid.addEventListener("click", onClick);
         keyboardListener = this.jsPsych.pluginAPI.getKeyboardResponse({
@@ -398,7 +399,7 @@ HumanlikeTrialTypes.register("classification", function classificationTrial(entr
     feedback: Boolean(e.feedback),
     correct_label: e.feedback ? (e.true_class || null) : null,
     frame_ms: ctx.frame.frame_ms,
-    prompt: entry.prompt || "<p>Which category was it?</p>",
+    prompt: entry.prompt || "<p>" + _("Which category was it?") + "</p>",
     data: { humanlike_index: entry.index },
     /** @param {any} data */
     on_finish: function (data) {

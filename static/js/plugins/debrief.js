@@ -12,8 +12,8 @@ HumanlikeTrialTypes.register("debrief", function debriefTrial(entry, ctx) {
   function withdrawNote() {
     var link = document.getElementById("withdraw-link");
     var href = link ? link.getAttribute("href") : null;
-    return href ? "<p class='withdraw-note'>Rather not have your answers used? " +
-      "<a id='debrief-withdraw' href='" + escapeHtml(href) + "'>Withdraw and delete my data</a>.</p>" : "";
+    return href ? "<p class='withdraw-note'>" + _("Rather not have your answers used?") + " " +
+      "<a id='debrief-withdraw' href='" + escapeHtml(href) + "'>" + _("Withdraw and delete my data") + "</a>.</p>" : "";
   }
   var html = questions.map(function (q) {
     if (q.options && q.options.length) {
@@ -31,9 +31,9 @@ HumanlikeTrialTypes.register("debrief", function debriefTrial(entry, ctx) {
   }).join("");
   return {
     type: jsPsychSurveyHtmlForm,
-    preamble: "<h2>A few last questions</h2>" + withdrawNote(),
+    preamble: "<h2>" + _("A few last questions") + "</h2>" + withdrawNote(),
     html: html,
-    button_label: "Finish",
+    button_label: _("Finish"),
     autofocus: questions.length ? "debrief-" + questions[0].name : "",
     data: { humanlike_index: entry.index },
     /** @param {any} data */

@@ -34,6 +34,11 @@ var jsPsychOddOneOut = (function (jspsych) {
 
   /** The three positions, left to right. */
   const POSITIONS = ["left", "middle", "right"];
+  /** @returns {Record<string, string>} each position's accessible name, in the page's language */
+  const SIDE_NAMES = () => ({ left: _("left image"), middle: _("middle image"), right: _("right image") });
+  /** @returns {Record<string, string>} what the status region says once a position is chosen */
+  const CHOSEN = () => ({ left: _("Left image chosen."), middle: _("Middle image chosen."),
+                          right: _("Right image chosen.") });
 
   /** @type {Record<string, string>} */
   const KEY_TO_CHOICE = {
@@ -71,9 +76,9 @@ var jsPsychOddOneOut = (function (jspsych) {
       prompt: {
         type: jspsych.ParameterType.HTML_STRING,
         default:
-          "<p>Which image is the odd one out, the least like the other two?</p>" +
-          "<p><kbd>1</kbd> or <kbd>&larr;</kbd> left, <kbd>2</kbd> or <kbd>&darr;</kbd> middle, " +
-          "<kbd>3</kbd> or <kbd>&rarr;</kbd> right, or click the image.</p>",
+          "<p>" + _("Which image is the odd one out, the least like the other two?") + "</p>" +
+          "<p>" + _("<kbd>1</kbd> or <kbd>&larr;</kbd> left, <kbd>2</kbd> or <kbd>&darr;</kbd> middle, " +
+          "<kbd>3</kbd> or <kbd>&rarr;</kbd> right, or click the image.") + "</p>",
       },
     },
     data: {
@@ -133,7 +138,7 @@ var jsPsychOddOneOut = (function (jspsych) {
         slot.dataset.side = side;
         slot.style.height = trial.image_height_px + "px";
         slot.setAttribute("role", "button");
-        slot.setAttribute("aria-label", (i + 1) + " " + side + " image"); // the visible key first
+        slot.setAttribute("aria-label", (i + 1) + " " + SIDE_NAMES()[side]); // the visible key first
         const img = P.image(trial[/** @type {"left" | "middle" | "right"} */ (side)], "hl-stimulus", trial.image_height_px);
         slot.appendChild(img);
         stimuli.push(img);
@@ -182,7 +187,7 @@ var jsPsychOddOneOut = (function (jspsych) {
         const onset = presentation.onset();
         const timing = presentation.stop(t);
         slots[choice].classList.add("hl-chosen");
-        status.textContent = choice.charAt(0).toUpperCase() + choice.slice(1) + " image chosen.";
+        status.textContent = CHOSEN()[choice];
         this.jsPsych.finishTrial({
           choice: choice,
           chosen: trial[/** @type {"left" | "middle" | "right"} */ (choice)],
@@ -224,8 +229,8 @@ var jsPsychOddOneOut = (function (jspsych) {
         duration_ms: duration_ms,
         frame_ms: trial.frame_ms,
         onShow: () => {
-          status.textContent = "Which image is the odd one out? Press 1 or the left arrow for the " +
-            "left image, 2 or the down arrow for the middle one, 3 or the right arrow for the right one.";
+          status.textContent = _("Which image is the odd one out? Press 1 or the left arrow for the " +
+            "left image, 2 or the down arrow for the middle one, 3 or the right arrow for the right one.");
           keyboardListener = this.jsPsych.pluginAPI.getKeyboardResponse({
             callback_function: onKey,
             valid_responses: Object.keys(KEY_TO_CHOICE),

@@ -111,18 +111,18 @@ var jsPsychRating = (function (jspsych) {
       hint: {
         type: jspsych.ParameterType.HTML_STRING,
         default:
-          "Press a category's key to raise its rating, <kbd>Shift</kbd> + key to lower it, " +
-          "<kbd>Enter</kbd> to submit. Or click.",
+          _("Press a category's key to raise its rating, <kbd>Shift</kbd> + key to lower it, " +
+            "<kbd>Enter</kbd> to submit. Or click."),
       },
       /** Label of the submit button. */
       button_label: {
         type: jspsych.ParameterType.STRING,
-        default: "Submit",
+        default: _("Submit"),
       },
       /** Text shown when `require_change` blocks a submission. */
       require_change_message: {
         type: jspsych.ParameterType.STRING,
-        default: "Please rate at least one category before submitting.",
+        default: _("Please rate at least one category before submitting."),
       },
     },
     data: {
@@ -280,7 +280,7 @@ var jsPsychRating = (function (jspsych) {
       const buttons = categories.map((/** @type {Category} */ category, /** @type {number} */ row) => {
         const rowEl = element("div", "hl-rating-row");
         rowEl.setAttribute("role", "radiogroup");
-        rowEl.setAttribute("aria-label", `${category.label} (key ${category.key})`);
+        rowEl.setAttribute("aria-label", _("%(label)s (key %(key)s)", { label: category.label, key: category.key }));
         rowEl.dataset.row = String(row);
         const name = element("span", "hl-rating-name");
         name.appendChild(element("span", "hl-rating-label", category.label));
@@ -446,8 +446,8 @@ var jsPsychRating = (function (jspsych) {
         duration_ms: duration_ms,
         frame_ms: trial.frame_ms,
         onShow: () => {
-          status.textContent = "Rate each category: press its key to raise its rating, Shift and " +
-            "the key to lower it, Enter to submit.";
+          status.textContent = _("Rate each category: press its key to raise its rating, Shift and " +
+            "the key to lower it, Enter to submit.");
         },
       });
     }

@@ -71,9 +71,9 @@ var jsPsychTriad = (function (jspsych) {
       prompt: {
         type: jspsych.ParameterType.HTML_STRING,
         default:
-          "<p>Which image, left or right, is more similar to the one in the middle?</p>" +
-          "<p><kbd>F</kbd> or <kbd>&larr;</kbd> for left, <kbd>J</kbd> or <kbd>&rarr;</kbd> " +
-          "for right, or click the image.</p>",
+          "<p>" + _("Which image, left or right, is more similar to the one in the middle?") + "</p>" +
+          "<p>" + _("<kbd>F</kbd> or <kbd>&larr;</kbd> for left, <kbd>J</kbd> or <kbd>&rarr;</kbd> " +
+          "for right, or click the image.") + "</p>",
       },
       /** Sequence id (passed through to the data). */
       sequence: { type: jspsych.ParameterType.STRING, default: null },
@@ -150,7 +150,7 @@ var jsPsychTriad = (function (jspsych) {
         if (side !== "reference") {
           slot.classList.add("hl-choosable");
           slot.setAttribute("role", "button");
-          slot.setAttribute("aria-label", side + " image");
+          slot.setAttribute("aria-label", side === "left" ? _("left image") : _("right image"));
         }
         const img = P.image(trial[/** @type {"left" | "reference" | "right"} */ (side)], "hl-stimulus", trial.image_height_px);
         slot.appendChild(img);
@@ -196,7 +196,7 @@ var jsPsychTriad = (function (jspsych) {
         const onset = presentation.onset();
         const timing = presentation.stop(t);
         slots[choice].classList.add("hl-chosen");
-        status.textContent = choice === "left" ? "Left image chosen." : "Right image chosen.";
+        status.textContent = choice === "left" ? _("Left image chosen.") : _("Right image chosen.");
         const chosen = choice === "left" ? trial.s_left : trial.s_right;
         this.jsPsych.finishTrial({
           choice: choice,
@@ -243,8 +243,8 @@ var jsPsychTriad = (function (jspsych) {
         duration_ms: duration_ms,
         frame_ms: trial.frame_ms,
         onShow: () => {
-          status.textContent = "Which outer image is more similar to the middle one? Press F or " +
-            "the left arrow for the left image, J or the right arrow for the right image.";
+          status.textContent = _("Which outer image is more similar to the middle one? Press F or " +
+            "the left arrow for the left image, J or the right arrow for the right image.");
           keyboardListener = this.jsPsych.pluginAPI.getKeyboardResponse({
             callback_function: onKey,
             valid_responses: Object.keys(KEY_TO_CHOICE),
