@@ -515,8 +515,18 @@ def _platform_group(platform: str) -> click.Group:
                                               platform_ref=None, idempotency_key="<payment-key>")
                     recruiter.pay_bonus(row, payment, lambda: None)
                 return
-            _echo_results(actions.bulk(
-                rows, lambda p: actions.pay_bonus(p, ctx.actor, amounts[p.id], reason)))
+            by_amount: dict[str, list[Any]] = {}
+            for row in rows:  # one bulk bonus per batch of participants owed the same amount
+                by_amount.setdefault(amounts[row.id], []).append(row)
+            results = []
+            for owed, group in by_amount.items():
+                try:
+                    results += actions.pay_bonuses(group, ctx.actor, owed, reason)
+                except actions.ActionError as exc:
+                    results += [actions.ActionResult(p.public_id, "refused", False, str(exc),
+                                                     p.status, detail={"field": exc.field})
+                                for p in group]
+            _echo_results(results)
 
         _run(ctx, body)
 

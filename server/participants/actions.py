@@ -383,6 +383,158 @@ def _settle(participant: Participant, payment: Payment, recruiter: Any, actor: s
     return None
 
 
+BONUS_BATCH = 100
+"""Bonuses per platform request in ``pay_bonuses`` (Prolific's bulk bonus takes one CSV row per
+participant; its docs set no limit and advise bulk calls for payments, which contend for the
+workspace's wallet: https://docs.prolific.com/documentation/core-concepts/managing-high-loads)."""
+
+
+class BatchRecruiter(CheckingRecruiter, Protocol):
+    """A platform that pays many bonuses in one request (Prolific's bulk bonus payment)."""
+
+    def bonus_batch_key(self, participant: Participant) -> str:
+        """Bonuses with the same key may share one request (Prolific: the same study)."""
+        ...
+
+    def pay_bonuses(self, pairs: list[tuple[Participant, Payment]],
+                    save: Callable[[], None]) -> dict[str, Any]:
+        """Create one bonus for every pair (its id stored on each payment, ``save()``d), then pay it
+        once; the reply for the whole batch."""
+        ...
+
+
+def pay_bonuses(participants: list[Participant], actor: str, amount: Any, reason: str,
+                batch: int = BONUS_BATCH) -> list[ActionResult]:
+    """``pay_bonus`` for many participants with one platform request per ``batch`` of them, with its
+    guarantees: each (participant, reason) paid at most once. A batch whose pay reply is lost leaves
+    every payment in it ``unknown``; run again, each is checked on the platform first (``_settle``)
+    and those not paid go into a new batch, never the old one paid again (it would pay all of it)."""
+    value = _amount(amount)
+    reason = (reason or "").strip()
+    if not reason:
+        raise ActionError("say what the bonus is for (a reason is required)", "reason")
+    if len(reason) > 200:
+        raise ActionError("the bonus reason is longer than 200 characters", "reason")
+    if batch < 1:
+        raise ActionError(f"a bonus batch holds at least one participant (got {batch})", "batch")
+    if not participants:
+        return []
+    found = recruiter_for(participants[0].experiment)
+    if found is None or not hasattr(found, "pay_bonuses") or len(participants) == 1:
+        return bulk(participants, lambda p: pay_bonus(p, actor, value, reason))
+    recruiter: Any = found
+    done: dict[str, ActionResult] = {}
+    due: list[tuple[Participant, Payment, dict[str, Any]]] = []
+    for participant in participants:
+        payment = _payment_row(participant, value, reason, actor)
+        detail = {"amount": str(payment.amount), "reason": reason,
+                  "payment": payment.idempotency_key}
+        key = participant.public_id
+        if Decimal(str(payment.amount)) != value:
+            done[key] = ActionResult(key, "refused", False, f"a bonus for {reason!r} of "
+                                     f"{payment.amount} already exists for this participant; use "
+                                     "another reason for a further bonus", participant.status,
+                                     detail={"field": "amount"})
+            continue
+        if payment.status in SETTLED:
+            done[key] = _finish(actor, participant, ActionResult(
+                key, "bonus", True, f"already {payment.status}: nothing paid again",
+                participant.status, local_only=payment.status == PaymentStatus.RECORDED,
+                reply=payment.reply, detail={**detail, "duplicate": True}))
+            continue
+        if payment.platform_ref and not shares_platform_ref(payment):
+            done[key] = pay_bonus(participant, actor, value, reason)  # its own created bonus
+            continue
+        previous, attempted = payment.status, _aware(payment.claimed_at)
+        if not _claim(payment):
+            done[key] = _finish(actor, participant, ActionResult(
+                key, "bonus", False, "this bonus is being paid by another request",
+                participant.status, detail={**detail, "duplicate": True}))
+            continue
+        if payment.platform_ref and previous != PaymentStatus.PENDING:
+            settled = _settle(participant, payment, recruiter, actor, detail, previous, attempted)
+            if settled is not None:
+                done[key] = settled
+                continue
+            detail = {**detail, "checked": "not paid", "abandoned": payment.platform_ref}
+        due.append((participant, payment, detail))
+    groups: dict[str, list[tuple[Participant, Payment, dict[str, Any]]]] = {}
+    for item in due:
+        groups.setdefault(recruiter.bonus_batch_key(item[0]), []).append(item)
+    for items in groups.values():
+        for start in range(0, len(items), batch):
+            for result in _pay_batch(recruiter, items[start:start + batch], actor):
+                done[result.participant] = result
+    return [done[p.public_id] for p in participants]
+
+
+BATCH_REF = "batch:"
+"""``Payment.platform_ref`` of a bonus paid in a batch: this prefix and the batch's bonus id (one
+participant's retry must never pay it: that would pay the whole batch again)."""
+
+
+def shares_platform_ref(payment: Payment) -> bool:
+    """Whether the payment's platform bonus is a batch's, shared with other payments."""
+    return bool(payment.platform_ref and payment.platform_ref.startswith(BATCH_REF))
+
+
+def _pay_batch(recruiter: Any, items: list[tuple[Participant, Payment, dict[str, Any]]],
+               actor: str) -> list[ActionResult]:
+    """One platform request for these claimed payments, then each settled alike and audited."""
+    pairs = [(p, pay) for p, pay, _ in items]
+    size = len(items)
+    for _, payment in pairs:  # a new bonus: an earlier batch's (not paid) is never paid again
+        payment.platform_ref = None
+    try:
+        reply = recruiter.pay_bonuses(pairs, db.session.commit)
+    except PlatformError as exc:
+        created = any(pay.platform_ref for _, pay in pairs)
+        unknown = exc.unknown and created
+        results = []
+        for participant, payment, detail in items:
+            payment.reply = exc.reply
+            if unknown:
+                payment.status = PaymentStatus.UNKNOWN  # claimed_at stays: when it was sent
+                message = (f"state unknown: {exc}. It may have been paid (a batch of {size}): "
+                           f"run the same bonus again and {participant.platform} is asked first "
+                           "for each participant; it is paid only if it was not")
+            else:
+                payment.status = (PaymentStatus.CREATED if payment.platform_ref
+                                  else PaymentStatus.FAILED)
+                message = f"not paid: {exc}"
+            checked = (f"checked {participant.platform.capitalize()}: not paid; "
+                       if detail.get("checked") else "")
+            results.append(_finish(actor, participant, ActionResult(
+                participant.public_id, "bonus", False, checked + message, participant.status,
+                reply=exc.reply, detail={**detail, "unknown": unknown, "batch": size})))
+        return results
+    results = []
+    total = sum((Decimal(str(pay.amount)) for _, pay in pairs), Decimal(0))
+    for participant, payment, detail in items:
+        share = Decimal(str(payment.amount)) / total if total else Decimal(0)
+        payment.status, payment.paid_at = PaymentStatus.PAID, utcnow()
+        payment.reply = _share(reply, share)
+        _add_bonus(participant, Decimal(str(payment.amount)))
+        checked = (f"checked {participant.platform.capitalize()}: not paid; "
+                   if detail.get("checked") else "")
+        results.append(_finish(actor, participant, ActionResult(
+            participant.public_id, "bonus", True, checked + f"paid (a batch of {size})",
+            participant.status, reply=payment.reply, detail={**detail, "batch": size})))
+    return results
+
+
+def _share(reply: dict[str, Any], share: Decimal) -> dict[str, Any]:
+    """A batch's reply as one payment keeps it: the set-up's amounts (minor units) scaled to this
+    payment's share, so that summing the payments' fees gives the batch's fees once."""
+    created = reply.get("created")
+    if not isinstance(created, dict):
+        return dict(reply)
+    scaled = {k: (round(float(Decimal(str(v)) * share), 4) if k in ("amount", "fees",
+                                                                      "total_amount", "vat")
+                  and isinstance(v, int | float) else v) for k, v in created.items()}
+    return {**reply, "created": {**scaled, "batch_share": float(share)}}
+
+
 def mark_bonus_paid(participant: Participant, actor: str, reason: str) -> ActionResult:
     """Record a bonus whose state is unknown as paid after the researcher checked the platform
     (Prolific's submissions page shows the bonuses paid); audited, nothing sent."""

@@ -13,7 +13,8 @@ after, so a resumed job never repeats a finished one; an in-flight one (interrup
 checked first: a participant already moved to the action's target status is reported as done
 before the interruption and nothing is sent again, and a bonus is guarded by its payment row
 (``server/participants/actions.py``: claimed, settled with the platform, never paid twice). A participant whose
-data were deleted under the job (a withdrawal) is reported as such, not as an error."""
+data were deleted under the job (a withdrawal) is reported as such, not as an error. Bonuses go
+``actions.BONUS_BATCH`` at a time (``actions.pay_bonuses``: one platform request per batch)."""
 
 from __future__ import annotations
 
@@ -124,6 +125,9 @@ def run(job_id: int, owner: str, budget: float | None = None) -> bool:
                 lease_owner=None, lease_until=None))
             db.session.commit()
             return False
+        if db.session.get(ActionJob, job_id).action == "bonus":  # type: ignore[union-attr]
+            _bonus_batch(job_id)
+            continue
         resumed = item.state == "in_flight"
         item.state, item.attempted_at = "in_flight", utcnow()
         db.session.commit()
@@ -143,6 +147,52 @@ def run(job_id: int, owner: str, budget: float | None = None) -> bool:
         db.session.execute(sa.update(ActionJob).where(ActionJob.id == job_id).values(
             n_done=ActionJob.n_done + 1, n_ok=ActionJob.n_ok + int(bool(result.ok))))
         db.session.commit()
+
+
+def _bonus_batch(job_id: int) -> None:
+    """The job's next ``actions.BONUS_BATCH`` unfinished bonuses paid together
+    (``actions.pay_bonuses``: one platform request for them, each paid at most once; in-flight
+    items of an interrupted job are guarded by their payment rows, as single bonuses are)."""
+    job = db.session.get(ActionJob, job_id)
+    assert job is not None
+    items = db.session.execute(
+        sa.select(ActionJobItem).where(ActionJobItem.job_id == job_id,
+                                       ActionJobItem.state != "done")
+        .order_by(ActionJobItem.position).limit(actions.BONUS_BATCH)).scalars().all()
+    now = utcnow()
+    for item in items:
+        item.state, item.attempted_at = "in_flight", now
+    db.session.commit()
+    ids = [item.participant for item in items]
+    rows = {p.public_id: p for p in db.session.execute(sa.select(Participant).where(
+        Participant.experiment_id == job.experiment_id, Participant.public_id.in_(ids))).scalars()}
+    found: list[actions.ActionResult] = []
+    action, inputs, actor = job.action, dict(job.inputs), job.actor
+    try:
+        found = actions.pay_bonuses([rows[i] for i in ids if i in rows], actor,
+                                    inputs["amount"], inputs["reason"],
+                                    batch=actions.BONUS_BATCH)
+    except actions.ActionError as exc:
+        db.session.rollback()
+        found = [actions.ActionResult(i, "refused", False, str(exc), rows[i].status,
+                                      detail={"field": exc.field}) for i in ids if i in rows]
+    except Exception as exc:  # not a refusal: reported on the items, the job goes on
+        db.session.rollback()
+        log.exception("job %s: bonus batch failed", job_id)
+        found = [actions.ActionResult(i, action, False, f"failed: {type(exc).__name__}",
+                                      "unknown") for i in ids if i in rows]
+    by_id = {r.participant: r for r in found}
+    for item_id, pid in [(item.id, item.participant) for item in items]:
+        result = by_id.get(pid) or actions.ActionResult(
+            pid, action, False, "not done: the participant's data were deleted (withdrawn)",
+            "deleted")
+        row = db.session.get(ActionJobItem, item_id)
+        assert row is not None
+        row.state, row.ok, row.result = "done", bool(result.ok), _shown(result)
+    n_ok = sum(1 for pid in ids if pid in by_id and by_id[pid].ok)
+    db.session.execute(sa.update(ActionJob).where(ActionJob.id == job_id).values(
+        n_done=ActionJob.n_done + len(ids), n_ok=ActionJob.n_ok + n_ok))
+    db.session.commit()
 
 
 SHOWN = ("participant", "action", "ok", "message", "status", "local_only")

@@ -27,7 +27,13 @@ import sqlalchemy as sa
 
 from humanlike.server.extensions import db
 from humanlike.server.lifecycle import APPROVE, REJECT, RETURN, SUBMIT, TIME_OUT, Transition
-from humanlike.server.participants.actions import PaymentStatus, PlatformError, validate_rejection
+from humanlike.server.participants.actions import (
+    BATCH_REF,
+    PaymentStatus,
+    PlatformError,
+    shares_platform_ref,
+    validate_rejection,
+)
 
 if TYPE_CHECKING:
     from humanlike.server.study.spec import ExperimentSpec, ProlificCompletionCode
@@ -360,6 +366,14 @@ class ProlificClient:
         return self.request("POST", "/api/v1/submissions/bonus-payments/",
                             json={"study_id": study_id, "csv_bonuses": csv}) or {"id": "<dry-run>"}
 
+    def create_bonuses(self, study_id: str, rows: list[tuple[str, Decimal]]) -> dict[str, Any]:
+        """Step 1 for many participants of one study: one ``<participant_id>,<amount>`` CSV line
+        each (https://docs.prolific.com/api-reference/bonuses/create-bonus-payments); one id."""
+        csv = "\n".join(f"{who},{Decimal(str(amount)).quantize(Decimal('0.01'))}"
+                         for who, amount in rows)
+        return self.request("POST", "/api/v1/submissions/bonus-payments/",
+                            json={"study_id": study_id, "csv_bonuses": csv}) or {"id": "<dry-run>"}
+
     def pay_bonus(self, bonus_id: str) -> Any:
         """Step 2: pay a bonus set up before. Not idempotent at Prolific: never retried on 5xx."""
         return self.request("POST", f"/api/v1/bulk-bonus-payments/{bonus_id}/pay/",
@@ -593,6 +607,8 @@ class ProlificRecruiter:
         if not study:
             raise PlatformError(f"no Prolific study id for participant {participant.public_id}")
         created = None
+        if payment.platform_ref is not None and shares_platform_ref(payment):
+            payment.platform_ref = None  # a batch's bonus: paying it would pay the whole batch
         if payment.platform_ref is None:
             created = self.client.create_bonus(study, participant.platform_id,
                                                Decimal(str(payment.amount)))
@@ -600,3 +616,27 @@ class ProlificRecruiter:
             save()
         paid = self.client.pay_bonus(payment.platform_ref)
         return {"bonus_id": payment.platform_ref, "created": created, "paid": paid}
+
+    def bonus_batch_key(self, participant: Participant) -> str:
+        """Bonuses share a bulk bonus payment only within one Prolific study."""
+        return participant.study_id or self.experiment.recruitment_ref or ""
+
+    def pay_bonuses(self, pairs: list[tuple[Participant, Payment]],
+                    save: Callable[[], None]) -> dict[str, Any]:
+        """One bulk bonus payment for these participants of one study (its id stored on every
+        payment and saved before the pay step), paid once: Prolific's advice for many bonuses
+        (https://docs.prolific.com/api-reference/bonuses, "You can bulk pay bonuses via the API")."""
+        studies = {self.bonus_batch_key(p) for p, _ in pairs}
+        if len(studies) != 1 or "" in studies:
+            raise PlatformError("a bulk bonus pays participants of one Prolific study; got "
+                                f"{sorted(studies)}")
+        [study] = studies
+        created = self.client.create_bonuses(study, [(p.platform_id, Decimal(str(pay.amount)))
+                                                     for p, pay in pairs])
+        for _, payment in pairs:
+            payment.platform_ref = BATCH_REF + str(created["id"])
+        save()
+        paid = self.client.pay_bonus(str(created["id"]))
+        return {"bonus_id": str(created["id"]), "created": created, "paid": paid,
+                "batch": len(pairs)}
+

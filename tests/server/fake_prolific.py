@@ -38,11 +38,19 @@ Rules and where they are documented:
 - POST /api/v1/submissions/bulk-approve/ {"submission_ids": [...]} or {"study_id", "participant_ids"}
   (https://docs.prolific.com/api-reference/submissions/bulk-approve-submissions)
 - POST /api/v1/submissions/bonus-payments/ {"study_id", "csv_bonuses": "<participant_id>,<amount>\\n"}
-  amounts decimal in the study currency, ids must have taken part (else 400)
+  one line per participant or submission of the study ("Set up bonus payments to one or more
+  participants/submissions in a study"), amounts decimal in the study currency, every id must have
+  taken part (else 400 "which explains which IDs are incorrect": all of them are named) -> 201
+  {id, study, amount, fees, total_amount (minor units)}
   (https://docs.prolific.com/api-reference/bonuses/create-bonus-payments)
-- POST /api/v1/bulk-bonus-payments/{id}/pay/ -> 202; NOT idempotent: paying twice pays twice;
-  payments are made asynchronously "in the following minutes"
-  (https://docs.prolific.com/api-reference/bonuses/pay-bonus-payments)
+- POST /api/v1/bulk-bonus-payments/{id}/pay/ -> 202; NOT idempotent: paying twice pays every row
+  twice; payments are made asynchronously "in the following minutes"
+  (https://docs.prolific.com/api-reference/bonuses/pay-bonus-payments). Bonuses for many
+  participants go in one bulk payment ("You can bulk pay bonuses via the API",
+  https://docs.prolific.com/api-reference/bonuses; "Use bulk endpoints", payments contend for the
+  workspace's wallet: https://docs.prolific.com/documentation/core-concepts/managing-high-loads);
+  the fake answers one request at a time, as the docs ask ("We do not support concurrent
+  requests").
 - GET /api/v1/submissions/{id}/ -> the submission object, whose ``bonus_payments`` lists the bonuses
   paid on it (amounts in minor units) (https://docs.prolific.com/api-reference/submissions/get-submission,
   https://docs.prolific.com/api-reference/submissions/submission-object)
@@ -150,7 +158,8 @@ class FakeProlific:
     requests; ``fail_pay``: how many pay calls answer 503 without paying; ``lose_pay_reply``: how
     many pay calls pay and then answer 503 (the reply lost after the change was applied, as a
     gateway time-out in front of Prolific does); ``fail_transition``: how many submission
-    transitions answer 503 without acting."""
+    transitions answer 503 without acting; ``pay_faults``: pay call number (1-based) -> "fail"
+    (503, nothing paid) or "lose" (paid, then 503), to inject a fault mid-way through batches."""
 
     def __init__(self, token: str):
         self.token = token
@@ -163,6 +172,8 @@ class FakeProlific:
         self.fail_pay = 0
         self.lose_pay_reply = 0
         self.fail_transition = 0
+        self.pay_faults: dict[int, str] = {}
+        self.pay_calls = 0
         self.secrets: dict[str, str] = {}
         self.subscriptions: dict[str, dict[str, Any]] = {}
         self.hook_secrets: dict[str, str] = {}
@@ -711,7 +722,7 @@ class FakeProlific:
         if set(body) != {"study_id", "csv_bonuses"}:
             raise _field_error("csv_bonuses", "study_id and csv_bonuses are required.")
         study = self.study(body["study_id"])
-        rows = []
+        rows, wrong = [], []
         for line in body["csv_bonuses"].strip().split("\n"):
             try:
                 who, amount = line.split(",")
@@ -723,8 +734,10 @@ class FakeProlific:
             took_part = any(s["study_id"] == study["id"] and who in (s["participant_id"], s["id"])
                             for s in self.submissions.values())
             if not took_part:
-                raise _field_error("csv_bonuses", f"{who} did not take part in the study.")
+                wrong.append(who)
             rows.append((who, value))
+        if wrong:
+            raise _field_error("csv_bonuses", f"{', '.join(wrong)} did not take part in the study.")
         bid = self.new_id("7")
         cents = float(sum(v for _, v in rows) * 100)
         self.bonuses[bid] = {"id": bid, "study": study["id"], "rows": rows}
@@ -734,16 +747,18 @@ class FakeProlific:
     def pay(self, bid: str) -> str:
         if bid not in self.bonuses:
             raise Refused(404, f"bulk bonus payment {bid} not found")
-        if self.fail_pay:
-            self.fail_pay -= 1
+        self.pay_calls += 1
+        fault = self.pay_faults.get(self.pay_calls)
+        if self.fail_pay or fault == "fail":
+            self.fail_pay -= 0 if fault == "fail" else 1
             raise Refused(503, "temporarily unavailable")
         self.paid.append(bid)  # not idempotent, as documented: a second call pays again
         for who, value in self.bonuses[bid]["rows"]:
             for s in self.submissions.values():
                 if who in (s["participant_id"], s["id"]):
                     s["bonus_payments"].append(float(value * 100))
-        if self.lose_pay_reply:
-            self.lose_pay_reply -= 1
+        if self.lose_pay_reply or fault == "lose":
+            self.lose_pay_reply -= 0 if fault == "lose" else 1
             raise Refused(503, "upstream timed out")  # paid, but the answer never arrives
         return f"Bulk bonus payment with ID {bid} is being processed asynchronously."
 

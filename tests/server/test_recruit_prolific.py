@@ -801,3 +801,84 @@ def test_groups_lists_creates_and_adds_earlier_completers(rapp, fake, database_u
         meta = db.session.execute(sa.select(Experiment)).scalar_one().recruitment_meta
         assert meta["completers_group"] == {"id": group["id"], "name": "digit raters",
                                             "workspace": "ws1"}
+
+
+# bulk bonuses: one Prolific request per batch, each participant paid exactly once -------------
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the batches, not the backend
+def test_200_bonuses_in_batches_are_paid_exactly_once_with_a_503_mid_way(
+        rapp, fake, database_url, recruit_spec, monkeypatch):
+    from humanlike.server.participants import jobs
+
+    assert recruit(database_url, recruit_spec, "create").exit_code == 0
+    assert recruit(database_url, recruit_spec, "publish").exit_code == 0
+    [study] = fake.studies.values()
+    people = [f"PB{i:04d}" for i in range(200)]
+    subs = {who: fake.join(study["id"], who)[0] for who in people}
+    with rapp.app_context():  # one participant through the link, 199 more like them
+        _, url = fake.join(study["id"], "PB-FIRST")
+        start = rapp.test_client().get(f"/start/small?{urlsplit(url).query}")
+        first_pid = start.headers["Location"].split("#")[0].rstrip("/").split("/")[-1]
+        first = row(first_pid)
+        columns = {c.key: getattr(first, c.key) for c in Participant.__table__.columns
+                   if c.key != "id"}
+        db.session.execute(sa.insert(Participant), [
+            {**columns, "public_id": f"pb{i:04d}", "platform_id": who, "session_id": subs[who],
+             "token_hash": f"{i:064d}"} for i, who in enumerate(people)])
+        db.session.delete(first)
+        db.session.commit()
+        exp = db.session.execute(sa.select(Experiment)).scalar_one()
+    monkeypatch.setattr(actions, "BONUS_BATCH", 50)
+    fake.pay_faults = {2: "fail", 3: "lose"}  # batch 2: 503, unpaid; batch 3: paid, reply lost
+
+    def bulk_bonus():
+        with rapp.app_context():
+            job = jobs.enqueue(db.session.get(Experiment, exp.id), "bonus",
+                               {"amount": "0.50", "reason": "accuracy"}, "admin:alice",
+                               [f"pb{i:04d}" for i in range(200)])
+            owner = jobs.new_owner()
+            assert jobs.claim(job.id, owner) and jobs.run(job.id, owner)
+            return jobs.results(job)
+
+    def statuses():
+        with rapp.app_context():
+            rows = db.session.execute(sa.select(Participant.public_id, Payment.status).join(
+                Payment, Payment.participant_id == Participant.id)).all()
+            return [s for _, s in sorted(rows)]
+
+    creates = lambda: [b for m, p, b in fake.log if p == "/api/v1/submissions/bonus-payments/"]  # noqa: E731
+    out = bulk_bonus()
+    assert len(creates()) == 4 and len(pay_requests(fake)) == 4  # 200 bonuses, 4 requests each
+    assert [len(b["csv_bonuses"].split("\n")) for b in creates()] == [50, 50, 50, 50]
+    assert statuses() == ["paid"] * 50 + ["unknown"] * 100 + ["paid"] * 50
+    assert [r["ok"] for r in out] == [True] * 50 + [False] * 100 + [True] * 50
+    assert all("state unknown" in r["message"] for r in out[50:150])
+    paid = lambda: [fake.submissions[subs[who]]["bonus_payments"] for who in people]  # noqa: E731
+    assert paid() == [[50.0]] * 50 + [[]] * 50 + [[50.0]] * 100  # batch 3 was paid all the same
+
+    out = bulk_bonus()  # at once: every unknown one is checked; none is sent again
+    assert len(pay_requests(fake)) == 4
+    assert statuses() == ["paid"] * 50 + ["unknown"] * 50 + ["paid"] * 100
+    assert all("checked Prolific: not paid yet" in r["message"] for r in out[50:100])
+    assert all("checked Prolific: paid" in r["message"] for r in out[100:150])
+    assert all("nothing paid again" in r["message"] for r in out[:50] + out[150:])
+
+    with rapp.app_context():  # past the settle wait: batch 2 goes again, in a new bulk bonus
+        for payment in db.session.execute(sa.select(Payment).where(
+                Payment.status == "unknown")).scalars():
+            payment.claimed_at = payment.claimed_at - actions.SETTLE_WAIT - dt.timedelta(seconds=1)
+        db.session.commit()
+        # one participant of the unpaid batch bonused alone: a bonus of their own, never the
+        # batch's (paying that would pay all 50 again)
+        single = actions.pay_bonus(row("pb0050"), "admin:alice", "0.50", "accuracy")
+        assert single.ok and "checked Prolific: not paid; paid" in single.message
+    assert creates()[-1]["csv_bonuses"] == "PB0050,0.50" and len(pay_requests(fake)) == 5
+    out = bulk_bonus()
+    assert len(creates()) == 6 and len(pay_requests(fake)) == 6
+    assert len(creates()[-1]["csv_bonuses"].split("\n")) == 49
+    assert len(set(fake.paid)) == len(fake.paid) == 5  # no bulk bonus paid twice
+    assert statuses() == ["paid"] * 200 and all(r["ok"] for r in out)
+    assert paid() == [[50.0]] * 200  # every participant paid exactly once
+    with rapp.app_context():
+        totals = db.session.execute(sa.select(Participant.bonus)).scalars().all()
+        assert sorted(float(t) for t in totals) == [0.5] * 200
+    assert bulk_bonus() and len(pay_requests(fake)) == 6  # a fourth run sends nothing
