@@ -15,6 +15,7 @@ from functools import cache
 
 import sqlalchemy as sa
 from flask import Flask, Response, current_app, g, make_response, render_template, request
+from flask_babel import gettext, ngettext
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from itsdangerous import BadSignature, URLSafeSerializer
@@ -210,12 +211,14 @@ def _too_many_requests(exc: TooManyRequests):
     wait = 60
     if limit is not None:
         wait = min(limit.limit.get_expiry(), max(1, math.ceil(limit.reset_at - time.time())))
-    unit = "second" if wait == 1 else "seconds"
     response = make_response(render_template(
-        "message.html", title="Please wait a moment",
-        message=("Many people are starting this study from the same network (a lab, a classroom "
-                 f"or an office) right now. Please try again in about {wait} {unit}: reload this "
-                 "page then. Nothing is lost.")), 429)
+        "message.html", title=gettext("Please wait a moment"),
+        message=ngettext("Many people are starting this study from the same network (a lab, a "
+                         "classroom or an office) right now. Please try again in about %(num)d "
+                         "second: reload this page then. Nothing is lost.",
+                         "Many people are starting this study from the same network (a lab, a "
+                         "classroom or an office) right now. Please try again in about %(num)d "
+                         "seconds: reload this page then. Nothing is lost.", wait)), 429)
     response.headers["Retry-After"] = str(wait)
     return response
 

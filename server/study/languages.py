@@ -31,6 +31,7 @@ SOURCES: tuple[tuple[str, str], ...] = (
     ("server/participants/resume_policy.py", "python"),
     ("server/rights/withdrawal.py", "python"),
     ("server/errors.py", "python"),
+    ("server/security.py", "python"),  # the /start rate limit's page
 )
 """(glob under ROOT, Babel extraction method) of every file holding participant-facing strings."""
 NOT_PARTICIPANT_FACING = frozenset({"static/js/admin_table.js"})

@@ -18,7 +18,12 @@ from humanlike.server.study.spec import SpecError, load_spec
 
 
 def _ids(catalogue) -> set[str]:
-    return {m.id for m in catalogue if isinstance(m.id, str) and m.id}
+    """The msgids of a catalogue (a plural entry by its singular)."""
+    return {m.id if isinstance(m.id, str) else m.id[0] for m in catalogue if m.id}
+
+
+def _translated(message) -> bool:
+    return all(message.string) if isinstance(message.string, tuple) else bool(message.string)
 
 
 def test_the_extractors_find_the_strings_of_templates_scripts_and_server_messages():
@@ -56,10 +61,14 @@ def test_translations_keep_every_placeholder_and_tag(language):
     catalogue = languages.catalogue(language)
     assert [(m.id, [str(e) for e in errors]) for m, errors in catalogue.check()] == []
     for message in catalogue:
-        if message.id and message.string:
-            for pattern in (r"%\(\w+\)s", r"</?\w+>"):
-                assert sorted(re.findall(pattern, message.id)) == sorted(
-                    re.findall(pattern, message.string)), (language, message.id)
+        if not message.id:
+            continue
+        msgid = message.id if isinstance(message.id, str) else message.id[-1]
+        forms = message.string if isinstance(message.string, tuple) else (message.string,)
+        for text in (f for f in forms if f):
+            for pattern in (r"%\(\w+\)[sd]", r"</?\w+>"):
+                assert sorted(re.findall(pattern, msgid)) == sorted(re.findall(pattern, text)), (
+                    language, msgid)
 
 
 def test_the_sample_catalogue_misses_strings_and_english_misses_none():
@@ -68,7 +77,7 @@ def test_the_sample_catalogue_misses_strings_and_english_misses_none():
     assert "I agree" not in missing and "Take a break" not in missing  # the sample's few
     assert "Study not found" in missing
     assert len(missing) == len(_ids(languages.template())) - len(
-        [m for m in languages.catalogue("ar") if m.id and m.string])
+        [m for m in languages.catalogue("ar") if m.id and _translated(m)])
 
 
 def test_compiled_catalogues_translate_with_their_placeholders():
@@ -76,6 +85,9 @@ def test_compiled_catalogues_translate_with_their_placeholders():
     assert de.gettext("I agree") == "Ich stimme zu"
     assert de.gettext("Part %(part)s of %(parts)s") % {"part": 2, "parts": 3} == "Teil 2 von 3"
     assert languages.translations("es").gettext("Continue") == "Continuar"
+    plural = next(m.id for m in languages.template() if isinstance(m.id, tuple))  # the rate limit's
+    assert "%(num)d Sekunde erneut" in de.ngettext(*plural, 1)
+    assert "%(num)d Sekunden erneut" in de.ngettext(*plural, 30)
 
 
 @pytest.mark.parametrize(("language", "direction"), [("ar", "rtl"), ("he", "rtl"), ("fa", "rtl"),
