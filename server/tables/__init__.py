@@ -3,8 +3,8 @@ them all on ``db.metadata`` (what migrations and ``create_all`` compare against)
 
 from humanlike.server.tables import (  # noqa: F401
     access,
-    api_tokens,
     adaptive,
+    api_tokens,
     authenticity,
     breaker,
     core,
