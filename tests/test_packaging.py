@@ -30,7 +30,7 @@ VENDOR = REPO / "static" / "vendor"
 # the folders that make up the `humanlike` namespace: humanlike/ is itself, every other one is
 # humanlike/<folder> (a committed directory link in humanlike/)
 PACKAGE_FOLDERS = ("humanlike", "server", "analysis", "stimuli", "static", "templates", "deploy",
-                   "migrations")
+                   "migrations", "translations")
 # tracked files under those folders that deliberately stay out of the wheel: none
 NOT_SHIPPED: frozenset[str] = frozenset()
 
@@ -180,6 +180,10 @@ APP_SCRIPT = textwrap.dedent("""\
     page = client.get(task.split("#")[0])
     assert page.status_code == 200, (task, page.status_code)
     assert "jspsych.js" in page.get_data(as_text=True)
+    # the message catalogues ship, and Babel's extractors find the installed pages' strings
+    from humanlike.server.study import languages
+    assert str(languages.CATALOGUES).startswith(str(Path(humanlike.server.__file__).parent.parent))
+    assert len(languages.template()) > 100 and languages.missing("de") == [], "catalogues"
     database.dispose(app)
     print("OK")
 """)
