@@ -1,5 +1,6 @@
 """The researcher's dashboard (one blueprint for the admin audience), one module per part: ``auth``
-(login, logout, the login gate on every route), ``permissions`` (what each route needs: roles and
+(login, logout, the login gate on every route), ``oidc`` (sign-in with the lab's OpenID Connect
+provider), ``permissions`` (what each route needs: roles and
 study membership, issue 40), ``users`` (logins and study members), ``tokens`` (personal tokens for the researcher API), ``experiments`` (the experiments page and status
 switch), ``participants`` (an experiment's participants table and one participant's page),
 ``actions`` (approve, reject, bonus, exclude / include, with confirmation), ``jobs`` (the
@@ -18,6 +19,7 @@ from humanlike.server.admin import (  # the modules add their routes to bp
     experiments,
     jobs,
     listing,
+    oidc,
     panel_views,
     participants,
     permissions,
@@ -27,5 +29,5 @@ from humanlike.server.admin import (  # the modules add their routes to bp
 )
 from humanlike.server.admin.blueprint import bp
 
-__all__ = ["actions", "auth", "bp", "downloads", "experiments", "jobs", "listing", "panel_views",
+__all__ = ["actions", "auth", "bp", "downloads", "experiments", "jobs", "listing", "oidc", "panel_views",
            "participants", "permissions", "safety", "tokens", "users"]

@@ -26,7 +26,7 @@ from humanlike.server.security import (
 )
 from humanlike.server.tables.core import AdminUser
 
-PUBLIC_ENDPOINTS = frozenset({"admin.login"})
+PUBLIC_ENDPOINTS = frozenset({"admin.login", "admin.oidc_login", "admin.oidc_callback"})
 """The only admin endpoints reachable without a login."""
 FIRST_STEP = frozenset({"admin.change_password", "admin.logout"})
 """What a login with a one-time password may use before choosing its own."""

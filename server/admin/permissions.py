@@ -26,7 +26,8 @@ Need = Permission | Callable[[], Permission]
 """A permission, or a function of the request that says which one (a bonus needs ``spend``, an
 approval ``act``)."""
 
-OPEN = frozenset({"admin.login", "admin.logout", "admin.change_password"})
+OPEN = frozenset({"admin.login", "admin.logout", "admin.change_password", "admin.oidc_login",
+                  "admin.oidc_callback"})
 """Routes any login may use (the login page needs none)."""
 ACCESS = "access"
 """The attribute a decorated view carries: ``("study", need)``, ``("owner", None)`` or

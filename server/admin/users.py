@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from flask import abort, flash, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, SelectField, StringField
-from wtforms.validators import DataRequired, Length, Regexp
+from wtforms.validators import DataRequired, Length, Optional, Regexp
 
 from humanlike.server import audit
 from humanlike.server.access import GRANTABLE, Permission, Role
@@ -32,6 +32,9 @@ class InviteForm(FlaskForm):
 
     username = StringField("Username", validators=[DataRequired(), Length(max=80), USERNAME])
     role = SelectField("Role", choices=ROLES, default=Role.VIEWER.value)
+    email = StringField("Email (optional: for sign-in with the lab's provider)",
+                        validators=[Optional(), Length(max=254), Regexp(
+                            r"^[^@\s]+@[^@\s]+\.[^@\s]+$", message="not an email address")])
 
 
 class RoleForm(FlaskForm):
@@ -110,11 +113,16 @@ def invite_user():
                           ).scalar_one_or_none() is not None:
         form.username.errors = [f"a login called {name!r} exists already"]
         return _users_page(invite=form, status=409)
+    email = str(form.email.data or "").strip() or None
+    if email and db.session.execute(sa.select(AdminUser.id).where(
+            sa.func.lower(AdminUser.email) == email.lower())).scalar_one_or_none() is not None:
+        form.email.errors = [f"a login with the email {email!r} exists already"]
+        return _users_page(invite=form, status=409)
     password = one_time_password()
-    user = AdminUser(username=name, role=form.role.data, must_change_password=True)
+    user = AdminUser(username=name, role=form.role.data, must_change_password=True, email=email)
     user.set_password(password)
     db.session.add(user)
-    audit.record(actor(), "user_invite", target=f"user:{name}", detail={"role": user.role})
+    audit.record(actor(), "user_invite", target=f"user:{name}", detail={"role": user.role, "email": email})
     db.session.commit()
     return _users_page(shown_password=(name, password))
 

@@ -240,6 +240,7 @@ class AdminUser(UserMixin, db.Model):  # type: ignore[name-defined]  # dynamic b
     """A dashboard login; only a salted hash of the password is stored (werkzeug scrypt)."""
 
     __tablename__ = "admin_user"
+    __table_args__ = (sa.UniqueConstraint("oidc_issuer", "oidc_subject", name="uq_admin_user_oidc"),)
     id: Mapped[int] = mapped_column(primary_key=True)
     username: Mapped[str] = mapped_column(sa.String(80), unique=True)
     password_hash: Mapped[str] = mapped_column(sa.String(256))
@@ -252,6 +253,13 @@ class AdminUser(UserMixin, db.Model):  # type: ignore[name-defined]  # dynamic b
     must_change_password: Mapped[bool] = mapped_column(sa.Boolean, default=False,
                                                        server_default=sa.false())
     """True after an invitation or reset: the one-time password only opens the change-password form."""
+    email: Mapped[str | None] = mapped_column(sa.String(254), nullable=True)
+    """The email an owner invited the login by; the first OpenID Connect sign-in with this email,
+    verified by the provider, binds ``oidc_issuer`` + ``oidc_subject`` (``server.admin.oidc``)."""
+    oidc_issuer: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    oidc_subject: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    """The provider's ``iss`` and ``sub`` of the person (OpenID Connect Core 1.0 §2: unique and
+    never reassigned together); a sign-in is matched by this pair only (migration 0029)."""
 
     @property
     def is_active(self) -> bool:  # Flask-Login refuses to log in an inactive user
