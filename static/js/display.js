@@ -110,15 +110,17 @@ var HumanlikeDisplay = (function () {
     var tol = settings.refresh_tolerance_hz == null ? 2 : settings.refresh_tolerance_hz;
     if (rates && rates.length && !rates.some(function (hz) { return Math.abs(frame.refresh_hz - hz) <= tol; })) {
       return { reason: "refresh_rate",
-               detail: "refresh rate " + frame.refresh_hz.toFixed(1) + " Hz; accepted: " + rates.join(", ") + " Hz" };
+               detail: _("refresh rate %(measured)s Hz; accepted: %(accepted)s Hz",
+                         { measured: frame.refresh_hz.toFixed(1), accepted: rates.join(", ") }) };
     }
     if (settings.whole_frames) {
       var ftol = settings.whole_frame_tolerance == null ? 0.1 : settings.whole_frame_tolerance;
       for (var i = 0; i < requested.length; i++) {
         if (offWholeFrames(requested[i], frame.frame_ms) > ftol) {
           return { reason: "whole_frames",
-                   detail: requested[i] + " ms is " + (requested[i] / frame.frame_ms).toFixed(2) +
-                           " frames at " + frame.refresh_hz.toFixed(1) + " Hz" };
+                   detail: _("%(ms)s ms is %(frames)s frames at %(hz)s Hz",
+                             { ms: requested[i], frames: (requested[i] / frame.frame_ms).toFixed(2),
+                               hz: frame.refresh_hz.toFixed(1) }) };
         }
       }
     }
@@ -213,7 +215,9 @@ var HumanlikeDisplay = (function () {
     return calibrated.then(function (/** @type {any} */ cal) {
       if (cal && cal.failed) {
         record.calibration = null;
-        return refuse("calibration_failed", "the " + cal.failed + " answers stayed outside plausible limits");
+        return refuse("calibration_failed", cal.failed === "card"
+          ? _("the screen-size answers stayed outside plausible limits")
+          : _("the viewing-distance answers stayed outside plausible limits"));
       }
       if (cal) {
         record.calibration = {
@@ -227,8 +231,8 @@ var HumanlikeDisplay = (function () {
         record.image_height_px = px;
         record.image_height_deg = px / cal.px_per_deg;
         if (!fits(px, window.innerWidth, window.innerHeight, across(tl))) {
-          return refuse("too_small", deg + " degrees is " + px + " pixels here; the window is " +
-                        window.innerWidth + " x " + window.innerHeight);
+          return refuse("too_small", _("%(deg)s degrees is %(px)s pixels here; the window is %(width)s x %(height)s",
+                                       { deg: deg, px: px, width: window.innerWidth, height: window.innerHeight }));
         }
         p.image_height_px = px;
       }
