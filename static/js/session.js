@@ -84,6 +84,7 @@ var HumanlikeSession = (function () {
   function showResumeCode(code) {
     var box = document.getElementById("resume-code");
     if (box) {
+      box.dataset.code = code; // the code itself, whatever the page's language
       box.textContent = _("Resume code: %(code)s", { code: code });
       box.title = _("If your browser closes, open the study link with ?resume=%(code)s", { code: code });
     }
