@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 from flask import Request, current_app, url_for
+from flask_babel import lazy_gettext
 from werkzeug.datastructures import MultiDict
 
 from humanlike.vocabulary import ParticipantStatus
@@ -221,17 +222,24 @@ OPEN_SOURCES = frozenset({Platform.LOCAL, *URL_SOURCES})
 """What a study with no declared source (``local``, the development default) takes: plain,
 Prolific and MTurk-format links alike. A study declaring a source takes only that source's links."""
 REFUSED_SOURCE = {
-    Platform.PROLIFIC: "it takes participants only through Prolific: please open it from "
-                       "Prolific's study page",
-    Platform.MTURK: "it takes participants only through the MTurk-format link (workerId, "
-                    "assignmentId, hitId) you were given: please open that link",
-    Platform.SONA: "it takes participants only through SONA Systems: please sign up for it there "
-                   "and open it from SONA's study page",
-    Platform.CONNECT: "it takes participants only through CloudResearch Connect: please open it "
-                      "from your Connect dashboard",
-    Platform.PANEL: "it takes participants only through the panel that invited them: please open "
-                    "the link the panel gave you",
-    Platform.LAB: "it runs in the lab, where the experimenter starts each session",
+    Platform.PROLIFIC: lazy_gettext(
+        "This link is not for this study: it takes participants only through Prolific: please "
+        "open it from Prolific's study page."),
+    Platform.MTURK: lazy_gettext(
+        "This link is not for this study: it takes participants only through the MTurk-format "
+        "link (workerId, assignmentId, hitId) you were given: please open that link."),
+    Platform.SONA: lazy_gettext(
+        "This link is not for this study: it takes participants only through SONA Systems: please "
+        "sign up for it there and open it from SONA's study page."),
+    Platform.CONNECT: lazy_gettext(
+        "This link is not for this study: it takes participants only through CloudResearch "
+        "Connect: please open it from your Connect dashboard."),
+    Platform.PANEL: lazy_gettext(
+        "This link is not for this study: it takes participants only through the panel that "
+        "invited them: please open the link the panel gave you."),
+    Platform.LAB: lazy_gettext(
+        "This link is not for this study: it runs in the lab, where the experimenter starts each "
+        "session."),
 }
 """What a refused arrival is told about the study's own source."""
 
@@ -248,7 +256,7 @@ def admits(declared: str | Mapping[str, Any] | None, entry: Entry) -> bool:
 def refusal(declared: str | Mapping[str, Any] | None) -> str:
     """The sentence telling an arrival from another source where this study takes participants."""
     own = resolve(declared).platform
-    return f"This link is not for this study: {REFUSED_SOURCE[own]}."
+    return str(REFUSED_SOURCE[own])  # in the page's language (server/web/i18n.py)
 
 
 def participant_code(public_id: str) -> str:

@@ -32,6 +32,7 @@ SOURCES: tuple[tuple[str, str], ...] = (
     ("server/rights/withdrawal.py", "python"),
     ("server/errors.py", "python"),
     ("server/security.py", "python"),  # the /start rate limit's page
+    ("server/platforms.py", "python"),  # the refusal of a link from another source
 )
 """(glob under ROOT, Babel extraction method) of every file holding participant-facing strings."""
 NOT_PARTICIPANT_FACING = frozenset({"static/js/admin_table.js"})
