@@ -27,9 +27,12 @@ from humanlike.cli.app_context import database_option, make_app
               help="psiturk: psiTurk's trialdata.csv, questiondata.csv and eventdata.csv (as its "
                    "download_datafiles writes them) and psiturk_trials.csv (one column per "
                    "trialdata key).")
+@click.option("--waves", is_flag=True, default=False,
+              help="EXPERIMENT is wave k of a study: export waves 1..k together, each table "
+                   "with a wave column (pseudonyms keyed alike in every wave).")
 @database_option
 def command(experiment: str, out: Path, pseudonymise: bool, key_file: Path | None,
-            neutralise_parquet: bool, fmt: str, database_url: str | None) -> None:
+            neutralise_parquet: bool, fmt: str, waves: bool, database_url: str | None) -> None:
     """Export EXPERIMENT (its slug) as tidy tables, streamed from the database in chunks."""
     if fmt == "psiturk":
         _export_psiturk(experiment, out, database_url)
@@ -49,8 +52,15 @@ def command(experiment: str, out: Path, pseudonymise: bool, key_file: Path | Non
     with app.app_context():
         person.require("view" if key is not None else "reveal", experiment)
         try:
-            counts = write_export(experiment, out, pseudonym_key=key,
-                                  raw_parquet=not neutralise_parquet)
+            if waves:
+                from humanlike.server.export.waves import wave_series, write_wave_export
+
+                for _, each in wave_series(experiment)[:-1]:
+                    person.require("view" if key is not None else "reveal", each)
+                counts = write_wave_export(experiment, out, pseudonym_key=key)
+            else:
+                counts = write_export(experiment, out, pseudonym_key=key,
+                                      raw_parquet=not neutralise_parquet)
         except LookupError as exc:
             raise click.ClickException(str(exc)) from exc
     for name, n in counts.items():

@@ -280,6 +280,8 @@ def _platform_group(platform: str) -> click.Group:
                                                       if exp.recruitment_ref else [])
                     _store(exp, study["id"], platform_status=study.get("status", "UNPUBLISHED"),
                            studies=[*earlier, study["id"]], excluded=exclude,
+                           wave=spec.recruitment.prolific.wave or 1,
+                           previous_wave=spec.recruitment.prolific.previous_wave,
                            **({"completers_group": meta["completers_group"]} if group else {}))
                     click.echo(f"draft study {study['id']} created; publish with "
                                f"`humanlike recruit prolific publish {slug}`")
@@ -676,6 +678,35 @@ def _message_command(group: click.Group, make: Callable[..., Context]) -> None:
             rows = _participants(exp, participants)
             if dry_run:
                 _recruiter(ctx, exp).message(rows, body)
+                return
+            _echo_results(actions.send_message(rows, ctx.actor, body))
+
+        _run(ctx, run)
+
+
+    @group.command("remind")
+    @_common
+    @click.option("--body", required=True, help="The message text (audited with it).")
+    def remind(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool,
+               body: str) -> None:
+        """Tell the previous wave's completers who have not started this wave (SLUG, wave k of a
+        study) that it is open: one Prolific bulk message to them, audited per participant."""
+        ctx = make(slug, spec_path, database_url, dry_run)
+
+        def run() -> None:
+            from humanlike.server.participants import actions
+            from humanlike.server.sources.prolific import wave_recipients
+
+            exp = ctx.experiment("act")
+            try:
+                rows = wave_recipients(exp, ctx.spec())
+            except actions.ActionError as exc:
+                raise click.ClickException(f"{ctx.spec_file()}: {exc}") from exc
+            if not rows:
+                click.echo("nobody to remind: every completer of the previous wave has started")
+                return
+            if dry_run:
+                _recruiter(ctx, rows[0].experiment).message(rows, body)
                 return
             _echo_results(actions.send_message(rows, ctx.actor, body))
 

@@ -462,7 +462,8 @@ def merged_filters(own: list[dict[str, Any]], more: list[dict[str, Any]]) -> lis
 def exclusion_filters(spec: ExperimentSpec, where: str) -> list[dict[str, Any]]:
     """``participant_group_blocklist`` (the earlier experiments' completers groups) and
     ``previous_studies_blocklist`` (every Prolific study they listed) for the experiments named in
-    ``recruitment.prolific.exclude_previous``; ``where`` (the spec file) prefixes the errors."""
+    ``recruitment.prolific.exclude_previous``, then a wave's allowlist (``wave_filters``);
+    ``where`` (the spec file) prefixes the errors."""
     import sqlalchemy as sa
 
     from humanlike.server.participants.actions import ActionError
@@ -501,7 +502,71 @@ def exclusion_filters(spec: ExperimentSpec, where: str) -> list[dict[str, Any]]:
     if studies:
         out.append({"filter_id": "previous_studies_blocklist",
                     "selected_values": list(dict.fromkeys(studies))})
-    return out
+    return out + wave_filters(spec, where)
+
+
+def wave_filters(spec: ExperimentSpec, where: str) -> list[dict[str, Any]]:
+    """For wave k of a study (``recruitment.prolific.wave``, ``previous_wave``): a
+    ``participant_group_allowlist`` of wave k-1's completers group, so that only they see this
+    listing (Prolific's participant groups as allowlist,
+    https://docs.prolific.com/api-reference/participant-groups). Refused, naming the field, when
+    wave k-1 is not served here, is not on Prolific, is not wave k-1, or has no group yet."""
+    from humanlike.server.participants.actions import ActionError
+    from humanlike.server.tables.core import Experiment as ExperimentRow
+
+    table = spec.recruitment.prolific if spec.recruitment else None
+    if table is None or table.previous_wave is None:
+        return []
+    field, slug = "recruitment.prolific.previous_wave", table.previous_wave
+    if slug == spec.slug:
+        raise ActionError(f"{where}: {field}: {slug!r} names this experiment itself", field)
+    row = db.session.execute(sa.select(ExperimentRow).where(ExperimentRow.slug == slug)
+                             ).scalar_one_or_none()
+    if row is None:
+        raise ActionError(f"{where}: {field}: no experiment {slug!r} is served here", field)
+    if row.platform != "prolific":
+        raise ActionError(f"{where}: {field}: experiment {slug!r} recruits on {row.platform!r}: "
+                          "its participants have no Prolific ids", field)
+    theirs = int((row.recruitment_meta or {}).get("wave") or 1)  # stored by its create
+    if theirs != (table.wave or 1) - 1:
+        raise ActionError(f"{where}: {field}: experiment {slug!r} is wave {theirs}, not wave "
+                          f"{(table.wave or 1) - 1}", field)
+    group = ((row.recruitment_meta or {}).get("completers_group") or {}).get("id")
+    if not group:
+        raise ActionError(f"{where}: {field}: wave {slug!r} has no completers group on Prolific "
+                          "yet: set its recruitment.prolific.completers_group and run create "
+                          "(or group) for it first", field)
+    return [{"filter_id": "participant_group_allowlist", "selected_values": [str(group)]}]
+
+
+def wave_recipients(experiment: Experiment, spec: ExperimentSpec) -> list[Participant]:
+    """Who a reminder that wave k (``experiment``) is open goes to: wave k-1's participants who
+    finished it (``FINISHED_STATUSES``: its completers, the group wave k allows) and have not
+    started wave k, in the order they joined; refused, naming the field, for a spec that is no
+    later wave or a wave k that has no Prolific listing yet."""
+    from humanlike.server.participants.actions import ActionError
+    from humanlike.server.tables.core import Experiment as ExperimentRow
+    from humanlike.server.tables.core import Participant as ParticipantRow
+    from humanlike.vocabulary import FINISHED_STATUSES
+
+    table = spec.recruitment.prolific if spec.recruitment else None
+    if table is None or table.previous_wave is None:
+        raise ActionError(f"{spec.slug}: recruitment.prolific.previous_wave is not set: this is "
+                          "no later wave, there is nobody to remind", "recruitment.prolific")
+    if not experiment.recruitment_ref:
+        raise ActionError(f"{spec.slug} has no Prolific listing yet: create and publish it, then "
+                          "remind", "recruitment_ref", 409)
+    previous = db.session.execute(sa.select(ExperimentRow).where(
+        ExperimentRow.slug == table.previous_wave)).scalar_one_or_none()
+    if previous is None:
+        raise ActionError(f"recruitment.prolific.previous_wave: no experiment "
+                          f"{table.previous_wave!r} is served here", "recruitment.prolific")
+    started = sa.select(ParticipantRow.platform_id).where(
+        ParticipantRow.experiment_id == experiment.id)
+    return list(db.session.execute(sa.select(ParticipantRow).where(
+        ParticipantRow.experiment_id == previous.id,
+        ParticipantRow.status.in_(sorted(FINISHED_STATUSES)),
+        ParticipantRow.platform_id.not_in(started)).order_by(ParticipantRow.id)).scalars())
 
 
 def completers_group(client: ProlificClient, experiment: Experiment, name: str,

@@ -356,6 +356,22 @@ class ProlificRecruitment(_Strict):
                                          pattern=r"^\S(.*\S)?$")
     """A Prolific participant group (made at ``create`` if absent) the completion code adds
     completers to."""
+    wave: Annotated[int, Field(ge=1, le=100)] | None = None
+    """This experiment is wave ``wave`` of a longitudinal study (docs/recruitment.md, waves)."""
+    previous_wave: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")] | None = None
+    """The slug of wave ``wave - 1``: only its completers group may take this wave (allowlist)."""
+
+    @model_validator(mode="after")
+    def _waves(self) -> ProlificRecruitment:
+        if (self.wave or 1) > 1 and self.previous_wave is None:
+            raise ValueError(f"wave {self.wave} needs previous_wave (the slug of wave "
+                             f"{self.wave - 1})")  # type: ignore[operator]
+        if self.previous_wave is not None and (self.wave or 1) < 2:
+            raise ValueError("previous_wave is set: give this experiment's wave (2 or more)")
+        if self.previous_wave is not None and self.previous_wave in self.exclude_previous:
+            raise ValueError(f"previous_wave {self.previous_wave!r} is also in exclude_previous: "
+                             "its completers would be both allowed and kept out")
+        return self
 
     @model_validator(mode="after")
     def _times(self) -> ProlificRecruitment:

@@ -8,9 +8,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import re
 from urllib.parse import urlsplit
 
 import numpy as np
+import pandas as pd
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
@@ -882,3 +884,110 @@ def test_200_bonuses_in_batches_are_paid_exactly_once_with_a_503_mid_way(
         totals = db.session.execute(sa.select(Participant.bonus)).scalars().all()
         assert sorted(float(t) for t in totals) == [0.5] * 200
     assert bulk_bonus() and len(pay_requests(fake)) == 6  # a fourth run sends nothing
+
+
+# follow-up waves: wave k listed only to wave k-1's completers, all waves exported together ----
+def take_part_in(app, fake, study_id, prolific_pid, slug):
+    """``take_part`` for the experiment ``slug`` (a wave's own study link)."""
+    sid, url = fake.join(study_id, prolific_pid)
+    parts = urlsplit(url)
+    assert parts.path == f"/start/{slug}"
+    client = app.test_client()
+    start = client.get(f"/start/{slug}?{parts.query}")
+    assert start.status_code == 302, start.get_data(as_text=True)
+    pid = start.headers["Location"].split("#")[0].rstrip("/").split("/")[-1]
+    page = client.get(f"/task/{pid}").get_data(as_text=True)
+    token = re.search(r'"token": ?"([^"]+)"', page).group(1)
+    run_participant(client, pid, token, np.random.default_rng(1))
+    done = client.post(f"/api/v1/participants/{pid}/complete",
+                       headers={"Authorization": f"Bearer {token}"}).get_json()
+    fake.complete(sid, urlsplit(done["next"]["url"]).query.removeprefix("cc="))
+    return pid
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the listing, not the backend
+def test_a_wave_2_study_is_listed_only_to_wave_1_completers_and_exports_with_wave_1(
+        fake, database_url, tmp_path):
+    from humanlike.server.export.waves import wave_frames, wave_series
+    from humanlike.server.export.writer import export_frames
+    from humanlike.server.rights.pseudonyms import pseudonym, pseudonymise_frame
+
+    one = grouped_spec(tmp_path / "w1", "small", completers_group="digits wave 1")
+    two = grouped_spec(tmp_path / "w2", "small-w2", wave=2, previous_wave="small")
+    app = create_app({"TESTING": True, "SECRET_KEY": "test-secret",
+                      "SQLALCHEMY_DATABASE_URI": database_url,
+                      "EXPERIMENT_PATHS": [str(one), str(two)]})
+    database.upgrade(app)
+    experiments.sync_all(app)
+    out = recruit_as(database_url, two, "small-w2", "create")  # wave 1 has no group yet
+    assert out.exit_code == 1 and "recruitment.prolific.previous_wave: wave 'small' has no " \
+        "completers group" in out.output and fake.studies == {}
+    assert recruit_as(database_url, one, "small", "create", "--workspace", "ws1").exit_code == 0
+    assert recruit_as(database_url, one, "small", "publish").exit_code == 0
+    [first] = fake.studies.values()
+    [group] = fake.groups.values()
+    with app.app_context():
+        take_part_in(app, fake, first["id"], "PW1", "small")  # completes: joins the group
+        take_part_in(app, fake, first["id"], "PW3", "small")
+    fake.join(first["id"], "PW2")  # took a place, never completed
+    out = recruit_as(database_url, two, "small-w2", "create")
+    assert out.exit_code == 0, out.output
+    [second] = [s for s in fake.studies.values() if s["id"] != first["id"]]
+    assert second["filters"][1:] == [{"filter_id": "participant_group_allowlist",
+                                      "selected_values": [group["id"]]}]
+    assert recruit_as(database_url, two, "small-w2", "publish").exit_code == 0
+    assert second["id"] in fake.available("PW1") and second["id"] in fake.available("PW3")
+    assert second["id"] not in fake.available("PW2") and second["id"] not in fake.available("PW4")
+    out = recruit_as(database_url, two, "small-w2", "remind", "--body", "Wave 2 is open.")
+    assert out.exit_code == 0, out.output  # the completers, through the study they took part in
+    assert fake.messages == [{"ids": ["PW1", "PW3"], "body": "Wave 2 is open.",
+                              "study_id": first["id"]}]
+    with pytest.raises(NotEligible):
+        fake.join(second["id"], "PW2")
+    with app.app_context():
+        take_part_in(app, fake, second["id"], "PW1", "small-w2")
+    out = recruit_as(database_url, two, "small-w2", "remind", "--body", "Wave 2 closes soon.")
+    assert out.exit_code == 0 and fake.messages[-1]["ids"] == ["PW3"]  # PW1 has started
+    out = recruit_as(database_url, one, "small", "remind", "--body", "x")
+    assert out.exit_code == 1 and "previous_wave is not set" in out.output
+    with app.app_context():
+        assert wave_series("small-w2") == [(1, "small"), (2, "small-w2")]
+        key = b"k" * 32
+        frames = wave_frames("small-w2", key)
+        each = [export_frames(slug) for slug in ("small", "small-w2")]
+    people = frames["participants"]
+    assert list(people.columns[:1]) == ["wave"] and people["wave"].tolist() == [1, 1, 2]
+    # the same participant in both waves: one pseudonym, keyed with wave 1's slug
+    assert people["platform_id"].tolist() == [pseudonym(key, "small", p) for p in
+                                              ("PW1", "PW3", "PW1")]
+    assert people["participant"].nunique() == 3
+    assert people["experiment"].tolist() == ["small", "small", "small-w2"]
+    trials = frames["trials"]
+    assert (trials["wave"].value_counts().sort_index().tolist()
+            == [len(each[0]["trials"]), len(each[1]["trials"])])
+    assert len(each[1]["trials"]) > 0
+    pd.testing.assert_frame_equal(  # wave 2's rows are wave 2's own export, ids pseudonymised
+        trials[trials["wave"] == 2].drop(columns="wave").reset_index(drop=True),
+        pseudonymise_frame(each[1]["trials"], key, "small").reset_index(drop=True),
+        check_dtype=False)
+    by_wave = trials.groupby("wave")["platform_id"].unique()  # PW1's rows join across waves
+    assert set(by_wave[1]) & set(by_wave[2]) == {pseudonym(key, "small", "PW1")}
+    folder = tmp_path / "waves"
+    out = CliRunner().invoke(main, ["export", "small-w2", "--waves", "--pseudonymise", "--out",
+                                    str(folder), "--database-url", database_url])
+    assert out.exit_code == 0, out.output
+    written = pd.read_csv(folder / "participants.csv")
+    assert written["wave"].tolist() == [1, 1, 2] and written["platform_id"].str.startswith(
+        "pn-").all() and written["platform_id"].iloc[0] == written["platform_id"].iloc[2]
+    assert "wave" in json.loads((folder / "codebook.json").read_text())["trials"]
+    database.dispose(app)
+
+
+def test_a_wave_names_its_previous_wave(tmp_path):
+    for settings, needle in [({"wave": 2}, "needs previous_wave"),
+                             ({"previous_wave": "small"}, "give this experiment's wave"),
+                             ({"wave": 2, "previous_wave": "small", "exclude_previous": ["small"]},
+                              "both allowed and kept out")]:
+        bad = grouped_spec(tmp_path / str(len(str(settings))), "small-w2", **settings)
+        with pytest.raises(SpecError, match=needle):
+            load_spec(bad)
