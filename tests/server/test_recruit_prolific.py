@@ -883,6 +883,13 @@ def test_200_bonuses_in_batches_are_paid_exactly_once_with_a_503_mid_way(
     with rapp.app_context():
         totals = db.session.execute(sa.select(Participant.bonus)).scalars().all()
         assert sorted(float(t) for t in totals) == [0.5] * 200
+        from decimal import Decimal
+
+        from humanlike.server.admin.listing import money
+        # the dashboard's money: each payment keeps its share of its batch's fees (the fake
+        # charges a third), so they add up to the batches' fees once; batch 3's reply was lost
+        _, bonuses, fees, unknown = money(db.session.get(Experiment, exp.id), 150)
+        assert (bonuses, fees, unknown) == (Decimal("100.00"), Decimal("25.00"), 0)  # 150 x 0.50 / 3
     assert bulk_bonus() and len(pay_requests(fake)) == 6  # a fourth run sends nothing
 
 
