@@ -39,25 +39,17 @@ NOT_PARTICIPANT_FACING = frozenset({"static/js/admin_table.js"})
 KEYWORDS = {**DEFAULT_KEYWORDS, "lazy_gettext": None}
 
 
-def shipped() -> list[str]:
+@functools.cache
+def shipped() -> tuple[str, ...]:
     """The languages a spec may name: English and every catalogue under ``translations/``."""
     found = sorted(p.parent.parent.name for p in CATALOGUES.glob("*/LC_MESSAGES/messages.po"))
-    return [DEFAULT, *found]
+    return (DEFAULT, *found)
 
 
 def direction(language: str) -> str:
     """``rtl`` or ``ltr``: the script's direction from CLDR (Babel's ``Locale.character_order``)."""
     order = Locale.parse(language).character_order
     return "rtl" if order == "right-to-left" else "ltr"
-
-
-def source_files() -> list[Path]:
-    """The files ``SOURCES`` names, in a stable order."""
-    files = []
-    for pattern, _method in SOURCES:
-        files += [p for p in sorted(ROOT.glob(pattern))
-                  if p.relative_to(ROOT).as_posix() not in NOT_PARTICIPANT_FACING]
-    return files
 
 
 @functools.cache
