@@ -87,12 +87,14 @@ def person_for(claims: dict[str, Any]) -> tuple[AdminUser | None, str]:
         return None, "the provider did not give a verified email, and this account is not linked to a login"
     if not allowed_domain(email):
         return None, f"{email.rpartition('@')[2]} is not one of this lab's sign-in domains"
-    user = db.session.execute(sa.select(AdminUser).where(
+    invited = db.session.execute(sa.select(AdminUser).where(
         sa.func.lower(AdminUser.email) == email.lower(),
-        AdminUser.oidc_subject.is_(None))).scalar_one_or_none()
-    if user is None:
+        AdminUser.oidc_subject.is_(None))).scalars().all()
+    if not invited:
         return None, f"nobody invited {email}: ask an owner to invite you by this email"
-    return user, "bind"
+    if len(invited) > 1:
+        return None, f"more than one login was invited as {email}: ask an owner to keep one"
+    return invited[0], "bind"
 
 
 def _refused(message: str, status: int):

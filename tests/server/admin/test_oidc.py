@@ -127,6 +127,7 @@ REFUSALS = {
     "uninvited": (lambda p: p.person.update(email="eve@lab.example", sub="666"), {}, 403,
                   "nobody invited eve@lab.example"),
     "deactivated": (None, {}, 403, "this login is deactivated"),
+    "outside the allowed domains": (None, {}, 403, "lab.example is not one of this lab"),
 }
 
 
@@ -135,6 +136,8 @@ def test_refused_with_nothing_changed(app, client, provider, case):
     tamper, kwargs, status, reason = REFUSALS[case]
     add_admin(app)
     invite(app, active=case != "deactivated")
+    if case == "outside the allowed domains":
+        app.config["OIDC_ALLOWED_DOMAINS"] = "uni.example, other.example"
     if tamper is not None:
         tamper(provider)
     before = snapshot(app)
