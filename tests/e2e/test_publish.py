@@ -274,10 +274,15 @@ def test_bad_input_is_refused_and_changes_nothing(published, tmp_path):
 
 def test_publish_deposits_the_folder_on_a_zenodo_fake_resumes_after_a_503_and_releases(
         published, tmp_path, monkeypatch):
-    """`--deposit zenodo` on the published demo: a draft holding the folder with the stimuli in
-    one archive (within a record's 100 files), a 503 halfway, a rerun that resumes the same draft,
-    then `--release`; the folder's bytes never change (the state lives beside it)."""
-    from humanlike.analysis.psychds.deposit import STIMULI_ARCHIVE, deposit_files, zenodo
+    """`--deposit zenodo` on the published demo: a draft holding the folder as one archive beside
+    README.md, dataset_description.json, CITATION.cff and LICENSE (Zenodo's file names hold no
+    folders), a 503 halfway, a rerun that resumes the same draft, then `--release`; the archive
+    unpacks to the folder byte for byte; the folder's bytes never change (the state lives
+    beside it)."""
+    import io
+    import tarfile
+
+    from humanlike.analysis.psychds.deposit import FOLDER_ARCHIVE, flat_files, zenodo
     from tests.fakes.zenodo import FakeZenodo
 
     _, out, _, _ = published
@@ -302,8 +307,13 @@ def test_publish_deposits_the_folder_on_a_zenodo_fake_resumes_after_a_503_and_re
     [record] = fake.depositions.values()
     assert len(before) > 100 >= len(record["files"])  # file by file it would not fit a record
     assert {n: f["data"] for n, f in record["files"].items()} == {
-        f.name: f.data for f in deposit_files(folder, 100, "Zenodo")}
-    assert STIMULI_ARCHIVE in record["files"]
+        f.name: f.data for f in flat_files(folder, 100, "Zenodo")}
+    assert sorted(record["files"]) == ["CITATION.cff", "LICENSE", "README.md", "SHA256SUMS",
+                                       "dataset_description.json", FOLDER_ARCHIVE]
+    with tarfile.open(fileobj=io.BytesIO(record["files"][FOLDER_ARCHIVE]["data"])) as tar:
+        unpacked = {m.name.removeprefix("psychds-dataset/"): tar.extractfile(m).read()
+                    for m in tar.getmembers()}
+    assert {k: hashlib.sha256(v).hexdigest() for k, v in unpacked.items()} == before
     assert record["metadata"]["creators"] == [{"name": "Ada Researcher"}]
     assert record["metadata"]["license"] == "cc-by-4.0"
     assert _digests(folder) == before

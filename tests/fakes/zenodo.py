@@ -6,6 +6,13 @@ metadata table: upload_type, title, creators ("Family name, Given names"), descr
 access_right, license, keywords, version, publication_date, related_identifiers with their
 relation vocabulary) and Zenodo's help on upload limits (100 files in a record).
 
+A file name holds no folder: Zenodo's deposit passes names through ``secure_filename``, which strips
+any path (zenodo/zenodo#1089, "deposit: allow users to provide file structure for upload", open),
+and on today's InvenioRDM-based Zenodo a key with ``/`` (sent as ``%2F``) is stored but its
+content URL answers 404 (zenodo/zenodo#2479, "Failed to access file content with '/' in file
+name", open). Either way the folder is lost; this fake refuses such a key (400, a violation) so
+that a client relying on folders fails its test instead of publishing a record nobody can unpack.
+
 Every request is checked; a request the documentation does not allow is answered as Zenodo would
 (4xx) and recorded in :attr:`FakeZenodo.violations`, which a test asserts is empty. A planned 503
 (:attr:`FakeZenodo.fail`) stands for a server that stops answering halfway, a 'lost' answer for a
@@ -193,6 +200,9 @@ class FakeZenodo:
         if dep["submitted"]:
             return self._refuse(403, "the bucket of a published deposition is locked")
         name = key
+        if "/" in name or "\\" in name:
+            return self._refuse(400, f"PUT {key!r}: a Zenodo file name holds no folders "
+                                     "(zenodo/zenodo#1089, #2479)")
         if name not in dep["files"] and len(dep["files"]) >= self.file_limit:
             return self._refuse(400, f"a record holds at most {self.file_limit} files")
         data = request.content

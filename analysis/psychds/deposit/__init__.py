@@ -1,5 +1,6 @@
 """Depositing a published dataset with a data repository (Zenodo, Dataverse): a draft first, its
-files and metadata, published only when asked; a deposit that stops halfway resumes from the
+files (under their paths where the service keeps folders, else the folder as one archive) and
+metadata, published only when asked; a deposit that stops halfway resumes from the
 state file beside the folder and never opens a second draft (:func:`deposit`)."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from humanlike.analysis.psychds.deposit.package import (
+    FOLDER_ARCHIVE,
     STIMULI_ARCHIVE,
     DepositError,
     DepositFile,
@@ -17,14 +19,16 @@ from humanlike.analysis.psychds.deposit.package import (
     changed,
     deposit_files,
     deposit_metadata,
+    flat_files,
     load_state,
     package_digest,
     save_state,
     state_path,
 )
 
-__all__ = ["STIMULI_ARCHIVE", "DepositError", "DepositFile", "DepositMetadata", "DepositState",
-           "Service", "deposit", "deposit_files", "deposit_metadata", "state_path"]
+__all__ = ["FOLDER_ARCHIVE", "STIMULI_ARCHIVE", "DepositError", "DepositFile", "DepositMetadata",
+           "DepositState", "Service", "deposit", "deposit_files", "deposit_metadata", "flat_files",
+           "state_path"]
 
 
 class Service(Protocol):
@@ -34,6 +38,8 @@ class Service(Protocol):
     title: str
     limit: int
     base_url: str
+    folders: bool
+    """Whether the service's file names keep folders (else :func:`flat_files` is deposited)."""
 
     def draft_files(self, draft: dict[str, Any]) -> dict[str, dict[str, Any]] | None: ...
     def create(self, meta: DepositMetadata) -> dict[str, Any]: ...
@@ -50,7 +56,8 @@ def deposit(root: Path, service: Service, *, release: bool = False,
     one), set its metadata, upload the files it lacks (by md5), delete those no longer in the
     folder, and publish it when ``release``. The state is saved after every step; a
     :class:`DepositError` says how far it got, and running again resumes there."""
-    files = deposit_files(root, service.limit, service.title)
+    pack = deposit_files if service.folders else flat_files
+    files = pack(root, service.limit, service.title)
     meta = deposit_metadata(root, contact_email)
     digest = package_digest(files)
     state = load_state(root, service.name, service.base_url, digest)

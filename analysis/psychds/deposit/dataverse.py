@@ -87,6 +87,8 @@ class Dataverse:
 
     name = "dataverse"
     title = "Dataverse"
+    folders = True
+    """A file's folder travels as its ``directoryLabel`` (Native API guide, "Add a File")."""
 
     def __init__(self, token: str, base_url: str, collection: str,
                  transport: httpx.BaseTransport | None = None, timeout: float = 120.0,

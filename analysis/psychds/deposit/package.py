@@ -1,5 +1,7 @@
-"""What a deposit uploads and records: the published folder as a service's files (the stimuli packed
-into one reproducible archive with their checksums), its metadata (from ``dataset_description.json``,
+"""What a deposit uploads and records: the published folder as a service's files (for a service
+that keeps folders, every file under its path with the stimuli packed into one reproducible
+archive; for one that does not, the whole folder as one reproducible archive with its checksums
+beside the files a reader opens first), its metadata (from ``dataset_description.json``,
 ``CITATION.cff`` and the spec versions in ``documentation/``), and the resumable state kept in a
 file beside the folder."""
 
@@ -51,38 +53,92 @@ def _file(name: str, data: bytes) -> DepositFile:
     return DepositFile(name, data, hashlib.md5(data).hexdigest(), hashlib.sha256(data).hexdigest())
 
 
-def stimuli_archive(root: Path) -> bytes:
-    """``materials/stimuli/`` as a gzipped tar with fixed times, owners and order, so the same
-    stimuli give the same bytes (and checksums) on every run, which a resumed deposit relies on."""
-    folder = root / STIMULI
+def _tar_gz(folder: Path, prefix: str, paths: list[Path]) -> bytes:
+    """``paths`` (files under ``folder``) as a gzipped tar under ``prefix/``, with fixed times,
+    owners and order, so the same files give the same bytes (and checksums) on every run, which a
+    resumed deposit relies on."""
     buffer = io.BytesIO()
     with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as zipped, \
             tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-            info = tarfile.TarInfo(f"stimuli/{path.relative_to(folder).as_posix()}")
+        for path in sorted(paths):
+            info = tarfile.TarInfo(f"{prefix}/{path.relative_to(folder).as_posix()}")
             data = path.read_bytes()
             info.size, info.mtime, info.mode = len(data), 0, 0o644
             tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
 
 
-def deposit_files(root: Path, limit: int, service: str) -> list[DepositFile]:
-    """The published folder ``root`` as a deposit's files: every file outside
-    ``materials/stimuli/`` under its path, and the stimuli as :data:`STIMULI_ARCHIVE`.
-    ``ValueError`` naming the count and ``service``'s ``limit`` when there are more files."""
+def _every_file(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file()]
+
+
+def stimuli_archive(root: Path) -> bytes:
+    """``materials/stimuli/`` as a reproducible gzipped tar (members under ``stimuli/``)."""
+    return _tar_gz(root / STIMULI, "stimuli", _every_file(root / STIMULI))
+
+
+def _check_folder(root: Path) -> None:
     if not (root / "dataset_description.json").is_file():
         raise ValueError(f"{root}: no dataset_description.json; not a `humanlike publish` folder")
     if not (root / STIMULI / "SHA256SUMS").is_file():
         raise ValueError(f"{root}: no {STIMULI}/SHA256SUMS; not a `humanlike publish` folder")
+
+
+def _within(files: list[DepositFile], root: Path, limit: int, service: str, how: str) -> None:
+    if len(files) > limit:
+        raise ValueError(f"{root}: {len(files)} files to deposit ({how}), more than {service} "
+                         f"takes in one record ({limit})")
+
+
+def deposit_files(root: Path, limit: int, service: str) -> list[DepositFile]:
+    """The published folder ``root`` as a deposit's files: every file outside
+    ``materials/stimuli/`` under its path, and the stimuli as :data:`STIMULI_ARCHIVE`.
+    ``ValueError`` naming the count and ``service``'s ``limit`` when there are more files."""
+    _check_folder(root)
     files = [_file(p.relative_to(root).as_posix(), p.read_bytes())
              for p in sorted(root.rglob("*")) if p.is_file()
              and not p.relative_to(root).as_posix().startswith(STIMULI + "/")]
     files.append(_file(STIMULI_ARCHIVE, stimuli_archive(root)))
     files.sort(key=lambda f: f.name)
-    if len(files) > limit:
-        raise ValueError(f"{root}: {len(files)} files to deposit (the stimuli packed into one "
-                         f"archive), more than {service} takes in one record ({limit})")
+    _within(files, root, limit, service, "the stimuli packed into one archive")
     return files
+
+
+FOLDER_ARCHIVE = "psychds-dataset.tar.gz"
+"""For a service without folders: the whole Psych-DS folder, unpacking to ``psychds-dataset/``."""
+CHECKSUMS = "SHA256SUMS"
+"""Beside :data:`FOLDER_ARCHIVE`: the sha256 of every deposited file and of every unpacked one."""
+READ_FIRST = ("README.md", "dataset_description.json", "CITATION.cff", "LICENSE")
+"""Top-level files deposited beside the archive too, so a reader sees them without unpacking."""
+
+
+def flat_files(root: Path, limit: int, service: str) -> list[DepositFile]:
+    """The published folder ``root`` for a service whose file names hold no folders (Zenodo):
+    :data:`READ_FIRST` as they are, the whole folder as :data:`FOLDER_ARCHIVE` and
+    :data:`CHECKSUMS` over both, so that ``tar -xzf psychds-dataset.tar.gz && sha256sum -c
+    SHA256SUMS`` in the download folder checks the archive and every file it unpacks to.
+    ``ValueError`` naming the count and ``service``'s ``limit`` when there are more files."""
+    _check_folder(root)
+    prefix = FOLDER_ARCHIVE.removesuffix(".tar.gz")
+    paths = _every_file(root)
+    files = [_file(name, (root / name).read_bytes()) for name in READ_FIRST
+             if (root / name).is_file()]
+    files.append(_file(FOLDER_ARCHIVE, _tar_gz(root, prefix, paths)))
+    sums = [f"{f.sha256}  {f.name}" for f in files] + sorted(
+        f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {prefix}/{p.relative_to(root).as_posix()}"
+        for p in paths)
+    files.append(_file(CHECKSUMS, ("\n".join(sums) + "\n").encode()))
+    files.sort(key=lambda f: f.name)
+    _within(files, root, limit, service, f"the folder packed into {FOLDER_ARCHIVE}")
+    return files
+
+
+def unpack_note() -> str:
+    """How a reader of a flat deposit gets the Psych-DS folder back (for the record's description)."""
+    return (f"Zenodo keeps no folders, so the Psych-DS dataset is the archive {FOLDER_ARCHIVE}; "
+            f"{', '.join(READ_FIRST)} are also deposited beside it. To unpack and check it, "
+            f"download every file, then run: tar -xzf {FOLDER_ARCHIVE} && sha256sum -c "
+            f"{CHECKSUMS} (the dataset is then in {FOLDER_ARCHIVE.removesuffix('.tar.gz')}/).")
 
 
 @dataclass(frozen=True)

@@ -5,17 +5,31 @@ a draft deposition (``POST /api/deposit/depositions``), its metadata
 took 100 MB), a stale file removed (``DELETE /api/deposit/depositions/:id/files/:file_id``) and the
 draft published only when asked (``POST .../actions/publish``). Authentication: a personal access
 token (scopes ``deposit:write`` and ``deposit:actions``) as ``Authorization: Bearer``. A record holds
-at most 100 files (Zenodo's help, "Upload limits")."""
+at most 100 files (Zenodo's help, "Upload limits").
+
+A record's files have no folders: the deposit API passes a file name through ``secure_filename``,
+which strips any path (zenodo/zenodo#1089, open since 2017: "allow users to provide file
+structure"), and since Zenodo moved to InvenioRDM a file whose key holds a ``/`` cannot be
+downloaded (``/api/records/:id/files/<key>/content`` answers 404: zenodo/zenodo#2479). So the
+Psych-DS folder goes to Zenodo as one archive beside the files a reader opens first
+(:func:`~humanlike.analysis.psychds.deposit.package.flat_files`), and the record's description says
+how to unpack it."""
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
-from humanlike.analysis.psychds.deposit.package import DepositError, DepositFile, DepositMetadata
+from humanlike.analysis.psychds.deposit.package import (
+    DepositError,
+    DepositFile,
+    DepositMetadata,
+    unpack_note,
+)
 
 BASE_URL = "https://zenodo.org"
 """The service; ``https://sandbox.zenodo.org`` is its test instance (another token)."""
@@ -33,13 +47,14 @@ def zenodo_license(spdx: str) -> str:
 
 def zenodo_metadata(meta: DepositMetadata) -> dict[str, Any]:
     """The deposition's ``metadata`` object (the documented fields: upload_type, title, creators,
-    description, access_right, license, keywords, version, publication_date, related_identifiers)."""
+    description, access_right, license, keywords, version, publication_date, related_identifiers);
+    the description (HTML) ends with how to unpack the deposited folder."""
     record: dict[str, Any] = {
         "upload_type": "dataset",
         "title": meta.title,
         "creators": [{k: v for k, v in c.items() if k in ("name", "affiliation", "orcid")}
                      for c in meta.creators],
-        "description": meta.description,
+        "description": f"<p>{html.escape(meta.description)}</p>\n<p>{html.escape(unpack_note())}</p>",
         "access_right": "open",
         "license": zenodo_license(meta.license),
         "keywords": meta.keywords,
@@ -58,6 +73,8 @@ class Zenodo:
     name = "zenodo"
     title = "Zenodo"
     limit = FILE_LIMIT
+    folders = False
+    """File names hold no folders (see the module's docstring)."""
 
     def __init__(self, token: str, base_url: str = BASE_URL,
                  transport: httpx.BaseTransport | None = None, timeout: float = 120.0):

@@ -1,19 +1,23 @@
 """Deposits of a published folder on fakes of Zenodo's and Dataverse's APIs (tests/fakes/, each
 checking every request against the service's documentation): a draft with every file and the
 metadata, published only when asked; a 503 halfway and a resume that reuses the draft and uploads
-only what is missing; the 100-file limit of a Zenodo record respected."""
+only what is missing; the 100-file limit of a Zenodo record respected; Zenodo, whose file names
+hold no folders, gets the folder as one archive that unpacks and checks with the commands its
+description gives."""
 
 from __future__ import annotations
 
 import hashlib
 import io
 import json
+import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
 
 from humanlike.analysis.psychds.deposit import (
+    FOLDER_ARCHIVE,
     STIMULI_ARCHIVE,
     DepositError,
     deposit,
@@ -32,6 +36,7 @@ def _package(root: Path, n_stimuli: int = N_STIMULI, n_docs: int = 1) -> Path:
     """A small `humanlike publish` folder written by hand."""
     (root / "data").mkdir(parents=True)
     (root / "data" / "study-demo_description-trials_data.csv").write_text("participant,rt\np1,512\n")
+    (root / "README.md").write_text("# Demo study\n")
     (root / "dataset_description.json").write_text(json.dumps({
         "@context": "https://schema.org/", "@type": "Dataset", "name": "Demo study",
         "description": "Ratings of a demo study.", "license": "https://creativecommons.org/licenses/by/4.0/",
@@ -75,6 +80,30 @@ def _files(fake_files: dict[str, bytes], root: Path) -> None:
         assert hashlib.sha256(members[f"stimuli/{key}"]).hexdigest() == digest
 
 
+def _flat(fake_files: dict[str, bytes], root: Path, tmp: Path) -> None:
+    """A Zenodo record: names without folders; README.md, dataset_description.json and
+    CITATION.cff as they are; and, downloaded into ``tmp``, ``tar -xzf psychds-dataset.tar.gz &&
+    sha256sum -c SHA256SUMS`` succeeds and gives back every file of the folder byte for byte."""
+    assert all("/" not in name for name in fake_files)
+    assert sorted(fake_files) == ["CITATION.cff", "README.md", "SHA256SUMS",
+                                  "dataset_description.json", FOLDER_ARCHIVE]
+    for name in ("README.md", "dataset_description.json", "CITATION.cff"):
+        assert fake_files[name] == (root / name).read_bytes()
+    tmp.mkdir()
+    for name, data in fake_files.items():
+        (tmp / name).write_bytes(data)
+    subprocess.run(["tar", "-xzf", FOLDER_ARCHIVE], cwd=tmp, check=True)
+    checked = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=tmp, check=True,
+                             capture_output=True, text=True).stdout.splitlines()
+    unpacked = tmp / "psychds-dataset"
+    originals = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+                 if p.is_file()}
+    assert {p.relative_to(unpacked).as_posix(): p.read_bytes() for p in unpacked.rglob("*")
+            if p.is_file()} == originals
+    assert len(checked) == len(originals) + 4  # every unpacked file and the four beside it
+    assert all(line.endswith(": OK") for line in checked)
+
+
 def _zenodo(fake: FakeZenodo) -> Zenodo:
     return Zenodo(fake.token, fake.base_url, transport=fake.transport())
 
@@ -90,9 +119,12 @@ def test_zenodo_round_trip_drafts_first_and_publishes_only_when_asked(tmp_path):
     assert fake.violations == []
     [draft] = fake.drafts()
     assert draft["id"] == state.draft["id"] and not state.released
-    assert len(draft["files"]) == 5 <= 100  # 150 stimuli packed into one archive
-    _files({n: f["data"] for n, f in draft["files"].items()}, root)
+    assert len(draft["files"]) == 5 <= 100  # 150 stimuli and the folders in one archive
+    _flat({n: f["data"] for n, f in draft["files"].items()}, root, tmp_path / "download")
     meta = draft["metadata"]
+    assert meta["description"].startswith("<p>Ratings of a demo study.</p>")
+    assert "tar -xzf psychds-dataset.tar.gz &amp;&amp; sha256sum -c SHA256SUMS" in \
+        meta["description"]
     assert meta["title"] == "Demo study" and meta["upload_type"] == "dataset"
     assert meta["creators"] == [{"name": "Researcher, Ada", "orcid": "0000-0002-1694-233X"}]
     assert meta["license"] == "cc-by-4.0" and meta["version"] == "spec-abcdef123450"
@@ -118,7 +150,7 @@ def test_zenodo_503_mid_upload_then_resume_keeps_one_draft_and_uploads_the_rest(
     assert fake.violations == []
     assert len(fake.depositions) == 1 and state.released["doi"]
     [record] = fake.depositions.values()
-    _files({n: f["data"] for n, f in record["files"].items()}, root)
+    _flat({n: f["data"] for n, f in record["files"].items()}, root, tmp_path / "download")
     puts = [r for r in fake.requests if r[0] == "PUT" and r[1].startswith("/api/files/")]
     assert len(puts) == 5 + 1  # the three before the failure were not sent again
     creates = [r for r in fake.requests if r == ("POST", "/api/deposit/depositions")]
@@ -142,16 +174,40 @@ def test_a_draft_deleted_on_the_service_is_replaced_and_a_refused_create_leaves_
     assert json.loads(state_path(tmp_path / "other", "zenodo").read_text())["draft"] == {}
 
 
-def test_more_files_than_a_zenodo_record_takes_are_refused_before_any_request(tmp_path):
+def test_more_files_than_a_record_takes_are_refused_before_any_request(tmp_path):
     root = _package(tmp_path / "demo", n_stimuli=2, n_docs=100)
+    fake = FakeDataverse()
+    with pytest.raises(ValueError, match=r"105 files to deposit .*Dataverse takes in one record "
+                                         r"\(100\)"):
+        deposit(root, Dataverse(fake.token, fake.base_url, fake.collection,
+                                transport=fake.transport(), limit=100))
+    assert fake.requests == [] and not state_path(root, "dataverse").exists()
+    # Zenodo gets the folder as five files; a record limit set lower (--deposit-limit) is held
     fake = FakeZenodo()
-    with pytest.raises(ValueError, match=r"104 files to deposit .*Zenodo takes in one record \(100\)"):
-        deposit(root, _zenodo(fake))
+    client = _zenodo(fake)
+    client.limit = 4
+    with pytest.raises(ValueError, match=r"5 files to deposit \(the folder packed into "
+                                         r"psychds-dataset.tar.gz\), more than Zenodo takes in "
+                                         r"one record \(4\)"):
+        deposit(root, client)
     assert fake.requests == [] and not state_path(root, "zenodo").exists()
     # the fake holds a record's limit too (here 4): the fifth file is refused
     fake = FakeZenodo(file_limit=4)
     with pytest.raises(DepositError, match="at most 4 files"):
         deposit(_package(tmp_path / "small", n_stimuli=2), _zenodo(fake))
+
+
+def test_zenodo_refuses_file_names_with_folders_so_the_folder_goes_as_one_archive(tmp_path):
+    """Depositing every file under its path (the first client's way) fails on the fake, as the
+    folder would be lost on Zenodo (zenodo/zenodo#1089, #2479)."""
+    root = _package(tmp_path / "demo", n_stimuli=3)
+    fake = FakeZenodo()
+    client = _zenodo(fake)
+    client.folders = True
+    with pytest.raises(DepositError, match="holds no folders"):
+        deposit(root, client)
+    assert fake.violations == ["PUT 'data/study-demo_description-trials_data.csv': a Zenodo "
+                               "file name holds no folders (zenodo/zenodo#1089, #2479)"]
 
 
 def test_dataverse_round_trip_with_a_503_mid_upload_and_a_resume(tmp_path):
@@ -169,7 +225,7 @@ def test_dataverse_round_trip_with_a_503_mid_upload_and_a_resume(tmp_path):
     _files({n: f["data"] for n, f in files.items()}, root)
     assert {f["tabIngest"] for f in files.values()} == {"false"}  # CSVs kept as published
     adds = [r for r in fake.requests if r[1] == "/api/datasets/:persistentId/add"]
-    assert len(adds) == 5 + 1
+    assert len(adds) == 6 + 1  # six files, the one refused with a 503 sent again
     fields = {f["typeName"]: f["value"] for f in
               dataset["version"]["metadataBlocks"]["citation"]["fields"]}
     assert fields["title"] == "Demo study"
