@@ -1,6 +1,7 @@
 """The ``humanlike`` command line: serve, demo, db, create-admin, reset-lock, export,
 delete-participant, sweep-timeouts, retention, withdrawals, recruit, analyze, stimuli, simulate,
-report, import.
+report, import. With ``--server URL --token-file F`` the commands that make sense remotely go
+through the researcher API (``cli/remote.py``).
 
 One module per command next to this one, imported only when the command runs (``--help`` stays
 fast and never imports torch or matplotlib)."""
@@ -8,6 +9,7 @@ fast and never imports torch or matplotlib)."""
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import click
 
@@ -27,6 +29,24 @@ class LazyGroup(click.Group):
             module_name, attr = self.lazy_commands[name].split(":")
             return getattr(importlib.import_module(module_name), attr)
         return super().get_command(ctx, name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        """The subcommand; with ``--server``, only one of the API's clients (``cli/remote.py``)."""
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if ctx.parent is None and ctx.params.get("server") and "--help" not in rest:
+            from humanlike.cli.remote import check_command
+
+            path, leaf, left = [name or ""], cmd, rest
+            while isinstance(leaf, click.Group):
+                words = [a for a in left if not a.startswith("-")]
+                sub = leaf.get_command(ctx, words[0]) if words else None
+                if sub is None:
+                    break
+                path.append(words[0])
+                leaf, left = sub, left[left.index(words[0]) + 1:]
+            if not isinstance(leaf, click.Group):
+                check_command(path)
+        return name, cmd, rest
 
     def invoke(self, ctx: click.Context):
         """Run the subcommand; a database without humanlike's tables is a one-line error."""
@@ -79,9 +99,29 @@ def _is_missing_table(exc: BaseException) -> bool:
               help="Act as this dashboard login: commands that act on a study check its "
                    "permissions first and name it in the audit log (env HUMANLIKE_USER; "
                    "docs/lab.md).")
+@click.option("--server", default=None, metavar="URL",
+              help="Act through this server's researcher API instead of the database (export, "
+                   "recruit approve/reject/bonus; docs/lab.md, The command line).")
+@click.option("--token-file", default=None, metavar="FILE", envvar="HUMANLIKE_TOKEN_FILE",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="With --server: the file holding a personal token (mode 600, as ssh asks of "
+                   "a key; env HUMANLIKE_TOKEN_FILE).")
 @click.pass_context
-def main(ctx: click.Context, as_user: str | None) -> None:
+def main(ctx: click.Context, as_user: str | None, server: str | None,
+         token_file: Path | None) -> None:
     """humanlike: run online psychophysics experiments and score how humanlike models are."""
+    if server:
+        from humanlike.cli.remote import META, Remote
+
+        if token_file is None:
+            raise click.UsageError("--server needs --token-file (a file holding a personal "
+                                   "token made with `humanlike token create`)")
+        if as_user:
+            raise click.UsageError("--as names a login for commands run on the database; with "
+                                   "--server the token's own login acts")
+        remote = Remote(server, token_file)
+        ctx.meta[META] = remote
+        ctx.call_on_close(remote.close)
     if as_user:
         import os
 

@@ -12,8 +12,9 @@ from humanlike.cli.app_context import database_option, make_app
 
 @click.command("export")
 @click.argument("experiment")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Folder to write the CSV/Parquet files and codebook.json into.")
+@click.option("--out", type=click.Path(path_type=Path), required=True,
+              help="Folder to write the CSV/Parquet files and codebook.json into (with --server: "
+                   "the zip's file, or a folder to put it in).")
 @click.option("--pseudonymise", is_flag=True, default=False,
               help="Replace platform, study and session ids by keyed hashes (HMAC-SHA256 per "
                    "experiment; key from SECRET_KEY unless --key-file).")
@@ -34,6 +35,17 @@ from humanlike.cli.app_context import database_option, make_app
 def command(experiment: str, out: Path, pseudonymise: bool, key_file: Path | None,
             neutralise_parquet: bool, fmt: str, waves: bool, database_url: str | None) -> None:
     """Export EXPERIMENT (its slug) as tidy tables, streamed from the database in chunks."""
+    from humanlike.cli import remote
+
+    if remote.current() is not None:
+        remote.refuse_local_options("export", key_file=key_file,
+                                    neutralise_parquet=neutralise_parquet,
+                                    format=fmt != "humanlike", waves=waves,
+                                    database_url=database_url)
+        remote.export(experiment, out, pseudonymise)
+        return
+    if out.is_file():
+        raise click.ClickException(f"--out {out}: a file is there; name a folder")
     if fmt == "psiturk":
         _export_psiturk(experiment, out, database_url)
         return

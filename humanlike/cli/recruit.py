@@ -18,7 +18,7 @@ from typing import Any
 import click
 from flask import Flask
 
-from humanlike.cli import person
+from humanlike.cli import person, remote
 from humanlike.cli.app_context import database_option, make_app
 
 PLATFORMS = ("prolific", "mturk")
@@ -146,6 +146,23 @@ def _echo_results(results: list[Any]) -> None:
     failed = [r for r in results if not r.ok]
     if failed:
         raise click.ClickException(f"{len(failed)} of {len(results)} not done")
+
+
+def _bonus_list(participant: str | None, amount: str | None,
+                csv_path: Path | None) -> list[tuple[str, str]]:
+    """The (participant, amount) pairs of ``bonus``: the --csv file's lines, then PARTICIPANT."""
+    wanted: list[tuple[str, str]] = []
+    if csv_path is not None:
+        with csv_path.open(newline="") as fh:
+            wanted = [(r[0].strip(), r[1].strip()) for r in csv.reader(fh)
+                      if r and r[0].strip() and not r[0].startswith("#")]
+    if participant is not None:
+        if amount is None:
+            raise click.ClickException("--amount is required with a participant")
+        wanted.append((participant, amount))
+    if not wanted:
+        raise click.ClickException("name a participant (with --amount) or give --csv")
+    return wanted
 
 
 def _recruiter(ctx: Context, exp: Any) -> Any:
@@ -389,7 +406,13 @@ def _platform_group(platform: str) -> click.Group:
     def approve(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool,
                 participants: tuple[str, ...], all_submitted: bool, include_qc_failures: bool,
                 override_rejection: bool) -> None:
-        """Approve PARTICIPANTS (public or platform ids)."""
+        """Approve PARTICIPANTS (public or platform ids; with --server, public ids)."""
+        if remote.current() is not None:
+            remote.refuse_local_options(f"recruit {platform} approve", experiment=spec_path,
+                                        database_url=database_url, dry_run=dry_run,
+                                        override_rejection=override_rejection)
+            remote.approve(platform, slug, participants, all_submitted, include_qc_failures)
+            return
         ctx = make(slug, spec_path, database_url, dry_run)
 
         def body() -> None:
@@ -452,6 +475,11 @@ def _platform_group(platform: str) -> click.Group:
     def reject(slug: str, spec_path: str | None, database_url: str | None, dry_run: bool,
                participant: str, message: str, category: str | None) -> None:
         """Reject PARTICIPANT's submission (refused before any request if the message is short)."""
+        if remote.current() is not None:
+            remote.refuse_local_options(f"recruit {platform} reject", experiment=spec_path,
+                                        database_url=database_url, dry_run=dry_run)
+            remote.reject(platform, slug, participant, message, category)
+            return
         ctx = make(slug, spec_path, database_url, dry_run)
 
         def body() -> None:
@@ -483,29 +511,25 @@ def _platform_group(platform: str) -> click.Group:
               csv_path: Path | None, mark_paid: bool) -> None:
         """Pay PARTICIPANT a bonus, at most once per reason. Safe to re-run after a failure: a
         bonus whose state is unknown is checked on the platform first and never paid twice."""
+        if remote.current() is not None:
+            remote.refuse_local_options(f"recruit {platform} bonus", experiment=spec_path,
+                                        database_url=database_url, dry_run=dry_run,
+                                        mark_paid=mark_paid)
+            remote.bonus(platform, slug, _bonus_list(participant, amount, csv_path), reason)
+            return
         ctx = make(slug, spec_path, database_url, dry_run)
 
         def body() -> None:
             from humanlike.server.participants import actions
 
             exp = ctx.experiment("spend")
-            wanted: list[tuple[str, str]] = []
-            if csv_path is not None:
-                with csv_path.open(newline="") as fh:
-                    wanted = [(r[0].strip(), r[1].strip()) for r in csv.reader(fh)
-                              if r and r[0].strip() and not r[0].startswith("#")]
             if mark_paid:
                 if participant is None:
                     raise click.ClickException("--mark-paid needs the participant")
                 _echo_results(actions.bulk(_participants(exp, (participant,)),
                                            lambda p: actions.mark_bonus_paid(p, ctx.actor, reason)))
                 return
-            if participant is not None:
-                if amount is None:
-                    raise click.ClickException("--amount is required with a participant")
-                wanted.append((participant, amount))
-            if not wanted:
-                raise click.ClickException("name a participant (with --amount) or give --csv")
+            wanted = _bonus_list(participant, amount, csv_path)
             rows = _participants(exp, tuple(w[0] for w in wanted))
             amounts = {row.id: a for row, (_, a) in zip(rows, wanted)}
             if dry_run:
