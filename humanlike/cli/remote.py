@@ -114,7 +114,8 @@ class Remote:
                 key: str | None = None, params: dict[str, Any] | None = None,
                 stream: bool = False) -> Iterator[httpx.Response]:
         """The answer to one request (streamed when ``stream``); an error answer or an
-        unreachable server is a ``ClickException``."""
+        unreachable server is a ``ClickException``, but for an action's 502 (its ``ActionOut``
+        says what the platform did)."""
         headers = {"Idempotency-Key": key} if key else {}
         content = body.model_dump_json().encode() if body is not None else None
         if content is not None:
@@ -122,7 +123,7 @@ class Remote:
         try:
             with self.client.stream(method, path, content=content, headers=headers,
                                     params=params) as response:
-                if response.status_code >= 400 and response.status_code != 502:
+                if response.status_code >= 400 and not (key and response.status_code == 502):
                     response.read()
                     raise self.fail(response)
                 if not stream:
@@ -189,10 +190,14 @@ class Remote:
             out.parent.mkdir(parents=True, exist_ok=True)
             partial = out.with_name(out.name + ".part")
             size = 0
-            with partial.open("wb") as fh:
-                for chunk in response.iter_bytes():
-                    fh.write(chunk)
-                    size += len(chunk)
+            try:
+                with partial.open("wb") as fh:
+                    for chunk in response.iter_bytes():
+                        fh.write(chunk)
+                        size += len(chunk)
+            except BaseException:
+                partial.unlink(missing_ok=True)  # no half zip left behind
+                raise
             partial.replace(out)
         return out, size
 
