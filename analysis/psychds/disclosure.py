@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 PUBLISHED_SPEC: Mapping[str, Any] = {
-    "slug": None, "title": None, "consent": None, "instructions": None, "manifest": None,
+    "slug": None, "title": None, "language": None, "consent": None, "instructions": None, "manifest": None,
     "platform": {"preset": None, "completion": None, "resume": None, "sessions": None},
     "categories": {"label": None, "key": None},
     "key_mapping": None, "presentation": None, "blocks": None, "conditions": None,

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from humanlike.server.lifecycle import ExperimentStatus
 
 STRICT = ConfigDict(extra="forbid", strict=True)
 
@@ -16,7 +18,7 @@ class StatusIn(BaseModel):
     """Switch an experiment between draft, live and closed."""
 
     model_config = STRICT
-    status: Literal["draft", "live", "closed"]
+    status: Annotated[ExperimentStatus, Field(strict=False)]  # the value's string, as JSON sends it
 
 
 class RejectIn(BaseModel):

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from babel.support import NullTranslations
 from flask import Flask, g, request
 from flask_babel import Babel, Domain, get_locale
+from sqlalchemy.exc import SQLAlchemyError
 
 from humanlike.server.extensions import db
 from humanlike.server.study import languages
@@ -31,19 +32,36 @@ def request_language() -> str:
     language = languages.DEFAULT
     args = request.view_args or {}
     if request.blueprint in PARTICIPANT_BLUEPRINTS:
-        spec = None
-        if isinstance(args.get("pid"), str):
-            spec = db.session.execute(
-                sa.select(Experiment.spec).join(Participant, Participant.experiment_id == Experiment.id)
-                .where(Participant.public_id == args["pid"])).scalar_one_or_none()
-        elif isinstance(args.get("slug"), str):
-            spec = db.session.execute(
-                sa.select(Experiment.spec).where(Experiment.slug == args["slug"])).scalar_one_or_none()
-        language = spec_language(spec)
+        language = spec_language(_spec_of(args))
     if language not in languages.shipped():
         language = languages.DEFAULT  # a spec stored before its catalogue was removed
     g.humanlike_language = language
     return language
+
+
+def _usable(value: Any) -> bool:
+    """An id or slug worth looking up: a short printable string (a NUL byte, which PostgreSQL
+    refuses in a text parameter, or an overlong value is no study's)."""
+    return isinstance(value, str) and 0 < len(value) <= 200 and value.isprintable()
+
+
+def _spec_of(args: dict[str, Any]) -> dict[str, Any] | None:
+    """The stored spec of the experiment a participant page's ``pid`` or ``slug`` names; None when
+    it names none, or when the database cannot answer (the page, often an error page itself, is
+    then shown in the default language rather than failing)."""
+    if _usable(args.get("pid")):
+        query = (sa.select(Experiment.spec)
+                 .join(Participant, Participant.experiment_id == Experiment.id)
+                 .where(Participant.public_id == args["pid"]))
+    elif _usable(args.get("slug")):
+        query = sa.select(Experiment.spec).where(Experiment.slug == args["slug"])
+    else:
+        return None
+    try:
+        return db.session.execute(query).scalar_one_or_none()
+    except SQLAlchemyError:
+        db.session.rollback()
+        return None
 
 
 class CatalogueDomain(Domain):

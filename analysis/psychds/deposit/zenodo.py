@@ -97,7 +97,7 @@ class Zenodo:
         response = self._call("GET", f"/api/deposit/depositions/{draft['id']}", (200, 404, 410))
         if response.status_code != 200:
             return None
-        if response.json().get("submitted"):
+        if response.json().get("state") == "done":  # Zenodo: "done" = the deposition is published
             raise DepositError(f"Zenodo deposition {draft['id']} is already published")
         listing = self._call("GET", f"/api/deposit/depositions/{draft['id']}/files", (200,)).json()
         return {f["filename"]: {"md5": f["checksum"].removeprefix("md5:"), "id": f["id"]}
