@@ -229,6 +229,8 @@ def demo_panel(app) -> dict:
         return db.session.get(PanelResult, exp.id).result
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # numbers, not the backend:
+# the panel reads the same stored triads through the same reader on both (test_panel_robust)
 def test_mlds_scales_cover_the_known_psi_and_the_mlds_stopping_target_flips(
         database_url, demo_folder, tmp_path):
     app, spec = demo_app(database_url, demo_folder, tmp_path,
