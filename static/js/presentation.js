@@ -1,11 +1,14 @@
 // @ts-check
 /**
- * HumanlikePresentation: what the `rating` and `triad` plugins do the same way.
+ * HumanlikePresentation: what the trial plugins (rating, triad, classification, odd-one-out) do
+ * the same way.
  *
  *   durationFor(trial, plugin)   -> requested ms in "duration" mode, null in "until_response"
  *   maskFor(trial, duration_ms)  -> URL of the mask that replaces the stimulus at the hide, or null
  *   image(src, className, height_px) -> a hidden, non-draggable <img>
  *   present({root, target, mask, duration_ms, frame_ms, onShow}) -> handle with stop(t) -> timing
+ *   chooseOne({jsPsych, root, presentation, keys, status, waiting, finish}) -> one image chosen by
+ *                                  a click on a choosable slot or a key (triad, odd-one-out)
  *   Modalities                   -> "keyboard" / "mouse" / "both" bookkeeping
  *   clickModality(event)         -> "keyboard" for a click synthesised from a key, else "mouse"
  *   eventTime(event), round1(x)  -> times on the performance.now() clock, rounded to 0.1 ms
@@ -154,6 +157,83 @@ var HumanlikePresentation = (function () {
     };
   }
 
+  /**
+   * @typedef {object} ChooseOptions
+   * @property {any} jsPsych the running jsPsych (its keyboard listener)
+   * @property {HTMLElement} root the trial's root: a click on one of its `.hl-choosable` elements
+   *   chooses that element's `data-side`
+   * @property {Omit<PresentOptions, "onShow">} presentation what `present` shows
+   * @property {Record<string, string>} keys key (lower case) -> choice, listened for once shown
+   * @property {HTMLElement} status the trial's live region
+   * @property {string} waiting what the live region says once the stimuli are shown
+   * @property {(choice: string, rt_ms: number, timing: Timing, modality: string) => void} finish
+   *   called once: the choice, the response time from the onset, the presentation's timing and
+   *   the input modality
+   */
+
+  /**
+   * A trial answered by choosing one of several images (the triad, the odd-one-out triplet): the
+   * images are presented, then one click on a choosable slot or one of `keys` ends the trial.
+   * @param {ChooseOptions} options
+   */
+  function chooseOne(options) {
+    var root = options.root;
+    var finished = false;
+    /** @type {any} */
+    var keyboardListener = null;
+    /** @type {{onset: () => number | null, stop: (t: number) => Timing} | null} */
+    var presentation = null;
+
+    /**
+     * @param {string} choice
+     * @param {number} t
+     * @param {string} modality
+     */
+    var end = function (choice, t, modality) {
+      if (finished || presentation === null) {
+        return;
+      }
+      finished = true;
+      if (keyboardListener !== null) {
+        options.jsPsych.pluginAPI.cancelKeyboardResponse(keyboardListener);
+      }
+      root.removeEventListener("click", onClick);
+      var onset = presentation.onset();
+      var timing = presentation.stop(t);
+      options.finish(choice, round1(Math.max(0, t - (onset === null ? t : onset))), timing, modality);
+    };
+
+    /** @param {MouseEvent} event */
+    var onClick = function (event) {
+      if (presentation === null || presentation.onset() === null || finished) {
+        return;
+      }
+      /** @type {HTMLElement | null} */
+      var slot = /** @type {HTMLElement} */ (event.target).closest(".hl-choosable");
+      if (slot === null || !root.contains(slot)) {
+        return;
+      }
+      end(slot.dataset.side || "", eventTime(event), clickModality(event));
+    };
+    root.addEventListener("click", onClick);
+
+    presentation = present(Object.assign({}, options.presentation, {
+      onShow: function () {
+        options.status.textContent = options.waiting;
+        keyboardListener = options.jsPsych.pluginAPI.getKeyboardResponse({
+          // the listener calls back synchronously inside the keydown dispatch
+          callback_function: function (/** @type {{key: string}} */ response) {
+            end(options.keys[response.key.toLowerCase()], performance.now(), "keyboard");
+          },
+          valid_responses: Object.keys(options.keys),
+          rt_method: "performance",
+          persist: false,
+          allow_held_key: false,
+        });
+      },
+    }));
+  }
+
   /** Which input devices a participant used: value() is null, "keyboard", "mouse" or "both". */
   class Modalities {
     constructor() {
@@ -248,6 +328,7 @@ var HumanlikePresentation = (function () {
     maskFor: maskFor,
     image: image,
     present: present,
+    chooseOne: chooseOne,
     Modalities: Modalities,
     clickModality: clickModality,
     simulatedTiming: simulatedTiming,

@@ -166,77 +166,29 @@ var jsPsychOddOneOut = (function (jspsych) {
       display_element.appendChild(root);
 
       // ---- responses ----------------------------------------------------------------------
-      let finished = false;
-      /** @type {any} */
-      let keyboardListener = null;
-
-      /**
-       * @param {string} choice "left", "middle" or "right"
-       * @param {number} t
-       * @param {string} modality
-       */
-      const endTrial = (choice, t, modality) => {
-        if (finished) {
-          return;
-        }
-        finished = true;
-        if (keyboardListener !== null) {
-          this.jsPsych.pluginAPI.cancelKeyboardResponse(keyboardListener);
-        }
-        root.removeEventListener("click", onClick);
-        const onset = presentation.onset();
-        const timing = presentation.stop(t);
-        slots[choice].classList.add("hl-chosen");
-        status.textContent = CHOSEN()[choice];
-        this.jsPsych.finishTrial({
-          choice: choice,
-          chosen: trial[/** @type {"left" | "middle" | "right"} */ (choice)],
-          rt_ms: P.round1(Math.max(0, t - (onset === null ? t : onset))),
-          presented_ms: timing.presented_ms,
-          frames: timing.frames,
-          requested_frames: timing.requested_frames,
-          input_modality: modality,
-          left: trial.left,
-          middle: trial.middle,
-          right: trial.right,
-        });
-      };
-
-      /** @param {MouseEvent} event */
-      const onClick = (event) => {
-        if (presentation.onset() === null || finished) {
-          return;
-        }
-        /** @type {HTMLElement | null} */
-        const slot = /** @type {HTMLElement} */ (event.target).closest(".hl-choosable");
-        if (slot === null || !root.contains(slot)) {
-          return;
-        }
-        endTrial(slot.dataset.side || "", P.eventTime(event), P.clickModality(event));
-      };
-      root.addEventListener("click", onClick);
-
-      /** @param {{key: string}} response */
-      const onKey = (response) => {
-        // The listener calls back synchronously inside the keydown dispatch.
-        endTrial(KEY_TO_CHOICE[response.key.toLowerCase()], performance.now(), "keyboard");
-      };
-
-      const presentation = P.present({
+      P.chooseOne({
+        jsPsych: this.jsPsych,
         root: root,
-        target: stimuli,
-        mask: masks,
-        duration_ms: duration_ms,
-        frame_ms: trial.frame_ms,
-        onShow: () => {
-          status.textContent = _("Which image is the odd one out? Press 1 or the left arrow for the " +
-            "left image, 2 or the down arrow for the middle one, 3 or the right arrow for the right one.");
-          keyboardListener = this.jsPsych.pluginAPI.getKeyboardResponse({
-            callback_function: onKey,
-            valid_responses: Object.keys(KEY_TO_CHOICE),
-            rt_method: "performance",
-            persist: false,
-            allow_held_key: false,
+        presentation: { root: root, target: stimuli, mask: masks, duration_ms: duration_ms,
+          frame_ms: trial.frame_ms },
+        keys: KEY_TO_CHOICE,
+        status: status,
+        waiting: _("Which image is the odd one out? Press 1 or the left arrow for the " +
+          "left image, 2 or the down arrow for the middle one, 3 or the right arrow for the right one."),
+        finish: (choice, rt_ms, timing, modality) => {
+          slots[choice].classList.add("hl-chosen");
+          status.textContent = CHOSEN()[choice];
+          this.jsPsych.finishTrial({
+            choice: choice,
+            chosen: trial[/** @type {"left" | "middle" | "right"} */ (choice)],
+            rt_ms: rt_ms,
+            presented_ms: timing.presented_ms,
+            frames: timing.frames,
+            requested_frames: timing.requested_frames,
+            input_modality: modality,
+            left: trial.left,
+            middle: trial.middle,
+            right: trial.right,
           });
         },
       });

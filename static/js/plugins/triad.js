@@ -175,82 +175,34 @@ var jsPsychTriad = (function (jspsych) {
       display_element.appendChild(root);
 
       // ---- responses ----------------------------------------------------------------------
-      let finished = false;
-      /** @type {any} */
-      let keyboardListener = null;
-
-      /**
-       * @param {string} choice "left" or "right"
-       * @param {number} t
-       * @param {string} modality
-       */
-      const endTrial = (choice, t, modality) => {
-        if (finished) {
-          return;
-        }
-        finished = true;
-        if (keyboardListener !== null) {
-          this.jsPsych.pluginAPI.cancelKeyboardResponse(keyboardListener);
-        }
-        root.removeEventListener("click", onClick);
-        const onset = presentation.onset();
-        const timing = presentation.stop(t);
-        slots[choice].classList.add("hl-chosen");
-        status.textContent = choice === "left" ? _("Left image chosen.") : _("Right image chosen.");
-        const chosen = choice === "left" ? trial.s_left : trial.s_right;
-        this.jsPsych.finishTrial({
-          choice: choice,
-          chosen_level: chosen === undefined ? null : chosen,
-          rt_ms: P.round1(Math.max(0, t - (onset === null ? t : onset))),
-          presented_ms: timing.presented_ms,
-          frames: timing.frames,
-          requested_frames: timing.requested_frames,
-          input_modality: modality,
-          sequence: trial.sequence,
-          s_left: trial.s_left,
-          s_ref: trial.s_ref,
-          s_right: trial.s_right,
-          reference: trial.reference,
-          left: trial.left,
-          right: trial.right,
-        });
-      };
-
-      /** @param {MouseEvent} event */
-      const onClick = (event) => {
-        if (presentation.onset() === null || finished) {
-          return;
-        }
-        /** @type {HTMLElement | null} */
-        const slot = /** @type {HTMLElement} */ (event.target).closest(".hl-choosable");
-        if (slot === null || !root.contains(slot)) {
-          return;
-        }
-        endTrial(slot.dataset.side || "", P.eventTime(event), P.clickModality(event));
-      };
-      root.addEventListener("click", onClick);
-
-      /** @param {{key: string}} response */
-      const onKey = (response) => {
-        // The listener calls back synchronously inside the keydown dispatch.
-        endTrial(KEY_TO_CHOICE[response.key.toLowerCase()], performance.now(), "keyboard");
-      };
-
-      const presentation = P.present({
+      P.chooseOne({
+        jsPsych: this.jsPsych,
         root: root,
-        target: stimuli,
-        mask: masks,
-        duration_ms: duration_ms,
-        frame_ms: trial.frame_ms,
-        onShow: () => {
-          status.textContent = _("Which outer image is more similar to the middle one? Press F or " +
-            "the left arrow for the left image, J or the right arrow for the right image.");
-          keyboardListener = this.jsPsych.pluginAPI.getKeyboardResponse({
-            callback_function: onKey,
-            valid_responses: Object.keys(KEY_TO_CHOICE),
-            rt_method: "performance",
-            persist: false,
-            allow_held_key: false,
+        presentation: { root: root, target: stimuli, mask: masks, duration_ms: duration_ms,
+          frame_ms: trial.frame_ms },
+        keys: KEY_TO_CHOICE,
+        status: status,
+        waiting: _("Which outer image is more similar to the middle one? Press F or " +
+          "the left arrow for the left image, J or the right arrow for the right image."),
+        finish: (choice, rt_ms, timing, modality) => {
+          slots[choice].classList.add("hl-chosen");
+          status.textContent = choice === "left" ? _("Left image chosen.") : _("Right image chosen.");
+          const chosen = choice === "left" ? trial.s_left : trial.s_right;
+          this.jsPsych.finishTrial({
+            choice: choice,
+            chosen_level: chosen === undefined ? null : chosen,
+            rt_ms: rt_ms,
+            presented_ms: timing.presented_ms,
+            frames: timing.frames,
+            requested_frames: timing.requested_frames,
+            input_modality: modality,
+            sequence: trial.sequence,
+            s_left: trial.s_left,
+            s_ref: trial.s_ref,
+            s_right: trial.s_right,
+            reference: trial.reference,
+            left: trial.left,
+            right: trial.right,
           });
         },
       });
