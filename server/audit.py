@@ -12,7 +12,7 @@ from humanlike.server.tables.core import AuditEntry, utcnow
 
 CLI_USER_ENV = "HUMANLIKE_USER"
 """The dashboard login a CLI command acts as (``humanlike --as NAME`` sets it); its permissions
-are checked (``humanlike.server.access.require_cli``)."""
+are checked (``humanlike.server.lab.access.require_cli``)."""
 
 
 def cli_user() -> str | None:

@@ -33,7 +33,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("study",),
     ("trial_types",),
     ("security",),  # headers, rate limits, the login throttle (writes audit rows)
-    ("access",),  # roles and per-study permissions (issue 40)
+    ("lab",),  # who may do what: roles, per-study permissions, API tokens (issue 40)
     ("audit",),
     ("tables",),
     ("database", "platforms"),

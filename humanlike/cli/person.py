@@ -14,9 +14,9 @@ def require(permission: str, experiment: Any) -> None:
     when the ``--as`` login may not do ``permission`` in ``experiment`` (a row or its slug)."""
     import sqlalchemy as sa
 
-    from humanlike.server.access import AccessDenied, Permission, require_cli
     from humanlike.server.audit import cli_user
     from humanlike.server.extensions import db
+    from humanlike.server.lab.access import AccessDenied, Permission, require_cli
     from humanlike.server.tables.core import Experiment
 
     if cli_user() is None:

@@ -31,8 +31,8 @@ def create(username: str, name: str, scopes: str, days: int, out: Path | None,
     import sqlalchemy as sa
 
     from humanlike.server import audit
-    from humanlike.server.access import issue_token
     from humanlike.server.extensions import db
+    from humanlike.server.lab.access import issue_token
     from humanlike.server.tables.core import AdminUser
 
     app = make_app(database_url=database_url)

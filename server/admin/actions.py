@@ -14,13 +14,13 @@ import sqlalchemy as sa
 from flask import abort, current_app, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 
-from humanlike.server.access import visible_experiment_ids
 from humanlike.server.admin import stats
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.admin.permissions import from_action, person, requires, signed_in
 from humanlike.server.extensions import db
+from humanlike.server.lab.access import visible_experiment_ids
 from humanlike.server.lifecycle import APPROVE
 from humanlike.server.participants import actions, jobs
 from humanlike.server.tables.core import AuditEntry, Experiment, Participant, ParticipantQC

@@ -14,7 +14,6 @@ from pathlib import Path
 from flask import Response, current_app, request, stream_with_context
 
 from humanlike.server import audit
-from humanlike.server.access import Permission
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
@@ -22,6 +21,7 @@ from humanlike.server.admin.permissions import requires
 from humanlike.server.export.writer import write_export
 from humanlike.server.export.zipped import zip_stream
 from humanlike.server.extensions import db
+from humanlike.server.lab.access import Permission
 from humanlike.server.rights.pseudonyms import key_from_secret
 from humanlike.server.tables.core import utcnow
 

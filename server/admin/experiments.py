@@ -10,12 +10,12 @@ from wtforms import SelectField
 from wtforms.validators import DataRequired
 
 from humanlike.server import audit
-from humanlike.server.access import visible_experiment_ids
 from humanlike.server.admin import stats
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.permissions import Permission, person, requires, signed_in
 from humanlike.server.extensions import db
+from humanlike.server.lab.access import visible_experiment_ids
 from humanlike.server.lifecycle import ExperimentStatus
 from humanlike.server.tables.core import Experiment
 

@@ -9,12 +9,12 @@ import datetime as dt
 import sqlalchemy as sa
 from flask import abort, render_template
 
-from humanlike.server.access import Permission
 from humanlike.server.admin.actions import ACTIONS
 from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.admin.permissions import requires
 from humanlike.server.extensions import db
+from humanlike.server.lab.access import Permission
 from humanlike.server.participants import jobs
 from humanlike.server.tables.core import Experiment, utcnow
 from humanlike.server.tables.jobs import ActionJob

@@ -18,12 +18,12 @@ from flask import flash, redirect, render_template, request, url_for
 from flask_wtf import FlaskForm
 
 from humanlike.server import audit
-from humanlike.server.access import Permission
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.admin.permissions import from_action, requires
 from humanlike.server.extensions import db
+from humanlike.server.lab.access import Permission
 from humanlike.server.lifecycle import ParticipantStatus
 from humanlike.server.participants.actions import PlatformError
 from humanlike.server.rights import ledger as withdrawal_ledger

@@ -10,7 +10,6 @@ import sqlalchemy as sa
 from flask import flash, make_response, redirect, render_template, request, url_for
 
 from humanlike.server import audit
-from humanlike.server.access import Permission
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
@@ -18,6 +17,7 @@ from humanlike.server.admin.permissions import requires
 from humanlike.server.admin.stats import without_gc_pauses
 from humanlike.server.database import as_utc
 from humanlike.server.extensions import db
+from humanlike.server.lab.access import Permission
 from humanlike.server.live.panel import panel_view
 from humanlike.server.tables.core import Experiment, PanelResult, utcnow
 

@@ -1,6 +1,6 @@
 """Who may use which dashboard route (issue 40): each view declares what it needs with one of the
 decorators here, and a gate refuses every admin route that declares nothing, so a new route
-cannot skip the check. The rules themselves live in ``humanlike.server.access``.
+cannot skip the check. The rules themselves live in ``humanlike.server.lab.access``.
 
 A refusal changes nothing: 404 when the study does not exist *or* the login is not a member of
 it (the same answer, so guessing names or ids tells nothing about other studies), 403 (a page, or
@@ -16,9 +16,9 @@ import sqlalchemy as sa
 from flask import abort, current_app, g, jsonify, render_template, request
 from flask_login import current_user
 
-from humanlike.server.access import AccessDenied, Permission, Role, granted, require
 from humanlike.server.admin.blueprint import bp
 from humanlike.server.extensions import db
+from humanlike.server.lab.access import AccessDenied, Permission, Role, granted, require
 from humanlike.server.tables.core import AdminUser, Experiment, Participant
 from humanlike.server.tables.jobs import ActionJob
 

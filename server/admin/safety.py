@@ -14,12 +14,12 @@ from typing import Any
 import sqlalchemy as sa
 from flask import abort, flash, redirect, render_template, request, url_for
 
-from humanlike.server.access import Permission
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.admin.permissions import requires
 from humanlike.server.extensions import db
+from humanlike.server.lab.access import Permission
 from humanlike.server.live import breaker
 from humanlike.server.participants import resume_policy
 from humanlike.server.rights import withdrawal

@@ -11,17 +11,17 @@ from wtforms import IntegerField, SelectMultipleField, StringField
 from wtforms.validators import DataRequired, Length, NumberRange
 
 from humanlike.server import audit
-from humanlike.server.access import (
+from humanlike.server.admin.auth import actor
+from humanlike.server.admin.blueprint import bp
+from humanlike.server.admin.permissions import person, signed_in
+from humanlike.server.extensions import db
+from humanlike.server.lab.access import (
     DEFAULT_TOKEN_DAYS,
     MAX_TOKEN_DAYS,
     Permission,
     Role,
     issue_token,
 )
-from humanlike.server.admin.auth import actor
-from humanlike.server.admin.blueprint import bp
-from humanlike.server.admin.permissions import person, signed_in
-from humanlike.server.extensions import db
 from humanlike.server.tables.api_tokens import ApiToken
 from humanlike.server.tables.core import AdminUser, utcnow
 

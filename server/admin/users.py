@@ -14,12 +14,12 @@ from wtforms import BooleanField, SelectField, StringField
 from wtforms.validators import DataRequired, Length, Optional, Regexp
 
 from humanlike.server import audit
-from humanlike.server.access import GRANTABLE, Permission, Role
 from humanlike.server.admin.auth import actor
 from humanlike.server.admin.blueprint import bp
 from humanlike.server.admin.experiments import experiment_or_404
 from humanlike.server.admin.permissions import owner_only, person, refuse, requires
 from humanlike.server.extensions import db
+from humanlike.server.lab.access import GRANTABLE, Permission, Role
 from humanlike.server.tables.access import StudyMember
 from humanlike.server.tables.core import AdminUser, Experiment
 

@@ -11,15 +11,15 @@ from typing import Any
 import sqlalchemy as sa
 from flask import current_app, g, request
 
-from humanlike.server.access import (
+from humanlike.server.errors import api_abort
+from humanlike.server.extensions import db
+from humanlike.server.lab.access import (
     AccessDenied,
     Permission,
     require,
     token_owner,
     token_scopes,
 )
-from humanlike.server.errors import api_abort
-from humanlike.server.extensions import db
 from humanlike.server.tables.api_tokens import ApiToken
 from humanlike.server.tables.core import AdminUser, Experiment, utcnow
 

@@ -17,12 +17,12 @@ from flask import Blueprint, Response, current_app, g, jsonify, request, stream_
 from pydantic import BaseModel, ValidationError
 
 from humanlike.server import audit
-from humanlike.server.access import Permission, visible_experiment_ids
 from humanlike.server.database import as_utc
 from humanlike.server.errors import api_abort, json_errors
 from humanlike.server.export.writer import write_export
 from humanlike.server.export.zipped import zip_stream
 from humanlike.server.extensions import csrf, db
+from humanlike.server.lab.access import Permission, visible_experiment_ids
 from humanlike.server.lifecycle import ExperimentStatus, ParticipantStatus
 from humanlike.server.participants import actions
 from humanlike.server.participants.overrides import excluded_clause

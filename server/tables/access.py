@@ -1,5 +1,5 @@
 """Who may do what in which study: a login's membership of a study with its permissions
-(``humanlike.server.access`` reads them)."""
+(``humanlike.server.lab.access`` reads them)."""
 
 from __future__ import annotations
 

@@ -246,7 +246,7 @@ class AdminUser(UserMixin, db.Model):  # type: ignore[name-defined]  # dynamic b
     password_hash: Mapped[str] = mapped_column(sa.String(256))
     created_at: Mapped[dt.datetime] = mapped_column(sa.DateTime(timezone=True), default=utcnow)
     role: Mapped[str] = mapped_column(sa.String(16), default="owner", server_default="owner")
-    """owner (every study, the users page), researcher or viewer (``humanlike.server.access``);
+    """owner (every study, the users page), researcher or viewer (``humanlike.server.lab.access``);
     a login made without a role is an owner, as every admin was before roles (migration 0026)."""
     active: Mapped[bool] = mapped_column(sa.Boolean, default=True, server_default=sa.true())
     """False once deactivated: the login is refused and an open session ends."""

@@ -15,8 +15,8 @@ import pytest
 import sqlalchemy as sa
 
 from humanlike.server import create_app, database
-from humanlike.server.access import issue_token
 from humanlike.server.extensions import db
+from humanlike.server.lab.access import issue_token
 from humanlike.server.research_api.openapi import openapi_document
 from humanlike.server.tables.access import StudyMember
 from humanlike.server.tables.api_tokens import ApiToken

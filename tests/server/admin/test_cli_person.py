@@ -9,8 +9,8 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from humanlike.cli import main
-from humanlike.server.access import GRANTABLE
 from humanlike.server.extensions import db
+from humanlike.server.lab.access import GRANTABLE
 from humanlike.server.tables.access import StudyMember
 from humanlike.server.tables.core import AdminUser, AuditEntry, Experiment, Participant
 from tests.server.test_privacy import SECRET, participant_with_data

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from humanlike.server.access import GRANTABLE, issue_token
 from humanlike.server.extensions import db
+from humanlike.server.lab.access import GRANTABLE, issue_token
 from humanlike.server.tables.access import StudyMember
 from humanlike.server.tables.core import (
     AdminUser,

@@ -12,8 +12,8 @@ import sqlalchemy as sa
 from flask_migrate import upgrade as alembic_upgrade
 
 from humanlike.server import create_app, database
-from humanlike.server.access import Permission, granted
 from humanlike.server.extensions import db
+from humanlike.server.lab.access import Permission, granted
 from humanlike.server.tables.core import AdminUser, AuditEntry, Experiment
 from tests.server.admin.dashboard_helpers import csrf_from, login
 
